@@ -1,0 +1,54 @@
+"""Named thresholds and defaults, each with the effect of changing it.
+
+Papers are cited as seed 000 (Tian et al., EMSE 2021), seed 001 (detection
+report) and seed 002 (object-relevant MRs for image analysis).
+"""
+
+# Multi-label decision threshold: a label is predicted when p >= this (seed 000 s2.2).
+# Lower it and predicted label sets grow, so fewer inferences count as correct.
+MULTI_LABEL_THRESHOLD = 0.5
+
+# How many top labels each stored prediction keeps.  Single-label MR-1 needs the
+# top two; more makes the export and the review page more informative.
+TOP_K = 5
+
+# Default vote: an inference is flagged when at least VOTE_K of VOTE_N mutations of
+# one relation are violated (seed 000 s4.4: 2 of 3 colours).
+THREE_COLOUR_VOTE_K = 2
+# The 15-colour palette needs 8 of 15 (seed 000 s5.2.1).
+PALETTE_VOTE_K = 8
+
+# Pixels added around each box by the ImageNet/VOC loader; the seed code padded 5.
+# Larger padding removes more context along with the object.
+DEFAULT_BOX_PADDING = 0
+
+# Kernel size of the median filter that blurs the object boundary in RmvObjByRGB
+# and PsvObj (seed 002 Table I).  Must be odd; larger blurs a wider band.
+BOUNDARY_BLUR_KSIZE = 5
+# Width in pixels of the band around the region boundary that gets blurred.
+BOUNDARY_BAND = 3
+
+# Inpainting radius for cv2.inpaint (RmvObjByTool).  Larger radius looks further
+# into the background for each filled pixel and is slower.
+INPAINT_RADIUS = 3
+# Inpainting works on a copy scaled so its longer side is at most this many pixels,
+# then the filled pixels are scaled back; keeps INPAINT_NS under ~50 ms per image.
+INPAINT_MAX_SIDE = 512
+
+# Default variance (in 0-255 pixel units squared) of background Gaussian noise.
+DEFAULT_NOISE_VARIANCE = 2500.0
+
+# Default ratio of the box that random erase removes, centre out (seed 001 s2.3).
+DEFAULT_ERASE_RATIO = 0.5
+
+# Default number of images the engine sends through the model at once.
+DEFAULT_BATCH_SIZE = 16
+
+# Images larger than this many pixels are refused as probable decompression bombs.
+MAX_IMAGE_PIXELS = 89_478_485
+
+# SQLite waits this many milliseconds for a lock before failing a write.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+# A target region must cover at least this many pixels to be tested.
+MIN_REGION_PIXELS = 1

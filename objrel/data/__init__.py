@@ -1,0 +1,65 @@
+"""Dataset loaders.  Every loader returns a ``Dataset`` of ``Sample``s.
+
+``load_dataset`` picks the loader from the file: a ``.json`` with an ``images``
+list of COCO image records is COCO; other JSON is a manifest; an ``.xml`` file
+or a folder of them is VOC / ImageNet box XML.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import AnnotationError
+from .bundled import load_demo
+from .coco import load_coco
+from .dataset import Dataset
+from .images import load_rgb, resolve_inside
+from .manifest import load_manifest
+from .region import area_ratio, target_region
+from .sample import Sample, TargetObject
+from .voc import load_voc
+
+FORMATS = ("auto", "coco", "voc", "manifest")
+
+
+def detect_format(annotation) -> str:
+    path = Path(annotation)
+    if path.is_dir() or path.suffix.lower() == ".xml":
+        return "voc"
+    if path.suffix.lower() != ".json":
+        raise AnnotationError(f"cannot tell the format of {path}: expected a .json file, an .xml file or a folder of .xml")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = json.load(fh)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise AnnotationError(f"cannot read {path}: {exc}") from exc
+    if isinstance(head, dict) and isinstance(head.get("images"), list) and (
+        "annotations" in head or "categories" in head
+    ):
+        return "coco"
+    return "manifest"
+
+
+def load_dataset(annotation, images_dir=None, fmt: str = "auto", **options) -> Dataset:
+    """Load any supported annotation; ``annotation='demo'`` gives the bundled set."""
+    if str(annotation) == "demo":
+        return load_demo()
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown dataset format {fmt!r}; expected one of {FORMATS}")
+    if fmt == "auto":
+        fmt = detect_format(annotation)
+    if images_dir is None:
+        images_dir = Path(annotation).parent if Path(annotation).is_file() else annotation
+    if fmt == "coco":
+        return load_coco(annotation, images_dir, category_map=options.get("category_map"))
+    if fmt == "voc":
+        return load_voc(annotation, images_dir, synset_mapping=options.get("synset_mapping"),
+                        padding=int(options.get("padding", 0)))
+    return load_manifest(annotation, images_dir)
+
+
+__all__ = [
+    "Dataset", "Sample", "TargetObject", "load_coco", "load_voc", "load_manifest", "load_demo",
+    "load_dataset", "load_rgb", "resolve_inside", "target_region", "area_ratio", "detect_format", "FORMATS",
+]

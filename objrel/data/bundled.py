@@ -1,0 +1,25 @@
+"""The embedded demo: real photos with hand-drawn polygons and boxes, in assets/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .coco import load_coco
+from .dataset import Dataset
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+DEMO_DIR = ASSETS / "demo"
+DEMO_ANNOTATIONS = DEMO_DIR / "annotations.json"
+DEMO_IMAGES = DEMO_DIR / "images"
+BACKGROUNDS_DIR = ASSETS / "backgrounds"
+
+
+def load_demo() -> Dataset:
+    """The bundled COCO-format demo set (ImageNet-1k labels on every category)."""
+    ds = load_coco(DEMO_ANNOTATIONS, DEMO_IMAGES, name="demo")
+    return Dataset("demo", "bundled", ds.root, ds.annotation, ds.samples, ds.categories)
+
+
+def background_paths() -> list[Path]:
+    """Background pictures used by MvObjToImg / BldObjToImg, sorted by name."""
+    return sorted(p for p in BACKGROUNDS_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png"))

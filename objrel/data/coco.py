@@ -1,0 +1,139 @@
+"""COCO-format annotation files, read through pycocotools.
+
+Boxes (xywh in the file, converted to xyxy), polygons, uncompressed and
+compressed RLE and crowd annotations are supported.  A category may name an
+ImageNet-1k class so single-label classifiers can be tested on COCO-format data:
+give it ``"imagenet_index": 285`` (or ``"class_index"``), or a name the model's
+class list knows, or pass ``category_map``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from pycocotools.coco import COCO
+
+from ..errors import AnnotationError, BadSampleError
+from .dataset import Dataset
+from .images import resolve_inside
+from .sample import Sample, TargetObject
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError as exc:
+        raise AnnotationError(f"annotation file {path} does not exist") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AnnotationError(f"annotation file {path} is not valid JSON: {exc}") from exc
+    return data
+
+
+def _category_index(cat: dict, category_map: dict | None) -> int | None:
+    if category_map:
+        for key in (cat.get("name"), cat.get("id"), str(cat.get("id"))):
+            if key in category_map and isinstance(category_map[key], int):
+                return int(category_map[key])
+    for key in ("imagenet_index", "class_index"):
+        if isinstance(cat.get(key), int):
+            return int(cat[key])
+    return None
+
+
+def load_coco(annotation_file, images_dir, category_map: dict | None = None, name: str | None = None) -> Dataset:
+    """Load a COCO annotation file.
+
+    annotation_file: path of the JSON file (``images``, ``annotations``, ``categories``).
+    images_dir:      the dataset root; every ``file_name`` must resolve inside it.
+    category_map:    optional ``{category name or id: model class index}``.
+
+    Returns a ``Dataset`` with one ``Sample`` per image, sorted by image id.  An
+    image whose annotations are unusable (no object, unknown category id, box
+    outside the image, path escaping the root) becomes a sample with ``problem``
+    set, so the run records it as skipped instead of failing.
+    Raises ``AnnotationError`` when the file is not a COCO annotation at all.
+    """
+    ann_path = Path(annotation_file).resolve()
+    data = _read_json(ann_path)
+    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
+        raise AnnotationError(
+            f"{ann_path} is not a COCO annotation file: expected a JSON object with an 'images' list, "
+            f"got {type(data).__name__} with keys {sorted(data)[:8] if isinstance(data, dict) else '-'}"
+        )
+    data.setdefault("annotations", [])
+    data.setdefault("categories", [])
+    coco = COCO()
+    coco.dataset = data
+    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress lines
+        coco.createIndex()
+
+    cats = {c["id"]: c for c in data["categories"]}
+    cat_index = {cid: _category_index(c, category_map) for cid, c in cats.items()}
+    root = Path(images_dir).resolve()
+
+    anns_by_image: dict = defaultdict(list)
+    for ann in data["annotations"]:
+        anns_by_image[ann.get("image_id")].append(ann)
+
+    samples = []
+    for img in sorted(data["images"], key=lambda im: str(im.get("id"))):
+        sid = str(img.get("id"))
+        rel = str(img.get("file_name", ""))
+        width, height = img.get("width"), img.get("height")
+        problem = None
+        image_path = str(root / rel)
+        objects: list[TargetObject] = []
+        try:
+            image_path = str(resolve_inside(root, rel))
+            for ann in anns_by_image.get(img.get("id"), []):
+                cid = ann.get("category_id")
+                if cid not in cats:
+                    raise BadSampleError(
+                        "unknown-label",
+                        f"annotation {ann.get('id')} has category_id {cid!r}, which is not among the "
+                        f"file's categories {sorted(cats)}",
+                    )
+                bbox = ann.get("bbox")
+                if not (isinstance(bbox, list) and len(bbox) == 4):
+                    raise BadSampleError("bad-box", f"annotation {ann.get('id')} bbox {bbox!r} is not [x, y, w, h]")
+                x, y, w, h = (float(v) for v in bbox)
+                seg = ann.get("segmentation")
+                if seg in ([], {}, None):
+                    seg = None
+                objects.append(
+                    TargetObject(
+                        category=str(cats[cid].get("name", cid)),
+                        class_index=cat_index[cid],
+                        box=(x, y, x + w, y + h),
+                        segmentation=seg,
+                        iscrowd=bool(ann.get("iscrowd", 0)),
+                    )
+                )
+            if not objects:
+                raise BadSampleError("empty-region", "image has no annotated object")
+        except BadSampleError as exc:
+            problem = (exc.code, exc.reason)
+        samples.append(
+            Sample(
+                sample_id=sid,
+                image_path=image_path,
+                rel_path=rel,
+                width=int(width) if isinstance(width, int) else None,
+                height=int(height) if isinstance(height, int) else None,
+                objects=tuple(objects),
+                problem=problem,
+            )
+        )
+    return Dataset(
+        name=name or ann_path.stem,
+        format="coco",
+        root=str(root),
+        annotation=str(ann_path),
+        samples=tuple(samples),
+        categories=tuple(str(c.get("name")) for c in data["categories"]),
+    )

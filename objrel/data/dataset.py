@@ -1,0 +1,35 @@
+"""A loaded dataset: an ordered list of samples plus where they came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """What every loader returns.
+
+    name:       short display name (annotation file stem by default).
+    format:     ``coco``, ``voc``, ``manifest`` or ``bundled``.
+    root:       absolute dataset root; every image path lies inside it.
+    annotation: absolute path of the annotation file or folder.
+    samples:    samples in a stable order (sorted by id), the engine's work list.
+    categories: every category name the annotation declares.
+    """
+
+    name: str
+    format: str
+    root: str
+    annotation: str
+    samples: tuple
+    categories: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __iter__(self):
+        return iter(self.samples)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "format": self.format, "root": self.root, "annotation": self.annotation,
+                "n_samples": len(self.samples)}

@@ -1,0 +1,92 @@
+"""Decode image files to RGB uint8 and keep paths inside the dataset root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from ..constants import MAX_IMAGE_PIXELS
+from ..errors import BadSampleError
+
+Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+
+
+def resolve_inside(root: str | os.PathLike, relative: str) -> Path:
+    """Return ``root/relative`` resolved, refusing anything that leaves ``root``.
+
+    Symlinks are resolved before the check, so a link pointing outside the root
+    is refused too.  Raises ``BadSampleError('path-escapes-root')``.
+    """
+    root_path = Path(root).resolve()
+    candidate = (root_path / relative).resolve()
+    if not candidate.is_relative_to(root_path):
+        raise BadSampleError(
+            "path-escapes-root",
+            f"image path {relative!r} resolves to {candidate}, outside the dataset root "
+            f"{root_path}; expected a path inside the root",
+            path=relative,
+        )
+    return candidate
+
+
+def _to_rgb(img: Image.Image) -> np.ndarray:
+    mode = img.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        # 16-bit or float grayscale: stretch the file's own range to 0..255.
+        arr = np.asarray(img, dtype=np.float64)
+        lo, hi = float(arr.min()), float(arr.max())
+        scaled = np.zeros_like(arr) if hi <= lo else (arr - lo) * (255.0 / (hi - lo))
+        gray = np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
+        return np.repeat(gray[:, :, None], 3, axis=2)
+    if mode == "P":
+        img = img.convert("RGBA")
+        mode = "RGBA"
+    if mode in ("RGBA", "LA", "PA") or (mode == "RGB" and "transparency" in img.info):
+        # Transparent pixels are composited over white, as a viewer shows them.
+        rgba = img.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        img = Image.alpha_composite(background, rgba)
+    return np.ascontiguousarray(np.asarray(img.convert("RGB"), dtype=np.uint8))
+
+
+def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = None) -> np.ndarray:
+    """Decode ``path`` to an ``(H, W, 3)`` uint8 RGB array.
+
+    Grayscale, palette, RGBA/LA (composited over white), 16-bit and float images are
+    converted; EXIF orientation is applied.  When ``expected_size`` ``(width, height)``
+    is given and only the un-rotated file matches it, the EXIF rotation is not applied
+    (the annotation was made on the raw pixels).
+
+    Raises ``BadSampleError`` with code ``missing-file``, ``corrupt-image`` or
+    ``size-mismatch``.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise BadSampleError("missing-file", f"image file {p} does not exist", path=str(p))
+    try:
+        with Image.open(p) as raw:
+            raw.load()
+            upright = ImageOps.exif_transpose(raw)
+            chosen = upright
+            if expected_size is not None and tuple(upright.size) != tuple(expected_size):
+                if tuple(raw.size) == tuple(expected_size):
+                    chosen = raw
+                else:
+                    raise BadSampleError(
+                        "size-mismatch",
+                        f"annotation says the image is {expected_size[0]}x{expected_size[1]} "
+                        f"but the file decodes to {upright.size[0]}x{upright.size[1]}",
+                        path=str(p),
+                    )
+            return _to_rgb(chosen)
+    except BadSampleError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise BadSampleError("corrupt-image", f"image too large to decode safely: {exc}", path=str(p)) from exc
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise BadSampleError(
+            "corrupt-image", f"cannot decode image: {type(exc).__name__}: {exc}", path=str(p)
+        ) from exc

@@ -1,0 +1,137 @@
+"""Target regions: boolean masks built from boxes, polygons and RLE.
+
+The target region of a sample is the union of its objects' masks, or of their
+boxes where an object has no mask (seed 000 s4.2).  Masks are ``(H, W)`` bool.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pycocotools import mask as mask_utils
+
+from ..errors import BadSampleError
+from .sample import Box, Sample, TargetObject
+
+# Boxes may overhang the image by this many pixels (annotation rounding) and are
+# clipped; anything further out is refused as a bad annotation.
+BOX_TOLERANCE_PX = 2.0
+
+
+def check_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
+    """Validate an xyxy box against the image and return it clipped to integer pixels."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    if not all(np.isfinite([x1, y1, x2, y2])):
+        raise BadSampleError("bad-box", f"box {box} has non-finite coordinates")
+    if x2 <= x1 or y2 <= y1:
+        raise BadSampleError("bad-box", f"box {box} is empty; expected x1 < x2 and y1 < y2 (xyxy pixels)")
+    t = BOX_TOLERANCE_PX
+    if x1 < -t or y1 < -t or x2 > width + t or y2 > height + t:
+        raise BadSampleError(
+            "box-outside-image",
+            f"box {tuple(round(v, 1) for v in (x1, y1, x2, y2))} lies outside the "
+            f"{width}x{height} image; expected 0 <= x1 < x2 <= {width}, 0 <= y1 < y2 <= {height}",
+        )
+    ix1, iy1 = max(0, int(np.floor(x1))), max(0, int(np.floor(y1)))
+    ix2, iy2 = min(width, int(np.ceil(x2))), min(height, int(np.ceil(y2)))
+    if ix2 <= ix1 or iy2 <= iy1:
+        raise BadSampleError("box-outside-image", f"box {box} covers no pixel of the {width}x{height} image")
+    return ix1, iy1, ix2, iy2
+
+
+def box_mask(box: Box, width: int, height: int, padding: int = 0) -> np.ndarray:
+    x1, y1, x2, y2 = check_box(box, width, height)
+    m = np.zeros((height, width), dtype=bool)
+    m[max(0, y1 - padding) : min(height, y2 + padding), max(0, x1 - padding) : min(width, x2 + padding)] = True
+    return m
+
+
+def segmentation_mask(segmentation, width: int, height: int) -> np.ndarray:
+    """Decode a COCO polygon list, uncompressed RLE or compressed RLE to a bool mask."""
+    try:
+        if isinstance(segmentation, list):
+            polys = [list(map(float, p)) for p in segmentation if len(p) >= 6 and len(p) % 2 == 0]
+            if not polys:
+                raise BadSampleError(
+                    "empty-region", "polygon segmentation has no polygon with at least 3 points"
+                )
+            rles = mask_utils.frPyObjects(polys, height, width)
+            rle = mask_utils.merge(rles)
+        elif isinstance(segmentation, dict) and "counts" in segmentation and "size" in segmentation:
+            h, w = (int(v) for v in segmentation["size"])
+            if (h, w) != (height, width):
+                raise BadSampleError(
+                    "bad-rle", f"RLE size {h}x{w} (HxW) does not match the image {height}x{width}"
+                )
+            counts = segmentation["counts"]
+            if isinstance(counts, list):
+                if sum(int(c) for c in counts) != h * w or any(int(c) < 0 for c in counts):
+                    raise BadSampleError(
+                        "bad-rle", f"uncompressed RLE counts sum to {sum(counts)}, expected {h * w} (H*W)"
+                    )
+                rle = mask_utils.frPyObjects(segmentation, h, w)
+            else:
+                rle = {"size": [h, w], "counts": counts.encode() if isinstance(counts, str) else counts}
+        else:
+            raise BadSampleError(
+                "bad-segmentation",
+                f"segmentation of type {type(segmentation).__name__} is neither a polygon list nor an RLE dict",
+            )
+        m = mask_utils.decode(rle)
+    except BadSampleError:
+        raise
+    except Exception as exc:  # pycocotools raises bare Exceptions/ValueErrors on broken input
+        raise BadSampleError("bad-rle", f"cannot decode segmentation: {type(exc).__name__}: {exc}") from exc
+    if m.ndim == 3:
+        m = m.any(axis=2)
+    if m.shape != (height, width):
+        raise BadSampleError("bad-rle", f"decoded mask has shape {m.shape}, expected {(height, width)}")
+    return m.astype(bool)
+
+
+def object_mask(obj: TargetObject, width: int, height: int, padding: int = 0) -> np.ndarray:
+    """The object's mask, or its (padded) box when it has no segmentation."""
+    if obj.segmentation is None:
+        return box_mask(obj.box, width, height, padding)
+    check_box(obj.box, width, height)
+    return segmentation_mask(obj.segmentation, width, height)
+
+
+def target_region(objects, width: int, height: int, padding: int = 0) -> np.ndarray:
+    """Union of the objects' regions as an ``(H, W)`` bool mask.
+
+    Raises ``BadSampleError('empty-region')`` when there is no object or the union
+    covers no pixel.
+    """
+    if not objects:
+        raise BadSampleError("empty-region", "sample has no annotated target object")
+    region = np.zeros((height, width), dtype=bool)
+    for obj in objects:
+        region |= object_mask(obj, width, height, padding)
+    if not region.any():
+        raise BadSampleError("empty-region", "the target region covers no pixel (empty mask)")
+    return region
+
+
+def union_box(objects, width: int, height: int) -> tuple[int, int, int, int]:
+    """Smallest integer xyxy box containing every object's box, clipped to the image."""
+    boxes = [check_box(o.box, width, height) for o in objects]
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def area_ratio(region: np.ndarray) -> float:
+    """Share of image pixels in the target region, in [0, 1] (seed 000 s6.2)."""
+    return float(region.mean())
+
+
+def encode_region(region: np.ndarray) -> dict:
+    """Compressed COCO RLE of a bool mask, JSON-serialisable (counts as str)."""
+    rle = mask_utils.encode(np.asfortranarray(region.astype(np.uint8)))
+    return {"size": [int(v) for v in rle["size"]], "counts": rle["counts"].decode("ascii")}
+
+
+def decode_region(rle: dict) -> np.ndarray:
+    return mask_utils.decode({"size": rle["size"], "counts": rle["counts"].encode("ascii")}).astype(bool)
+
+
+def sample_region(sample: Sample, width: int, height: int, padding: int = 0) -> np.ndarray:
+    return target_region(sample.objects, width, height, padding)

@@ -1,0 +1,46 @@
+"""Load weights without unpickling arbitrary objects (ARCHITECTURE.md decision 9)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import torch
+
+from ..errors import UnsafeWeightsError
+
+
+def load_state_dict(path) -> dict:
+    """Read a state dict with ``torch.load(weights_only=True)``.
+
+    Checkpoints that wrap the state dict (``{"state_dict": ...}`` or ``{"model": ...}``)
+    are unwrapped.  A file that needs full unpickling (a pickled ``nn.Module`` or
+    custom classes) is refused with ``UnsafeWeightsError``: unpickling can run any
+    code the file's author chose.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"weights file {p} does not exist")
+    try:
+        obj = torch.load(p, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "weights_only" in str(exc) or isinstance(exc, pickle.UnpicklingError):
+            raise UnsafeWeightsError(
+                f"refusing to load {p}: it needs full unpickling, which can execute arbitrary code "
+                f"({msg}). Save the model's weights with torch.save(model.state_dict(), path) and load "
+                f"that file instead."
+            ) from exc
+        raise UnsafeWeightsError(f"cannot read weights file {p}: {msg}") from exc
+    for key in ("state_dict", "model_state_dict", "model"):
+        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
+            obj = obj[key]
+            break
+    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise UnsafeWeightsError(
+            f"{p} holds a {type(obj).__name__}, not a state dict of tensors; expected torch.save(model.state_dict())"
+        )
+    # Strip the 'module.' prefix DataParallel adds.
+    if obj and all(k.startswith("module.") for k in obj):
+        obj = {k[len("module."):]: v for k, v in obj.items()}
+    return obj

@@ -1,0 +1,90 @@
+"""Pixel helpers shared by operators: boundary bands, median blur, dilation, backgrounds."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..constants import BOUNDARY_BAND, BOUNDARY_BLUR_KSIZE
+
+
+def boundary_band(region: np.ndarray, width: int = BOUNDARY_BAND) -> np.ndarray:
+    """Pixels within ``width`` pixels of the region's boundary, on both sides."""
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * width + 1, 2 * width + 1))
+    m = region.astype(np.uint8)
+    return (cv2.dilate(m, kernel) != cv2.erode(m, kernel))
+
+
+def blur_boundary(image: np.ndarray, region: np.ndarray, ksize: int = BOUNDARY_BLUR_KSIZE) -> np.ndarray:
+    """Median-blur the band around the region boundary (seed 002 Table I); returns a new array."""
+    if ksize % 2 != 1 or ksize < 3:
+        raise ValueError(f"median filter size must be odd and >= 3, got {ksize}")
+    band = boundary_band(region)
+    out = image.copy()
+    if band.any():
+        out[band] = cv2.medianBlur(image, ksize)[band]
+    return out
+
+
+def dilate_region(region: np.ndarray, pixels: int) -> np.ndarray:
+    """Grow the region by ``pixels`` (elliptical kernel) to remove the object's outline (seed 000 s7.4)."""
+    if pixels < 0:
+        raise ValueError(f"dilation must be >= 0 pixels, got {pixels}")
+    if pixels == 0:
+        return region
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * pixels + 1, 2 * pixels + 1))
+    return cv2.dilate(region.astype(np.uint8), kernel).astype(bool)
+
+
+def add_gaussian_noise(image: np.ndarray, where: np.ndarray, variance: float, rng: np.random.Generator) -> np.ndarray:
+    """Add zero-mean Gaussian noise of ``variance`` (pixel units squared) on ``where`` pixels."""
+    if variance < 0:
+        raise ValueError(f"noise variance must be >= 0, got {variance}")
+    out = image.copy()
+    n = int(where.sum())
+    if n and variance > 0:
+        noise = rng.normal(0.0, float(np.sqrt(variance)), size=(n, 3))
+        out[where] = np.clip(image[where].astype(np.float64) + noise, 0, 255).astype(np.uint8)
+    return out
+
+
+def centre_box(box: tuple[int, int, int, int], ratio: float) -> tuple[int, int, int, int]:
+    """The box of the same centre and aspect whose area is ``ratio`` of ``box`` (centre-out, seed 001 s2.3)."""
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"mutation ratio must be in [0, 1], got {ratio}")
+    x1, y1, x2, y2 = box
+    s = float(np.sqrt(ratio))
+    cx, cy, w, h = (x1 + x2) / 2, (y1 + y2) / 2, (x2 - x1) * s, (y2 - y1) * s
+    return (int(round(cx - w / 2)), int(round(cy - h / 2)), int(round(cx + w / 2)), int(round(cy + h / 2)))
+
+
+@lru_cache(maxsize=16)
+def _read_background(path: str) -> np.ndarray:
+    img = cv2.imread(path, cv2.IMREAD_COLOR)
+    if img is None:
+        raise ValueError(f"cannot read background picture {path}")
+    img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    img.setflags(write=False)
+    return img
+
+
+def background_picture(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Bundled background ``name`` (a file in assets/backgrounds) resized to ``shape[:2]``."""
+    from ..data.bundled import BACKGROUNDS_DIR
+    from ..data.images import resolve_inside
+
+    path = resolve_inside(BACKGROUNDS_DIR, name)
+    if not Path(path).is_file():
+        raise ValueError(f"unknown background {name!r}; expected one of {background_names()}")
+    bg = _read_background(str(path))
+    h, w = shape[:2]
+    return cv2.resize(bg, (w, h), interpolation=cv2.INTER_AREA)
+
+
+def background_names() -> list[str]:
+    from ..data.bundled import background_paths
+
+    return [p.name for p in background_paths()]

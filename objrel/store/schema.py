@@ -1,0 +1,121 @@
+"""Tables of the objrel store (SQLAlchemy Core; SQLite and PostgreSQL alike).
+
+Only recipes live here, never mutant pixels: a mutant is rebuilt from its sample
+row (image path, target objects), its mutation key (operator + params, from the
+run's plan) and its seed (ARCHITECTURE.md decision 1).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, MetaData,
+                        String, Table, Text, UniqueConstraint)
+
+metadata = MetaData()
+
+SCHEMA_VERSION = 1
+
+meta = Table(
+    "objrel_meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+runs = Table(
+    "runs", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    Column("status", String(20), nullable=False),  # pending | running | finished | failed | cancelled
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("started_at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("heartbeat_at", DateTime(timezone=True)),
+    Column("model", String(200), nullable=False),
+    Column("model_config", JSON, nullable=False),
+    Column("task", String(10), nullable=False),
+    Column("class_names", JSON, nullable=False),
+    Column("dataset", String(200), nullable=False),
+    Column("dataset_config", JSON, nullable=False),
+    Column("plan", JSON, nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("n_total", Integer, nullable=False, default=0),
+    Column("n_done", Integer, nullable=False, default=0),
+    Column("n_skipped", Integer, nullable=False, default=0),
+    Column("n_tested", Integer, nullable=False, default=0),
+    Column("pid", Integer),
+    Column("cancel_requested", Boolean, nullable=False, default=False),
+    Column("error", Text),
+    Column("timings", JSON),
+)
+
+samples = Table(
+    "samples", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("rel_path", Text, nullable=False),
+    Column("status", String(12), nullable=False),  # tested | untested | skipped
+    Column("skip_code", String(40)),
+    Column("skip_reason", Text),
+    Column("width", Integer),
+    Column("height", Integer),
+    Column("gt_labels", JSON),       # class indices of the ground truth
+    Column("gt_categories", JSON),   # dataset category names
+    Column("predicted", JSON),       # the source's predicted labels
+    Column("correct", Boolean),
+    Column("objects", JSON),         # target objects used for the region (TargetObject.to_dict)
+    Column("region_source", String(20)),
+    Column("area_ratio", Float),
+    Column("s_p", Float),
+    Column("s_r", Float),
+    Column("s", Float),
+    Column("elapsed_ms", Float),
+    UniqueConstraint("run_id", "sample_id", name="uq_sample"),
+)
+Index("ix_samples_run_status", samples.c.run_id, samples.c.status)
+
+predictions = Table(
+    "predictions", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("mutation_key", String(200), nullable=False),  # "source" for the source image
+    Column("seed", String(24)),                           # derived mutation seed (as text: 63-bit)
+    Column("prediction", JSON),                           # Prediction.to_dict(); null when n/a
+    UniqueConstraint("run_id", "sample_id", "mutation_key", name="uq_prediction"),
+)
+
+verdicts = Table(
+    "verdicts", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("mutation_key", String(200), nullable=False),
+    Column("operator", String(60), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("verdict", String(10), nullable=False),  # holds | violated | n/a
+    Column("source_certainty", Float),
+    Column("mutant_certainty", Float),
+    Column("label_changed", Boolean),
+    Column("distance", Float),                       # seed 002 V-A distance for this mutant
+    Column("note", Text),
+    UniqueConstraint("run_id", "sample_id", "mutation_key", name="uq_verdict"),
+)
+Index("ix_verdicts_run", verdicts.c.run_id, verdicts.c.relation)
+
+votes = Table(
+    "votes", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("group_name", String(80), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("is_primary", Boolean, nullable=False),
+    Column("k", Integer, nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("applicable", Integer, nullable=False),
+    Column("violations", Integer, nullable=False),
+    Column("flagged", Boolean, nullable=False),
+    UniqueConstraint("run_id", "sample_id", "group_name", name="uq_vote"),
+)
+Index("ix_votes_flagged", votes.c.run_id, votes.c.relation, votes.c.flagged)

@@ -1,0 +1,237 @@
+"""The store: runs, samples, predictions, verdicts and votes behind one URL.
+
+``Store(url)`` takes any SQLAlchemy URL; a plain path means a SQLite file.  The
+default comes from ``OBJREL_STORE`` or is ``sqlite:///objrel.db`` in the working
+directory.  SQLite runs in WAL mode with a busy timeout so the app can read while
+a run writes (ARCHITECTURE.md decision 8).  Every write is one short transaction;
+a sample's rows are committed together, so a killed run never leaves half a sample.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, func, insert, select, update
+from sqlalchemy.engine import Engine, make_url
+
+from ..constants import SQLITE_BUSY_TIMEOUT_MS
+from . import schema as S
+
+ENV_VAR = "OBJREL_STORE"
+DEFAULT_URL = "sqlite:///objrel.db"
+RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled")
+
+
+def resolve_url(url: str | os.PathLike | None = None) -> str:
+    """``url`` > ``$OBJREL_STORE`` > ``sqlite:///objrel.db``; a bare path becomes a SQLite URL."""
+    raw = str(url) if url else os.environ.get(ENV_VAR) or DEFAULT_URL
+    if "://" not in raw:
+        raw = f"sqlite:///{Path(raw).expanduser().resolve()}"
+    return raw
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _sqlite_pragmas(dbapi_conn, _record):
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: int
+    name: str
+    status: str
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    model: str
+    model_config: dict
+    task: str
+    dataset: str
+    dataset_config: dict
+    plan: dict
+    config: dict
+    seed: int
+    n_total: int
+    n_done: int
+    n_skipped: int
+    n_tested: int
+    error: str | None
+    timings: dict | None
+    cancel_requested: bool = False
+    pid: int | None = None
+    heartbeat_at: dt.datetime | None = None
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for k in ("created_at", "started_at", "finished_at", "heartbeat_at"):
+            d[k] = d[k].isoformat() if d[k] else None
+        return d
+
+
+class Store:
+    def __init__(self, url: str | os.PathLike | None = None, create: bool = True):
+        self.url = resolve_url(url)
+        parsed = make_url(self.url)
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        if self.is_sqlite and parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        kwargs = {"future": True}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
+        else:
+            kwargs["pool_pre_ping"] = True
+        self.engine: Engine = create_engine(self.url, **kwargs)
+        if self.is_sqlite:
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        if create:
+            S.metadata.create_all(self.engine)
+            with self.engine.begin() as c:
+                if c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first() is None:
+                    c.execute(insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
+
+    def __repr__(self) -> str:
+        return f"Store({make_url(self.url).render_as_string(hide_password=True)!r})"
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------ runs
+
+    def create_run(self, *, name: str, model: str, model_config: dict, task: str, class_names: list[str],
+                   dataset: str, dataset_config: dict, plan: dict, config: dict, seed: int, n_total: int) -> int:
+        with self.engine.begin() as c:
+            res = c.execute(insert(S.runs).values(
+                name=name, status="pending", created_at=now(), model=model, model_config=model_config, task=task,
+                class_names=class_names, dataset=dataset, dataset_config=dataset_config, plan=plan, config=config,
+                seed=int(seed), n_total=n_total, n_done=0, n_skipped=0, n_tested=0, cancel_requested=False,
+            ))
+            return int(res.inserted_primary_key[0])
+
+    def _record(self, row) -> RunRecord:
+        m = row._mapping
+        return RunRecord(**{k: m[k] for k in RunRecord.__dataclass_fields__})
+
+    def get_run(self, run_id: int) -> RunRecord:
+        with self.engine.connect() as c:
+            row = c.execute(select(S.runs).where(S.runs.c.id == int(run_id))).first()
+        if row is None:
+            raise KeyError(f"no run {run_id} in {self!r}; `objrel runs` lists them")
+        return self._record(row)
+
+    def list_runs(self) -> list[RunRecord]:
+        with self.engine.connect() as c:
+            rows = c.execute(select(S.runs).order_by(S.runs.c.id)).all()
+        return [self._record(r) for r in rows]
+
+    def class_names(self, run_id: int) -> list[str]:
+        with self.engine.connect() as c:
+            return list(c.execute(select(S.runs.c.class_names).where(S.runs.c.id == int(run_id))).scalar_one())
+
+    def update_run(self, run_id: int, **values) -> None:
+        if "status" in values and values["status"] not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {values['status']!r}")
+        with self.engine.begin() as c:
+            c.execute(update(S.runs).where(S.runs.c.id == int(run_id)).values(**values))
+
+    def request_cancel(self, run_id: int) -> None:
+        self.update_run(run_id, cancel_requested=True)
+
+    def cancel_requested(self, run_id: int) -> bool:
+        with self.engine.connect() as c:
+            return bool(c.execute(select(S.runs.c.cancel_requested).where(S.runs.c.id == int(run_id))).scalar())
+
+    # ------------------------------------------------------------ samples
+
+    def done_sample_ids(self, run_id: int) -> set[str]:
+        with self.engine.connect() as c:
+            return set(c.execute(select(S.samples.c.sample_id).where(S.samples.c.run_id == int(run_id))).scalars())
+
+    def write_sample(self, run_id: int, sample_row: dict, predictions: list[dict], verdicts: list[dict],
+                     votes: list[dict]) -> bool:
+        """Commit one sample and all its rows in a single transaction.
+
+        Returns False (and writes nothing) when the sample is already stored, so a
+        resumed run never duplicates rows.
+        """
+        from sqlalchemy.exc import IntegrityError
+
+        rid = int(run_id)
+        try:
+            with self.engine.begin() as c:
+                c.execute(insert(S.samples).values(run_id=rid, **sample_row))
+                if predictions:
+                    c.execute(insert(S.predictions), [{"run_id": rid, **p} for p in predictions])
+                if verdicts:
+                    c.execute(insert(S.verdicts), [{"run_id": rid, **v} for v in verdicts])
+                if votes:
+                    c.execute(insert(S.votes), [{"run_id": rid, **v} for v in votes])
+                status = sample_row["status"]
+                c.execute(update(S.runs).where(S.runs.c.id == rid).values(
+                    n_done=S.runs.c.n_done + 1,
+                    n_skipped=S.runs.c.n_skipped + (1 if status == "skipped" else 0),
+                    n_tested=S.runs.c.n_tested + (1 if status == "tested" else 0),
+                    heartbeat_at=now(),
+                ))
+        except IntegrityError:
+            return False
+        return True
+
+    def sample(self, run_id: int, sample_id: str) -> dict:
+        with self.engine.connect() as c:
+            row = c.execute(select(S.samples).where(S.samples.c.run_id == int(run_id),
+                                                    S.samples.c.sample_id == str(sample_id))).first()
+        if row is None:
+            raise KeyError(f"run {run_id} has no sample {sample_id!r}")
+        return dict(row._mapping)
+
+    def samples(self, run_id: int, status: str | None = None) -> list[dict]:
+        q = select(S.samples).where(S.samples.c.run_id == int(run_id))
+        if status:
+            q = q.where(S.samples.c.status == status)
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q.order_by(S.samples.c.sample_id))]
+
+    def predictions(self, run_id: int, sample_id: str) -> dict[str, dict]:
+        q = select(S.predictions).where(S.predictions.c.run_id == int(run_id),
+                                        S.predictions.c.sample_id == str(sample_id))
+        with self.engine.connect() as c:
+            return {r.mutation_key: dict(r._mapping) for r in c.execute(q)}
+
+    def verdicts(self, run_id: int, sample_id: str | None = None) -> list[dict]:
+        q = select(S.verdicts).where(S.verdicts.c.run_id == int(run_id))
+        if sample_id is not None:
+            q = q.where(S.verdicts.c.sample_id == str(sample_id))
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q.order_by(S.verdicts.c.sample_id, S.verdicts.c.id))]
+
+    def votes(self, run_id: int, sample_id: str | None = None) -> list[dict]:
+        q = select(S.votes).where(S.votes.c.run_id == int(run_id))
+        if sample_id is not None:
+            q = q.where(S.votes.c.sample_id == str(sample_id))
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q.order_by(S.votes.c.sample_id, S.votes.c.id))]
+
+    def skip_counts(self, run_id: int) -> dict[str, int]:
+        q = (select(S.samples.c.skip_code, func.count()).where(S.samples.c.run_id == int(run_id),
+             S.samples.c.status == "skipped").group_by(S.samples.c.skip_code))
+        with self.engine.connect() as c:
+            return {code: int(n) for code, n in c.execute(q)}
+
+    def flagged_sample_ids(self, run_id: int, relation: str, primary_only: bool = True) -> list[str]:
+        q = select(S.votes.c.sample_id).where(S.votes.c.run_id == int(run_id), S.votes.c.relation == relation,
+                                              S.votes.c.flagged.is_(True))
+        if primary_only:
+            q = q.where(S.votes.c.is_primary.is_(True))
+        with self.engine.connect() as c:
+            return sorted(set(c.execute(q).scalars()))

@@ -17,6 +17,8 @@ the same rows (mutation seeds derive from run seed, sample id and mutation).
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -36,6 +38,46 @@ from .store import Store
 from .store.store import now
 
 ProgressFn = Callable[[int, int], None]
+
+# Mutant batches made ahead of the model; each holds batch_size full-size images.
+PREFETCH_BATCHES = 2
+
+
+def prefetch(iterable, depth: int = PREFETCH_BATCHES):
+    """Run ``iterable`` in a worker thread, ``depth`` items ahead; its exceptions re-raise here."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def work():
+        try:
+            for item in iterable:
+                if stop.is_set():
+                    return
+                q.put(item)
+        except BaseException as exc:  # handed to the consumer
+            q.put(exc)
+            return
+        q.put(done)
+
+    t = threading.Thread(target=work, name="objrel-mutants", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                pass
+            t.join(timeout=0.05)
 
 
 @dataclass
@@ -221,21 +263,11 @@ class Engine:
         self._predict_mutants(jobs, report)
         return preps
 
-    def _predict_mutants(self, jobs, report: RunReport) -> None:
+    def _mutant_batches(self, jobs):
+        """Yield lists of ``(prep, mutation, mutant)`` of at most ``batch_size``; NotApplicable
+        mutations are recorded on their sample and never reach the model."""
         bs = self.config.batch_size
         batch: list = []
-
-        def flush():
-            if not batch:
-                return
-            probs = self.model.predict([img for _, _, img in batch])
-            report.forward_passes += len(batch)
-            for (p, m, _), row in zip(batch, probs):
-                interest = set(p.label_of_interest) | set(p.source.predicted)
-                p.mutants[m.key] = R.Prediction.from_probs(row, self.model.task, interest=interest,
-                                                           threshold=self.model.threshold)
-            batch.clear()
-
         for p, m in jobs:
             seed = derive_seed(self.config.seed, p.sample.sample_id, m.key)
             p.seeds[m.key] = seed
@@ -246,8 +278,21 @@ class Engine:
                 continue
             batch.append((p, m, mutant))
             if len(batch) >= bs:
-                flush()
-        flush()
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def _predict_mutants(self, jobs, report: RunReport) -> None:
+        """Model the mutants while a worker thread makes the next batch (torch and numpy release
+        the GIL), so mutation costs hide behind inference."""
+        for batch in prefetch(self._mutant_batches(jobs), depth=PREFETCH_BATCHES):
+            probs = self.model.predict([img for _, _, img in batch])
+            report.forward_passes += len(batch)
+            for (p, m, _), row in zip(batch, probs):
+                interest = set(p.label_of_interest) | set(p.source.predicted)
+                p.mutants[m.key] = R.Prediction.from_probs(row, self.model.task, interest=interest,
+                                                           threshold=self.model.threshold)
 
     # ------------------------------------------------------------ results
 

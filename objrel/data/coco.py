@@ -34,6 +34,33 @@ def _read_json(path: Path) -> dict:
     return data
 
 
+def _check_schema(data: dict, path: Path) -> None:
+    """Raise ``AnnotationError`` naming the first record pycocotools could not index."""
+    required = {"images": ("id",), "annotations": ("id", "image_id", "category_id"), "categories": ("id",)}
+    for key, fields in required.items():
+        records = data[key]
+        if not isinstance(records, list):
+            raise AnnotationError(
+                f"{path} is not a COCO annotation file: '{key}' is {type(records).__name__}, expected a list"
+            )
+        for n, rec in enumerate(records):
+            if not isinstance(rec, dict):
+                raise AnnotationError(
+                    f"{path}: {key}[{n}] is {type(rec).__name__}, expected a JSON object"
+                )
+            missing = [f for f in fields if f not in rec]
+            if missing:
+                raise AnnotationError(f"{path}: {key}[{n}] has no {', '.join(repr(f) for f in missing)}")
+
+
+def _id_order(image: dict):
+    """Sort key: integer ids numerically (2 before 10), then any other ids as text."""
+    iid = image.get("id")
+    if isinstance(iid, int) and not isinstance(iid, bool):
+        return (0, iid, "")
+    return (1, 0, str(iid))
+
+
 def _category_index(cat: dict, category_map: dict | None) -> int | None:
     if category_map:
         for key in (cat.get("name"), cat.get("id"), str(cat.get("id"))):
@@ -67,10 +94,14 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
         )
     data.setdefault("annotations", [])
     data.setdefault("categories", [])
+    _check_schema(data, ann_path)
     coco = COCO()
     coco.dataset = data
-    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress lines
-        coco.createIndex()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress lines
+            coco.createIndex()
+    except (KeyError, TypeError) as exc:  # e.g. an id that is a list, not a number or string
+        raise AnnotationError(f"{ann_path} is not a valid COCO annotation file: {type(exc).__name__}: {exc}") from exc
 
     cats = {c["id"]: c for c in data["categories"]}
     cat_index = {cid: _category_index(c, category_map) for cid, c in cats.items()}
@@ -81,12 +112,12 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
         anns_by_image[ann.get("image_id")].append(ann)
 
     samples = []
-    for img in sorted(data["images"], key=lambda im: str(im.get("id"))):
+    for img in sorted(data["images"], key=_id_order):
         sid = str(img.get("id"))
         rel = str(img.get("file_name", ""))
         width, height = img.get("width"), img.get("height")
         problem = None
-        image_path = str(root / rel)
+        image_path = ""  # stays empty unless the path resolves inside the root
         objects: list[TargetObject] = []
         try:
             image_path = str(resolve_inside(root, rel))
@@ -101,7 +132,12 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
                 bbox = ann.get("bbox")
                 if not (isinstance(bbox, list) and len(bbox) == 4):
                     raise BadSampleError("bad-box", f"annotation {ann.get('id')} bbox {bbox!r} is not [x, y, w, h]")
-                x, y, w, h = (float(v) for v in bbox)
+                try:
+                    x, y, w, h = (float(v) for v in bbox)
+                except (TypeError, ValueError) as exc:
+                    raise BadSampleError(
+                        "bad-box", f"annotation {ann.get('id')} bbox {bbox!r} is not four numbers [x, y, w, h]"
+                    ) from exc
                 seg = ann.get("segmentation")
                 if seg in ([], {}, None):
                     seg = None

@@ -18,10 +18,16 @@ def resolve_inside(root: str | os.PathLike, relative: str) -> Path:
     """Return ``root/relative`` resolved, refusing anything that leaves ``root``.
 
     Symlinks are resolved before the check, so a link pointing outside the root
-    is refused too.  Raises ``BadSampleError('path-escapes-root')``.
+    is refused too.  Raises ``BadSampleError('path-escapes-root')``, or
+    ``BadSampleError('bad-path')`` when the path cannot be resolved at all.
     """
     root_path = Path(root).resolve()
-    candidate = (root_path / relative).resolve()
+    try:
+        candidate = (root_path / relative).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte in the name
+        raise BadSampleError(
+            "bad-path", f"image path {relative!r} cannot be resolved: {type(exc).__name__}: {exc}", path=relative
+        ) from exc
     if not candidate.is_relative_to(root_path):
         raise BadSampleError(
             "path-escapes-root",
@@ -68,6 +74,14 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
         raise BadSampleError("missing-file", f"image file {p} does not exist", path=str(p))
     try:
         with Image.open(p) as raw:
+            # PIL only warns between MAX_IMAGE_PIXELS and twice that; refuse those too.
+            if raw.width * raw.height > MAX_IMAGE_PIXELS:
+                raise BadSampleError(
+                    "corrupt-image",
+                    f"image too large to decode safely: {raw.width}x{raw.height} pixels exceeds the "
+                    f"limit of {MAX_IMAGE_PIXELS} pixels",
+                    path=str(p),
+                )
             raw.load()
             upright = ImageOps.exif_transpose(raw)
             chosen = upright

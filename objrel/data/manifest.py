@@ -48,7 +48,11 @@ def _object(entry: dict, where: str) -> TargetObject:
         box = [min(xs), min(ys), max(xs), max(ys)]
     if not (isinstance(box, list) and len(box) == 4):
         raise BadSampleError("bad-box", f"{where}: box {box!r} is not [x1, y1, x2, y2]")
-    return TargetObject(str(label), class_index, tuple(float(v) for v in box), segmentation)  # type: ignore[arg-type]
+    try:
+        xyxy = tuple(float(v) for v in box)
+    except (TypeError, ValueError) as exc:
+        raise BadSampleError("bad-box", f"{where}: box {box!r} is not four numbers [x1, y1, x2, y2]") from exc
+    return TargetObject(str(label), class_index, xyxy, segmentation)  # type: ignore[arg-type]
 
 
 def load_manifest(manifest_file, images_dir=None, name: str | None = None) -> Dataset:
@@ -71,7 +75,7 @@ def load_manifest(manifest_file, images_dir=None, name: str | None = None) -> Da
             continue
         rel = str(entry["path"])
         sid = str(entry.get("id", rel))
-        image_path = str(root / rel)
+        image_path = ""  # stays empty unless the path resolves inside the root
         try:
             image_path = str(resolve_inside(root, rel))
             objs = entry.get("objects") or []

@@ -45,6 +45,39 @@ def box_mask(box: Box, width: int, height: int, padding: int = 0) -> np.ndarray:
     return m
 
 
+def _compressed_counts(raw: bytes) -> list[int]:
+    """Run lengths of a compressed COCO RLE string (pycocotools' ``rleFrString``).
+
+    pycocotools decodes a string whose runs do not cover H*W pixels without an
+    error, filling the rest from uninitialised memory, so the runs are checked
+    here first.  Raises ``BadSampleError('bad-rle')`` on a malformed string.
+    """
+    counts: list[int] = []
+    p = 0
+    while p < len(raw):
+        x, k, more = 0, 0, True
+        while more:
+            if p >= len(raw):
+                raise BadSampleError("bad-rle", "compressed RLE string ends in the middle of a run length")
+            c = raw[p] - 48
+            if not 0 <= c < 64:
+                raise BadSampleError(
+                    "bad-rle", f"compressed RLE string has character {chr(raw[p])!r}; expected characters '0'..'o'"
+                )
+            x |= (c & 0x1F) << (5 * k)
+            more = bool(c & 0x20)
+            p += 1
+            k += 1
+            if not more and c & 0x10:
+                x |= -1 << (5 * k)
+        if len(counts) > 2:
+            x += counts[-2]
+        if x < 0:
+            raise BadSampleError("bad-rle", f"compressed RLE string has a negative run length ({x})")
+        counts.append(x)
+    return counts
+
+
 def segmentation_mask(segmentation, width: int, height: int) -> np.ndarray:
     """Decode a COCO polygon list, uncompressed RLE or compressed RLE to a bool mask."""
     try:
@@ -70,7 +103,17 @@ def segmentation_mask(segmentation, width: int, height: int) -> np.ndarray:
                     )
                 rle = mask_utils.frPyObjects(segmentation, h, w)
             else:
-                rle = {"size": [h, w], "counts": counts.encode() if isinstance(counts, str) else counts}
+                raw = counts.encode() if isinstance(counts, str) else counts
+                if not isinstance(raw, bytes):
+                    raise BadSampleError(
+                        "bad-rle", f"RLE counts of type {type(counts).__name__} is neither a list nor a string"
+                    )
+                total = sum(_compressed_counts(raw))
+                if total != h * w:
+                    raise BadSampleError(
+                        "bad-rle", f"compressed RLE counts sum to {total}, expected {h * w} (H*W)"
+                    )
+                rle = {"size": [h, w], "counts": raw}
         else:
             raise BadSampleError(
                 "bad-segmentation",

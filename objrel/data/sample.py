@@ -59,7 +59,8 @@ class Sample:
     """One source image and its target objects.
 
     sample_id:  stable id within the dataset (COCO image id, file stem, ...).
-    image_path: absolute path, already checked to lie inside the dataset root.
+    image_path: absolute path, already checked to lie inside the dataset root
+                (empty when the path could not be resolved inside it; see ``problem``).
     rel_path:   path relative to the dataset root, as stored in runs.
     width, height: size the annotation declares, or ``None`` when it declares none.
     objects:    the target objects; their union is the target region.

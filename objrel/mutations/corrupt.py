@@ -7,7 +7,7 @@ import numpy as np
 
 from ..constants import DEFAULT_ERASE_RATIO, INPAINT_MAX_SIDE, INPAINT_RADIUS
 from .colours import NINE_COLOURS, PALETTE_15, parse_colour
-from .pixels import blur_boundary, centre_box
+from .pixels import blur_boundary, centre_box, paint
 from .registry import NotApplicable, register
 
 S000 = "seed 000 s4.3, s5.2"
@@ -19,9 +19,7 @@ S002 = "seed 002 Table I"
     "Fill the target region with one colour.", S000, keeps_outside=True,
 )
 def fill_object(image, target, rng, colour="black"):
-    out = image.copy()
-    out[target.region] = parse_colour(colour)
-    return out
+    return paint(image, target.region, parse_colour(colour))
 
 
 @register(

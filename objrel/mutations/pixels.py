@@ -29,13 +29,24 @@ def blur_boundary(image: np.ndarray, region: np.ndarray, ksize: int = BOUNDARY_B
     return out
 
 
+def paint(image: np.ndarray, where: np.ndarray, colour: tuple[int, int, int]) -> np.ndarray:
+    """A copy of ``image`` with the ``where`` pixels set to ``colour`` (np.copyto: ~5x faster than
+    boolean-index assignment on a 640x480 image)."""
+    out = image.copy()
+    np.copyto(out, np.asarray(colour, dtype=np.uint8), where=where[:, :, None])
+    return out
+
+
 def dilate_region(region: np.ndarray, pixels: int) -> np.ndarray:
     """Grow the region by ``pixels`` (elliptical kernel) to remove the object's outline (seed 000 s7.4)."""
     if pixels < 0:
         raise ValueError(f"dilation must be >= 0 pixels, got {pixels}")
     if pixels == 0:
         return region
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * pixels + 1, 2 * pixels + 1))
+    # A true disc (dx^2 + dy^2 <= r^2): cv2's MORPH_ELLIPSE kernel is not symmetric
+    # under transposition (for r=2 it reaches (dy=1, dx=2) but not (dy=2, dx=1)).
+    d = np.arange(-pixels, pixels + 1)
+    kernel = (d[:, None] ** 2 + d[None, :] ** 2 <= pixels * pixels).astype(np.uint8)
     return cv2.dilate(region.astype(np.uint8), kernel).astype(bool)
 
 
@@ -47,7 +58,7 @@ def add_gaussian_noise(image: np.ndarray, where: np.ndarray, variance: float, rn
     n = int(where.sum())
     if n and variance > 0:
         noise = rng.normal(0.0, float(np.sqrt(variance)), size=(n, 3))
-        out[where] = np.clip(image[where].astype(np.float64) + noise, 0, 255).astype(np.uint8)
+        out[where] = np.clip(np.rint(image[where].astype(np.float64) + noise), 0, 255).astype(np.uint8)
     return out
 
 
@@ -57,8 +68,12 @@ def centre_box(box: tuple[int, int, int, int], ratio: float) -> tuple[int, int, 
         raise ValueError(f"mutation ratio must be in [0, 1], got {ratio}")
     x1, y1, x2, y2 = box
     s = float(np.sqrt(ratio))
-    cx, cy, w, h = (x1 + x2) / 2, (y1 + y2) / 2, (x2 - x1) * s, (y2 - y1) * s
-    return (int(round(cx - w / 2)), int(round(cy - h / 2)), int(round(cx + w / 2)), int(round(cy + h / 2)))
+    # Round the side lengths, then centre them (any odd leftover pixel goes right/down).
+    # Rounding both ends separately made the size depend on the box's position:
+    # round-half-even turned a 3-pixel side into 2 or 4 pixels (or 1 into 0).
+    w, h = int(round((x2 - x1) * s)), int(round((y2 - y1) * s))
+    nx1, ny1 = x1 + (x2 - x1 - w) // 2, y1 + (y2 - y1 - h) // 2
+    return (nx1, ny1, nx1 + w, ny1 + h)
 
 
 @lru_cache(maxsize=16)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..constants import DEFAULT_NOISE_VARIANCE
 from .colours import PALETTE_15, parse_colour
-from .pixels import add_gaussian_noise, background_names, background_picture, blur_boundary, centre_box
+from .pixels import add_gaussian_noise, background_names, background_picture, blur_boundary, centre_box, paint
 from .registry import register
 
 S002 = "seed 002 Table I"
@@ -18,9 +18,7 @@ S002 = "seed 002 Table I"
     "Fill everything but the target region with one colour.", "seed 000 s4.3, s5.2", keeps_inside=True,
 )
 def fill_background(image, target, rng, colour="black"):
-    out = image.copy()
-    out[~target.region] = parse_colour(colour)
-    return out
+    return paint(image, ~target.region, parse_colour(colour))
 
 
 @register(

@@ -1,0 +1,85 @@
+"""Shared fixtures: a tiny synthetic COCO set for the hand-written colour model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from objrel.store import Store
+
+from .colour_model import factory
+
+
+def write_colour_set(root: Path, bad: bool = True) -> Path:
+    """Six 48x64 images: a coloured square object on a coloured background, plus bad cases.
+
+    img1: red object on red-ish background       -> "red" correct, background agrees
+    img2: red object (large) on blue background  -> "red" correct
+    img3: green object on green background       -> "green"
+    img4: blue object small on red background    -> predicted red, truth blue: incorrect
+    img5: red object, mask as polygon            -> "red"
+    img6: green object, 50% of image             -> "green"
+    bad (optional): a corrupt file, a missing file, an unknown category, a box outside
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    spec = [
+        (1, (200, 30, 30), (170, 60, 60), (16, 12, 48, 36)),
+        (2, (220, 20, 20), (20, 20, 120), (8, 4, 56, 44)),
+        (3, (20, 200, 20), (60, 150, 60), (20, 10, 44, 38)),
+        (4, (20, 20, 220), (200, 40, 40), (28, 20, 36, 28)),
+        (5, (210, 10, 10), (120, 90, 90), (10, 10, 40, 40)),
+        (6, (10, 210, 10), (90, 90, 90), (0, 0, 32, 48)),
+    ]
+    cat_of = {0: 1, 1: 2, 2: 3}
+    images, anns = [], []
+    for i, obj_rgb, bg_rgb, (x1, y1, x2, y2) in spec:
+        img = np.empty((48, 64, 3), np.uint8)
+        img[:] = bg_rgb
+        img[y1:y2, x1:x2] = obj_rgb
+        Image.fromarray(img).save(root / f"img{i}.png")
+        images.append({"id": i, "file_name": f"img{i}.png", "width": 64, "height": 48})
+        cls = int(np.argmax(obj_rgb))
+        ann = {"id": i, "image_id": i, "category_id": cat_of[cls], "bbox": [x1, y1, x2 - x1, y2 - y1], "iscrowd": 0}
+        if i == 5:
+            ann["segmentation"] = [[x1, y1, x2, y1, x2, y2, x1, y2]]
+        anns.append(ann)
+    if bad:
+        (root / "corrupt.png").write_bytes(b"\x89PNG not really a png")
+        images += [
+            {"id": 7, "file_name": "corrupt.png", "width": 64, "height": 48},
+            {"id": 8, "file_name": "missing.png", "width": 64, "height": 48},
+            {"id": 9, "file_name": "img1.png", "width": 64, "height": 48},
+            {"id": 10, "file_name": "img2.png", "width": 64, "height": 48},
+        ]
+        anns += [
+            {"id": 7, "image_id": 7, "category_id": 1, "bbox": [1, 1, 5, 5]},
+            {"id": 8, "image_id": 8, "category_id": 1, "bbox": [1, 1, 5, 5]},
+            {"id": 9, "image_id": 9, "category_id": 99, "bbox": [1, 1, 5, 5]},
+            {"id": 10, "image_id": 10, "category_id": 1, "bbox": [50, 40, 80, 60]},
+        ]
+    coco = {"images": images, "annotations": anns,
+            "categories": [{"id": 1, "name": "red"}, {"id": 2, "name": "green"}, {"id": 3, "name": "blue"}]}
+    path = root / "annotations.json"
+    path.write_text(json.dumps(coco))
+    return path
+
+
+@pytest.fixture
+def colour_set(tmp_path) -> Path:
+    return write_colour_set(tmp_path / "data")
+
+
+@pytest.fixture
+def colour_model():
+    return factory()
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    s = Store(tmp_path / "store.db")
+    yield s
+    s.dispose()

@@ -169,11 +169,12 @@ class TestLoadRgbModes:
             np.testing.assert_array_equal(out[:, :, c], expected)
 
     def test_32bit_integer_tiff_is_stretched(self, tmp_path):
-        a = np.array([[-500, 0], [1000, 9700]], np.int32)  # range 10200; 0 -> 500*255/10200 = 12.5 -> 12
+        a = np.array([[-500, 0], [1000, 4600]], np.int32)  # range 5100: each unit is 0.05 of a grey level
         Image.fromarray(a).save(tmp_path / "i32.tif")
         assert Image.open(tmp_path / "i32.tif").mode == "I"
         out = load_rgb(tmp_path / "i32.tif")
-        assert out[:, :, 0].tolist() == [[0, 12], [38, 255]]  # 1500*255/10200 = 37.5 -> 38
+        assert_rgb_array(out, 2, 2)
+        assert out[:, :, 2].tolist() == [[0, 25], [75, 255]]  # 500 * 0.05, 1500 * 0.05
 
     def test_float_tiff_is_stretched(self, tmp_path):
         a = np.array([[0.5, 1.0], [2.5, 0.5]], np.float32)  # 1.0 -> 0.5 * 255 / 2 = 63.75 -> 64
@@ -466,7 +467,8 @@ class TestRegions:
     def test_union_of_box_and_mask_objects(self):
         objs = [
             TargetObject("a", 0, (0, 0, 3, 3)),
-            TargetObject("b", 1, (5, 2, 9, 6), segmentation={"size": [H, W], "counts": rle_counts(rect_mask((5, 2, 9, 6)))}),
+            TargetObject("b", 1, (5, 2, 9, 6),
+                         segmentation={"size": [H, W], "counts": rle_counts(rect_mask((5, 2, 9, 6)))}),
         ]
         region = target_region(objs, W, H)
         np.testing.assert_array_equal(region, rect_mask((0, 0, 3, 3), (5, 2, 9, 6)))
@@ -1169,7 +1171,8 @@ class TestManifest:
 
     def test_images_dir_other_than_manifest_folder(self, tmp_path):
         write_image(tmp_path / "pics" / "x.png")
-        p = write_json(tmp_path / "meta" / "m.json", [{"path": "x.png", "objects": [{"label": "a", "box": [0, 0, 2, 2]}]}])
+        entry = {"path": "x.png", "objects": [{"label": "a", "box": [0, 0, 2, 2]}]}
+        p = write_json(tmp_path / "meta" / "m.json", [entry])
         ds = load_manifest(p, tmp_path / "pics")
         assert ds.root == str((tmp_path / "pics").resolve())
         assert engine_prepare(ds.samples[0], ["a"]).skip is None

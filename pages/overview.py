@@ -16,7 +16,7 @@ if runs.empty:
     st.stop()
 
 st.subheader("Runs")
-st.dataframe(runs, hide_index=True, use_container_width=True, key="overview_runs")
+st.dataframe(runs, hide_index=True, width="stretch", key="overview_runs")
 
 st.subheader("Headline per run (correct inferences flagged by the 3-colour vote)")
-st.dataframe(pd.DataFrame(summary_table(store)), hide_index=True, use_container_width=True, key="overview_summary")
+st.dataframe(pd.DataFrame(summary_table(store)), hide_index=True, width="stretch", key="overview_summary")

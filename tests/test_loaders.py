@@ -933,7 +933,7 @@ class TestVoc:
 
     def test_single_file(self, voc):
         xml_dir, root = voc
-        p = write_text(xml_dir / "a.xml", voc_xml("a.png", [("cat", (1, 2, 5, 6))]))
+        p = write_text(xml_dir / "a.xml", voc_xml("a.png", [("cat", (2, 3, 5, 6))]))  # 1-based, inclusive
         ds = load_voc(p, root)
         assert ds.format == "voc" and ds.name == "a" and len(ds) == 1
         assert ds.annotation == str(p.resolve()) and ds.root == str(root.resolve())
@@ -957,8 +957,8 @@ class TestVoc:
 
     def test_union_of_several_boxes(self, voc):
         xml_dir, root = voc
-        p = write_text(xml_dir / "a.xml", voc_xml("a.png", [("cat", (1, 1, 4, 4)), ("dog", (5, 3, 9, 7)),
-                                                           ("cat", (2, 2, 5, 5))]))
+        p = write_text(xml_dir / "a.xml", voc_xml("a.png", [("cat", (2, 2, 4, 4)), ("dog", (6, 4, 9, 7)),
+                                                           ("cat", (3, 3, 5, 5))]))
         s = load_voc(p, root).samples[0]
         assert len(s.objects) == 3 and s.categories == ("cat", "dog")
         region = region_of(s)
@@ -967,15 +967,16 @@ class TestVoc:
 
     def test_padding_grows_boxes_and_clips_to_image(self, voc):
         xml_dir, root = voc
-        p = write_text(xml_dir / "a.xml", voc_xml("a.png", [("cat", (2, 2, 5, 5)), ("cat", (7, 1, 9, 4))]))
+        p = write_text(xml_dir / "a.xml", voc_xml("a.png", [("cat", (3, 3, 5, 5)), ("cat", (8, 2, 9, 4))]))
         s = load_voc(p, root, padding=3).samples[0]
+        # file (3,3,5,5) is 0-based (2,2,5,5); file (8,2,9,4) is (7,1,9,4)
         # (2,2,5,5) - 3 -> (-1,-1,8,8) clipped to (0,0,8,8); (7,1,9,4) -> (4,-2,12,7) -> (4,0,10,7)
         assert [o.box for o in s.objects] == [(0.0, 0.0, 8.0, 8.0), (4.0, 0.0, 10.0, 7.0)]
         np.testing.assert_array_equal(region_of(s), rect_mask((0, 0, 8, 8), (4, 0, 10, 7)))
 
     def test_zero_padding_keeps_boxes(self, voc):
         xml_dir, root = voc
-        p = write_text(xml_dir / "a.xml", voc_xml("a.png", [("cat", (2, 2, 5, 5))]))
+        p = write_text(xml_dir / "a.xml", voc_xml("a.png", [("cat", (3, 3, 5, 5))]))  # 1-based (3..5)
         assert load_voc(p, root, padding=0).samples[0].objects[0].box == (2.0, 2.0, 5.0, 5.0)
 
     def test_negative_padding_is_refused(self, voc):
@@ -1264,7 +1265,7 @@ class TestDetectAndLoadDataset:
     def test_detect_unreadable_json(self, tmp_path):
         with pytest.raises(AnnotationError, match="cannot read"):
             detect_format(write_text(tmp_path / "a.json", "{oops"))
-        with pytest.raises(AnnotationError, match="cannot read"):
+        with pytest.raises(AnnotationError, match="missing.json does not exist"):
             detect_format(tmp_path / "missing.json")
 
     def test_auto_coco(self, coco):
@@ -1289,7 +1290,7 @@ class TestDetectAndLoadDataset:
 
     def test_auto_voc_folder_with_options(self, voc, tmp_path):
         xml_dir, root = voc
-        write_text(xml_dir / "a.xml", voc_xml("a.png", [("n02124075", (2, 2, 5, 5))]))
+        write_text(xml_dir / "a.xml", voc_xml("a.png", [("n02124075", (3, 3, 5, 5))]))  # 0-based (2, 2, 5, 5)
         syn = write_text(tmp_path / "syn.txt", SYNSETS)
         ds = load_dataset(xml_dir, root, padding=1, synset_mapping=str(syn))
         assert ds.format == "voc"

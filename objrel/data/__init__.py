@@ -25,6 +25,9 @@ FORMATS = ("auto", "coco", "voc", "manifest")
 
 def detect_format(annotation) -> str:
     path = Path(annotation)
+    if not path.exists():
+        raise AnnotationError(f"annotation {path} does not exist; expected a COCO or manifest .json, a VOC .xml "
+                              f"or a folder of .xml files")
     if path.is_dir() or path.suffix.lower() == ".xml":
         return "voc"
     if path.suffix.lower() != ".json":

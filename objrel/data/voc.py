@@ -6,6 +6,8 @@ ILSVRC names objects by WordNet id (``n02123597``); pass a synset mapping (the
 ``LOC_synset_mapping.txt`` format: one ``wnid name, synonyms`` line per class, in
 class-index order) to turn them into class indices.  The region is the union of
 the boxes, optionally padded by ``padding`` pixels (the seed 000 code padded 5).
+Coordinates in the files are 1-based and inclusive; they are converted to
+objrel's 0-based, end-exclusive xyxy.
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int) 
             bnd = obj.find("bndbox")
             if bnd is None:
                 raise BadSampleError("bad-annotation", f"object {name!r} in {xml_path.name} has no <bndbox>")
-            x1, y1, x2, y2 = (float(_text(bnd, t, xml_path)) for t in ("xmin", "ymin", "xmax", "ymax"))
+            xmin, ymin, xmax, ymax = (float(_text(bnd, t, xml_path)) for t in ("xmin", "ymin", "xmax", "ymax"))
+            # VOC and ILSVRC count pixels from 1 and include xmax/ymax; objrel boxes are
+            # 0-based with exclusive x2/y2, so only the minimum corner moves.
+            x1, y1, x2, y2 = xmin - 1, ymin - 1, xmax, ymax
             if padding:
                 # Padding grows the box but never pushes it off the image.
                 x1, y1, x2, y2 = max(x1 - padding, 0), max(y1 - padding, 0), x2 + padding, y2 + padding

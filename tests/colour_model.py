@@ -38,3 +38,27 @@ def slow_factory() -> CallableClassifier:
         return dominant_colour_probs(images)
 
     return CallableClassifier(slow, CLASSES, name="dominant-colour")
+
+
+# ---------------------------------------------------------------- multi-label
+
+PRESENCE_GAIN = 40.0      # sigmoid steepness
+PRESENCE_SHARE = 0.1      # a colour is "present" when it dominates more than 10% of the pixels
+DOMINANCE_MARGIN = 50     # a pixel shows colour c when channel c exceeds both others by this much
+
+
+def colour_presence_probs(images) -> np.ndarray:
+    """p_c = sigmoid(GAIN * (share of pixels dominated by channel c - SHARE)), per channel."""
+    out = []
+    for im in images:
+        x = im.reshape(-1, 3).astype(np.int32)
+        shares = []
+        for c in range(3):
+            others = np.delete(x, c, axis=1)
+            shares.append(np.mean(np.all(x[:, [c]] - others > DOMINANCE_MARGIN, axis=1)))
+        out.append(1.0 / (1.0 + np.exp(-PRESENCE_GAIN * (np.asarray(shares) - PRESENCE_SHARE))))
+    return np.asarray(out)
+
+
+def presence_factory() -> CallableClassifier:
+    return CallableClassifier(colour_presence_probs, CLASSES, task="multi", name="colour-presence")

@@ -204,3 +204,60 @@ def test_cancel_request_stops_between_chunks(colour_set, colour_model, store):
     assert report.status == "cancelled"
     assert store.get_run(run_id).status == "cancelled"
     assert 2 <= len(store.samples(run_id)) < 10
+
+
+def _coco(root, image, objects, cats=("red", "green", "blue")):
+    import json
+
+    from PIL import Image
+
+    root.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image).save(root / "m.png")
+    h, w = image.shape[:2]
+    anns = [{"id": i + 1, "image_id": 1, "category_id": cats.index(c) + 1, "bbox": [x1, y1, x2 - x1, y2 - y1]}
+            for i, (c, (x1, y1, x2, y2)) in enumerate(objects)]
+    coco = {"images": [{"id": 1, "file_name": "m.png", "width": w, "height": h}], "annotations": anns,
+            "categories": [{"id": i + 1, "name": c} for i, c in enumerate(cats)]}
+    (root / "ann.json").write_text(json.dumps(coco))
+    return root / "ann.json"
+
+
+def test_multi_label_object_driven_inference_holds(tmp_path, store):
+    """Red and green squares (each 1/4 of a gray image): the colour-presence model predicts {red, green},
+    the ground truth.  Blacking out both objects leaves no dominant colour: the set changes (MR-1 holds).
+    A gray, black or white background leaves both squares: the set stays (MR-2 holds)."""
+    import numpy as np
+
+    from .colour_model import presence_factory
+
+    img = np.full((40, 40, 3), 128, np.uint8)
+    img[0:20, 0:20] = (230, 20, 20)
+    img[20:40, 20:40] = (20, 230, 20)
+    ann = _coco(tmp_path / "ml", img, [("red", (0, 0, 20, 20)), ("green", (20, 20, 40, 40))])
+    cfg = RunConfig(model="py:tests.colour_model:presence_factory", task="multi", dataset=str(ann), plan="colours3")
+    report = Engine(store, cfg, model=presence_factory()).execute()
+    s = store.sample(report.run_id, "1")
+    assert s["status"] == "tested" and s["correct"] is True and s["predicted"] == [0, 1]
+    votes = {v["relation"]: v for v in store.votes(report.run_id) if v["is_primary"]}
+    assert votes["MR-1"]["violations"] == 0 and votes["MR-2"]["violations"] == 0
+    assert s["area_ratio"] == pytest.approx(0.5)
+
+
+def test_multi_label_background_driven_inference_is_flagged(tmp_path, store):
+    """A gray patch annotated "red" in a red field (red dominates 3/4 of the image): the model says {red}
+    because of the field.  Painting the patch any colour leaves red's share at 3/4: its |2p-1| does not
+    drop (MR-1 violated 3 of 3).  Painting the field gray/black/white removes every dominant colour: the
+    set becomes {} (MR-2 violated 3 of 3)."""
+    import numpy as np
+
+    from .colour_model import presence_factory
+
+    img = np.zeros((40, 40, 3), np.uint8)
+    img[:] = (230, 20, 20)
+    img[10:30, 10:30] = (128, 128, 128)
+    ann = _coco(tmp_path / "mb", img, [("red", (10, 10, 30, 30))])
+    cfg = RunConfig(model="py:tests.colour_model:presence_factory", task="multi", dataset=str(ann), plan="colours3")
+    report = Engine(store, cfg, model=presence_factory()).execute()
+    votes = {v["relation"]: v for v in store.votes(report.run_id) if v["is_primary"]}
+    assert (votes["MR-1"]["violations"], votes["MR-1"]["flagged"]) == (3, True)
+    assert (votes["MR-2"]["violations"], votes["MR-2"]["flagged"]) == (3, True)

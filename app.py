@@ -4,8 +4,11 @@ import streamlit as st
 
 st.set_page_config(page_title="objrel", page_icon=":material/center_focus_strong:", layout="wide")
 
-pages = [
-    st.Page("pages/overview.py", title="Overview", url_path="overview", default=True,
-            icon=":material/dashboard:"),
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", url_path="overview", default=True, icon=":material/dashboard:"),
+    st.Page("pages/explore.py", title="Explore", url_path="explore", icon=":material/query_stats:"),
+    st.Page("pages/review.py", title="Review", url_path="review", icon=":material/fact_check:"),
+    st.Page("pages/agreement.py", title="Agreement", url_path="agreement", icon=":material/handshake:"),
+    st.Page("pages/runs.py", title="Runs", url_path="runs", icon=":material/play_circle:"),
 ]
-st.navigation(pages).run()
+st.navigation(PAGES).run()

@@ -7,7 +7,8 @@ run's plan) and its seed (ARCHITECTURE.md decision 1).
 
 from __future__ import annotations
 
-from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, MetaData,
+from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
+                        MetaData,
                         String, Table, Text, UniqueConstraint)
 
 metadata = MetaData()
@@ -119,3 +120,82 @@ votes = Table(
     UniqueConstraint("run_id", "sample_id", "group_name", name="uq_vote"),
 )
 Index("ix_votes_flagged", votes.c.run_id, votes.c.relation, votes.c.flagged)
+
+# ---------------------------------------------------------------- review (the app's tables)
+
+reviewers = Table(
+    "reviewers", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("pass_hash", String(200)),       # scrypt hash "scrypt$n$r$p$salt_hex$hash_hex"; null for OIDC users
+    Column("oidc_subject", String(300)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+judgments = Table(
+    "judgments", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("reviewer", String(100), nullable=False),
+    Column("verdict", String(12), nullable=False),   # tp | fp | uncertain
+    Column("reasons", JSON, nullable=False),         # fp reasons: multiple-objects | incomplete-removal | other
+    Column("note", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "sample_id", "relation", "reviewer", name="uq_judgment"),
+)
+Index("ix_judgments_run", judgments.c.run_id, judgments.c.relation)
+
+consensus = Table(
+    "consensus", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("verdict", String(12), nullable=False),
+    Column("reasons", JSON, nullable=False),
+    Column("note", Text),
+    Column("adjudicator", String(100), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "sample_id", "relation", name="uq_consensus"),
+)
+
+review_samples = Table(
+    "review_samples", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("population", Integer, nullable=False),   # flagged inferences the sample was drawn from
+    UniqueConstraint("run_id", "relation", "sample_id", name="uq_review_sample"),
+)
+
+explanations = Table(
+    "explanations", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("mutation_key", String(200), nullable=False),  # "source" or a mutation key
+    Column("label", Integer, nullable=False),
+    Column("settings", String(200), nullable=False),      # e.g. "lime:n=1000:seg=quickshift:seed=0"
+    Column("segments_png", LargeBinary, nullable=False),  # 16-bit PNG of the superpixel labels
+    Column("weights", JSON, nullable=False),              # {segment id: LIME weight}
+    Column("object_share", Float),                        # positive weight inside the target region / all positive
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "sample_id", "mutation_key", "label", "settings", name="uq_explanation"),
+)
+
+retests = Table(
+    "retests", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("reviewer", String(100), nullable=False),
+    Column("box", JSON, nullable=False),        # the redrawn xyxy box
+    Column("result", JSON, nullable=False),     # votes and verdicts of the re-test
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)

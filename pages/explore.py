@@ -1,0 +1,6 @@
+"""explore page (being built)."""
+
+import streamlit as st
+
+st.title("Explore")
+st.info("This page is being built.")

@@ -49,7 +49,10 @@ def cmd_run(args) -> int:
         config = RunConfig.from_dict(rec.config)
         run_id = args.resume
     else:
-        config = RunConfig.from_toml(args.config) if args.config else RunConfig()
+        if args.config_json:
+            config = RunConfig.from_dict(json.loads(Path(args.config_json).read_text()))
+        else:
+            config = RunConfig.from_toml(args.config) if args.config else RunConfig()
         overrides = {
             "model": args.model, "weights": args.weights, "task": args.task, "threshold": args.threshold,
             "dataset": args.dataset, "images": args.images, "fmt": args.format, "padding": args.padding,
@@ -65,6 +68,8 @@ def cmd_run(args) -> int:
     engine = Engine(store, config)
     if run_id is None:
         run_id = engine.create_run()
+    if args.run_id_file:
+        Path(args.run_id_file).write_text(str(run_id))
     print(f"run {run_id}: {engine.model.name} on {engine.dataset.name} ({len(engine.samples)} samples, "
           f"{len(engine.mutations)} mutations each) -> {store!r}", file=sys.stderr)
     bar = tqdm(total=len(engine.samples), unit="img", disable=args.quiet, file=sys.stderr)
@@ -170,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="test only the first N samples")
     p.add_argument("--name", help="display name of the run")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--config-json", help=argparse.SUPPRESS)   # used by the app's background runs
+    p.add_argument("--run-id-file", help=argparse.SUPPRESS)   # the child reports its run id here
     _add_store(p)
     p.set_defaults(fn=cmd_run)
 

@@ -29,7 +29,7 @@ import numpy as np
 from . import relations as R
 from .config import RunConfig
 from .data import Dataset, load_dataset, load_rgb
-from .data.region import area_ratio, encode_region
+from .data.region import area_ratio, target_region
 from .data.sample import Sample, TargetObject
 from .errors import BadSampleError
 from .models import Classifier, class_lookup, load_classifier
@@ -138,7 +138,7 @@ class Engine:
     """Runs one plan of one model over one dataset into one store."""
 
     def __init__(self, store: Store, config: RunConfig, model: Classifier | None = None,
-                 dataset: Dataset | None = None):
+                 dataset: Dataset | None = None, plan: Plan | None = None):
         self.store = store
         self.config = config
         self.model = model or load_classifier(config.model, config.weights, task=config.task,
@@ -147,7 +147,7 @@ class Engine:
             self.config = config = config.replace(task=self.model.task)
         self.dataset = dataset or load_dataset(config.dataset, config.images, config.fmt, padding=config.padding,
                                                synset_mapping=config.synset_mapping)
-        self.plan: Plan = config.build_plan()
+        self.plan: Plan = plan or config.build_plan()
         self.mutations: tuple[Mutation, ...] = self.plan.mutations
         samples = list(self.dataset.samples)
         self.samples = samples[: config.limit] if config.limit else samples
@@ -305,21 +305,26 @@ class Engine:
         return float(np.mean(ds)) if ds else None
 
     def _commit(self, run_id: int, p: _Prepared, report: RunReport) -> None:
+        report.processed += 1
+        if p.skip is not None:
+            report.skipped[p.skip.code] += 1
+            report.skip_examples.setdefault(p.skip.code, str(p.skip))
+        elif p.tested:
+            report.tested += 1
+        else:
+            report.untested += 1
+        self.store.write_sample(run_id, *self.result_rows(p))
+
+    def result_rows(self, p: _Prepared) -> tuple[dict, list[dict], list[dict], list[dict]]:
+        """The sample, prediction, verdict and vote rows of one processed sample."""
         s = p.sample
         row = {"sample_id": s.sample_id, "rel_path": s.rel_path, "region_source": s.region_source,
                "gt_categories": list(s.categories)}
-        report.processed += 1
         if p.skip is not None:
             row.update(status="skipped", skip_code=p.skip.code, skip_reason=str(p.skip))
-            report.skipped[p.skip.code] += 1
-            report.skip_examples.setdefault(p.skip.code, str(p.skip))
-            self.store.write_sample(run_id, row, [], [], [])
-            return
+            return row, [], [], []
         h, w = p.image.shape[:2]
-        region = p.target.region if p.target is not None else None
-        if region is None:
-            from .data.region import target_region
-            region = target_region(p.objects, w, h)
+        region = p.target.region if p.target is not None else target_region(p.objects, w, h)
         row.update(width=w, height=h, gt_labels=list(p.labels), predicted=list(p.source.predicted),
                    correct=bool(p.correct), objects=[o.to_dict() for o in (p.target_objects or p.objects)],
                    area_ratio=area_ratio(region), status="tested" if p.tested else "untested")
@@ -356,12 +361,13 @@ class Engine:
                               "applicable": vt.applicable, "violations": vt.violations, "flagged": vt.flagged})
             rel = R.relevancy(dist["MR-2"], dist["MR-1"])
             row.update(s_p=rel.s_p, s_r=rel.s_r, s=rel.s)
-            report.tested += 1
-        else:
-            report.untested += 1
         row["elapsed_ms"] = (time.perf_counter() - p.t0) * 1000.0
-        self.store.write_sample(run_id, row, preds, verdict_rows, votes)
+        return row, preds, verdict_rows, votes
 
+    def test_samples(self, samples: list[Sample]) -> list[tuple[dict, list[dict], list[dict], list[dict]]]:
+        """Test ``samples`` now and return their rows without storing them (re-tests, previews)."""
+        report = RunReport(run_id=-1, status="running")
+        return [self.result_rows(p) for p in self._process_chunk(list(samples), report)]
 
 def run(config: RunConfig, store: Store | str | None = None, model: Classifier | None = None,
         dataset: Dataset | None = None, progress: ProgressFn | None = None) -> RunReport:

@@ -34,8 +34,8 @@ def sign_in_box(store: Store) -> str | None:
     with st.sidebar:
         if oidc_configured() and getattr(st.user, "is_logged_in", False):
             name = st.user.get("email") or st.user.get("name") or "oidc-user"
-            review.ensure_oidc_reviewer(store, name, st.user.get("sub") or name)
-            st.session_state[REVIEWER_KEY] = name
+            account = review.ensure_oidc_reviewer(store, name, st.user.get("sub") or name)
+            st.session_state[REVIEWER_KEY] = account.name  # the stored name, stable for this subject
         who = signed_in()
         if who:
             st.markdown(f"Signed in as **{who}**")

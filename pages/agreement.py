@@ -1,6 +1,183 @@
-"""agreement page (being built)."""
+"""Agreement: Cohen's kappa of two reviewers, adjudication of their disagreements, and the
+precision of the flags from the consensus (seed 000 s5.1, Tables 1-3).
+
+Every figure comes from objrel.review; this page only picks the run, relation and reviewers,
+draws, and passes the adjudication forms on to ``review.adjudicate``.
+"""
 
 import streamlit as st
 
-st.title("Agreement")
-st.info("This page is being built.")
+from objrel import review
+from objrel.app_support import open_store, run_table
+
+REVIEWER_KEY = "reviewer"       # set by the sign-in form of the Review page
+FLASH_KEY = "agreement_flash"   # a message that survives the rerun after a saved decision
+# Adjudication forms drawn at once; the rest wait until the first ones are decided.
+MAX_FORMS = 50
+PCT = st.column_config.NumberColumn(format="%.1f%%")
+PCT_COLUMNS = {"true positive %": PCT, "false positive %": PCT}
+
+
+def init_state(key, default, options):
+    """Initialise a widget's state only when absent, or when its value is no longer a valid choice."""
+    if key not in st.session_state or st.session_state[key] not in options:
+        st.session_state[key] = default
+
+
+def fmt(x, digits=3):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def call_text(verdict, reasons, note):
+    text = review.VERDICT_LABELS[verdict]
+    if reasons:
+        text += " (" + ", ".join(review.REASON_LABELS[r] for r in reasons) + ")"
+    if note:
+        text += f": \u201c{note}\u201d"
+    return text
+
+
+def adjudication_form(d, run_id, relation, name_a, name_b, who):
+    """One disagreement with its form; widget keys carry run, relation and sample id."""
+    key = f"{run_id}_{relation}_{d.sample_id}"
+    with st.form(key=f"adj_form_{key}"):
+        where = f"#{d.position + 1} of the review sample" if d.position is not None else "outside the review sample"
+        st.markdown(f"**{d.sample_id}** ({where}; they differ in the {d.kind})")
+        st.markdown(f"- {name_a}: {call_text(d.verdict_a, d.reasons_a, d.note_a)}\n"
+                    f"- {name_b}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}")
+        if d.resolved:
+            st.caption(f"Decided by {d.resolved_by}: "
+                       f"{call_text(d.resolved_verdict, d.resolved_reasons, d.resolved_note)}")
+        verdict = st.radio("Decision", review.VERDICTS, key=f"adj_verdict_{key}", horizontal=True,
+                           index=review.VERDICTS.index(d.resolved_verdict) if d.resolved else None,
+                           format_func=review.VERDICT_LABELS.get)
+        reasons = st.multiselect("False-positive reasons (only with a false positive)", review.FP_REASONS,
+                                 default=list(d.resolved_reasons), key=f"adj_reasons_{key}",
+                                 format_func=review.REASON_LABELS.get)
+        note = st.text_area("Note (required with the reason \u201cother\u201d)", value=d.resolved_note or "",
+                            key=f"adj_note_{key}", height=68)
+        submitted = st.form_submit_button("Save decision", key=f"adj_submit_{key}")
+    if submitted:
+        if verdict is None:
+            st.error(f"{d.sample_id}: choose a decision first.")
+            return
+        try:
+            review.adjudicate(store, run_id, d.sample_id, relation, verdict, reasons, note, who)
+        except ValueError as exc:
+            st.error(f"{d.sample_id}: {exc}")
+            return
+        st.session_state[FLASH_KEY] = f"Saved: {d.sample_id} is a {review.VERDICT_LABELS[verdict]} ({who})."
+        st.rerun()
+
+
+st.title("Reviewer agreement")
+st.caption("Two reviewers judge the same flagged inferences independently (seed 000 s5.1). Cohen's kappa says how "
+           "far they agree beyond chance; their disagreements are decided here, and only decided items count "
+           "in the precision tables.")
+if FLASH_KEY in st.session_state:
+    st.success(st.session_state.pop(FLASH_KEY))
+
+store = open_store()
+if run_table(store).empty:
+    st.info(f"No runs in {store!r} yet. Start one with `objrel run --dataset demo` or `make run`.")
+    st.stop()
+judged = review.judged_runs(store)
+if not judged:
+    st.info("No judgments yet. Reviewers judge flagged inferences on the Review page; come back when two of them "
+            "have judged the same items.")
+    st.stop()
+
+# ---------------------------------------------------------------- run, relation, reviewers
+
+by_id = {r.run_id: r for r in judged}
+run_ids = list(by_id)
+init_state("agreement_run", run_ids[-1], run_ids)
+c1, c2, c3, c4 = st.columns([3, 1, 2, 2])
+run_id = c1.selectbox("Run", run_ids, key="agreement_run",
+                      format_func=lambda i: f"#{i} {by_id[i].name} ({by_id[i].model})")
+run = by_id[run_id]
+relations = list(run.relations)
+init_state("agreement_relation", relations[0], relations)
+relation = c2.radio("Relation", relations, key="agreement_relation")
+names = list(run.reviewers_of(relation))
+if len(names) < 2:
+    st.info(f"Only {names[0]} has judged {relation} flags of run {run_id}; agreement needs a second reviewer.")
+    st.stop()
+init_state("agreement_reviewer_a", names[0], names)
+name_a = c3.selectbox("Reviewer A", names, key="agreement_reviewer_a")
+others = [n for n in names if n != name_a]
+init_state("agreement_reviewer_b", others[0], others)
+name_b = c4.selectbox("Reviewer B", others, key="agreement_reviewer_b")
+
+ag = review.agreement(store, run_id, relation, name_a, name_b)
+if ag.kappa is None:
+    st.info(f"{name_a} ({ag.n_a} items) and {name_b} ({ag.n_b} items) have not judged any item in common yet.")
+    st.stop()
+
+# ---------------------------------------------------------------- kappa
+
+k = ag.kappa
+st.subheader("Agreement")
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Cohen's kappa", "undefined" if k.kappa is None else fmt(k.kappa),
+          help="(p_o - p_e) / (1 - p_e): observed agreement beyond what the two reviewers' call frequencies give "
+               "by chance.")
+m2.metric(f"{round(100 * k.ci_level)}% CI", "-" if k.kappa is None else f"[{fmt(k.ci_low)}, {fmt(k.ci_high)}]",
+          help="kappa -+ z se with se = sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)), clipped to [-1, 1].")
+m3.metric("Landis & Koch", k.band,
+          help="< 0 poor, 0-0.20 slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial, "
+               "0.81-1 almost perfect.")
+m4.metric("Items both judged", k.n, help=f"{name_a} judged {ag.n_a}, {name_b} judged {ag.n_b}.")
+st.caption(f"Observed agreement p_o = {100 * k.observed:.1f}%, chance agreement p_e = {100 * k.expected:.1f}%.")
+if k.kappa is None:
+    st.caption("Kappa is undefined: both reviewers gave every item the same single call, so chance alone explains "
+               "their agreement (p_e = 1).")
+
+st.markdown(f"**Calls of the two reviewers** (rows: {name_a}, columns: {name_b})")
+st.dataframe(k.confusion_frame(name_a, name_b), width="content", key="agreement_confusion")
+with st.expander(f"Every item both judged ({ag.n_both})"):
+    calls = ag.calls_frame()
+    st.dataframe(calls, hide_index=True, width="stretch", key="agreement_calls")
+    st.download_button("Download CSV", calls.to_csv(index=False), file_name=f"calls_run{run_id}_{relation}.csv",
+                       mime="text/csv", key="agreement_calls_csv", on_click="ignore")
+
+# ---------------------------------------------------------------- precision (Tables 1-3)
+
+st.subheader("Precision of the flags (seed 000 Tables 1-3)")
+st.caption("From decided items only (agreed by every reviewer, or adjudicated below), counted over the drawn "
+           "review sample. Table 1 is MR-1 and Table 2 MR-2 for single-label models; Table 3 is both for a "
+           "multi-label model (see the task column). Percentages divide by the decided items, uncertain ones "
+           "included; unresolved items await a decision, pending ones a second judgment.")
+for rel in review.RELATIONS:
+    rel_runs = [r.run_id for r in judged if rel in r.relations]
+    if not rel_runs:
+        continue
+    table = review.precision_table(store, rel_runs, rel)
+    st.markdown(f"**{rel}**")
+    st.dataframe(table, hide_index=True, width="stretch", key=f"agreement_precision_{rel}",
+                 column_config=PCT_COLUMNS)
+    st.download_button("Download CSV", table.to_csv(index=False), file_name=f"precision_{rel}.csv", mime="text/csv",
+                       key=f"agreement_precision_{rel}_csv", on_click="ignore")
+
+# ---------------------------------------------------------------- disagreements
+
+st.subheader("Disagreements")
+dis = review.disagreements(store, run_id, relation, name_a, name_b)
+open_items = [d for d in dis if not d.resolved]
+done_items = [d for d in dis if d.resolved]
+if not dis:
+    st.success(f"{name_a} and {name_b} agree on every item both judged.")
+    st.stop()
+st.caption(f"{len(open_items)} open, {len(done_items)} decided. An adjudication overrides both reviewers' calls.")
+who = st.session_state.get(REVIEWER_KEY)
+if not who:
+    st.info("Sign in on the Review page to decide disagreements: every decision records who made it.")
+    st.stop()
+for d in open_items[:MAX_FORMS]:
+    adjudication_form(d, run_id, relation, name_a, name_b, who)
+if len(open_items) > MAX_FORMS:
+    st.caption(f"{len(open_items) - MAX_FORMS} more open disagreements appear as these are decided.")
+if done_items:
+    with st.expander(f"Decided disagreements ({len(done_items)}): change a decision"):
+        for d in done_items:
+            adjudication_form(d, run_id, relation, name_a, name_b, who)

@@ -6,7 +6,6 @@ models, ``st.cache_data`` for rebuilt review items); everything they wrap is pla
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from .stats import summarize
@@ -14,7 +13,6 @@ from .store import Store
 
 # Review items kept per server process (thumbnails only: about 7 x 300 KB each).
 REVIEW_ITEM_CACHE = 64
-SIZE_BINS = 20
 
 
 def open_store(url: str | None = None) -> Store:
@@ -100,21 +98,3 @@ def striking_examples(store: Store, limit: int = 4) -> list[dict]:
                             "s": s["s"], "both": sid in f1 and sid in f2})
     out.sort(key=lambda d: (not d["both"], d["s"] if d["s"] is not None else 1.0))
     return out[:limit]
-
-
-def size_histogram(store: Store, run_id: int, relation: str) -> pd.DataFrame:
-    """Tested inferences and the share flagged in 20 bins of target area ratio (seed 000 s6.2, Fig. 8)."""
-    flagged = set(store.flagged_sample_ids(run_id, relation))
-    rows = store.samples(run_id, status="tested")
-    edges = np.linspace(0.0, 1.0, SIZE_BINS + 1)
-    ratios = np.array([r["area_ratio"] for r in rows], dtype=float)
-    is_flagged = np.array([r["sample_id"] in flagged for r in rows], dtype=bool)
-    idx = np.clip(np.floor(ratios * SIZE_BINS + 1e-12).astype(int), 0, SIZE_BINS - 1) if len(rows) else np.array([], int)
-    data = []
-    for i in range(SIZE_BINS):
-        sel = idx == i
-        n = int(sel.sum())
-        k = int(is_flagged[sel].sum())
-        data.append({"bin": f"[{edges[i]:.2f}, {edges[i + 1]:.2f})", "lo": edges[i], "tested": n, "flagged": k,
-                     "share flagged": (k / n) if n else 0.0})
-    return pd.DataFrame(data)

@@ -4,7 +4,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from objrel import review
-from objrel.app_support import cached_review_item, open_store, run_label, run_model, size_histogram
+from objrel.analysis import size_bins
+from objrel.app_support import cached_review_item, open_store, run_label, run_model
 from objrel.review_view import draw_box, thumbnail
 from objrel.ui import percent, sign_in_box
 
@@ -152,8 +153,8 @@ with st.expander("LIME: where does the model look?"):
             col.metric("LIME object share", percent(share))
 
 with st.expander("Object size: where does this item sit?"):
-    hist = size_histogram(store, run_id, relation)
-    fig = go.Figure(go.Bar(x=hist["lo"] + 0.025, y=hist["share flagged"], width=0.045,
+    hist = size_bins(store, [run_id], relation)
+    fig = go.Figure(go.Bar(x=hist["lower"] + 0.025, y=hist["share"].fillna(0.0), width=0.045,
                            customdata=hist[["tested", "flagged"]], name="share flagged",
                            hovertemplate="area %{x:.3f}: %{customdata[1]} of %{customdata[0]} flagged"))
     fig.add_vline(x=item.area_ratio, line_color="orange", annotation_text="this item")

@@ -83,3 +83,46 @@ def store(tmp_path) -> Store:
     s = Store(tmp_path / "store.db")
     yield s
     s.dispose()
+
+
+def write_flagged_set(root: Path, n_flagged: int = 6, n_clean: int = 2) -> Path:
+    """Images the colour model gets right for the wrong reason, and some it gets right for the right one.
+
+    flagged (ids 1..n_flagged): a greenish patch annotated "red" on a saturated red field: the model says red
+    because of the field -> flagged by MR-1 and MR-2 (see test_engine for the arithmetic).
+    clean (next ids): a large red object on a dark blue field -> neither relation flags it.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    images, anns = [], []
+    for i in range(1, n_flagged + n_clean + 1):
+        img = np.zeros((40, 48, 3), np.uint8)
+        if i <= n_flagged:
+            img[:] = (240 + i % 10, 0, 0)
+            img[10:30, 12:32] = (100, 150 + i, 100)
+            box = [12, 10, 20, 20]
+        else:
+            img[:] = (20, 20, 120)
+            img[4:36, 6:42] = (220, 20, 20)
+            box = [6, 4, 36, 32]
+        Image.fromarray(img).save(root / f"f{i}.png")
+        images.append({"id": i, "file_name": f"f{i}.png", "width": 48, "height": 40})
+        anns.append({"id": i, "image_id": i, "category_id": 1, "bbox": box})
+    coco = {"images": images, "annotations": anns,
+            "categories": [{"id": 1, "name": "red"}, {"id": 2, "name": "green"}, {"id": 3, "name": "blue"}]}
+    path = root / "annotations.json"
+    path.write_text(json.dumps(coco))
+    return path
+
+
+@pytest.fixture
+def flagged_store(tmp_path):
+    """A store with one finished colour-model run: 6 inferences flagged by both relations, 2 clean."""
+    from objrel.config import RunConfig
+    from objrel.engine import Engine
+
+    ann = write_flagged_set(tmp_path / "flagged")
+    store = Store(tmp_path / "flagged.db")
+    report = Engine(store, RunConfig(model="py:tests.colour_model:factory", dataset=str(ann), plan="colours3",
+                                     name="flagged run"), model=factory()).execute()
+    yield store, report.run_id
+    store.dispose()

@@ -129,6 +129,15 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from .report import build_report
+
+    out = Path(args.output or f"objrel-run{args.run}.html")
+    out.write_text(build_report(_store(args), args.run), encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_operators(args) -> int:
     from .mutations import operators
 
@@ -197,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", help="file to write (default: standard output)")
     _add_store(p)
     p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("report", help="one self-contained HTML report of a run (charts, precision, examples)")
+    p.add_argument("run", type=int)
+    p.add_argument("--output", "-o", help="HTML file to write (default objrel-runN.html)")
+    _add_store(p)
+    p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("operators", help="list the mutation operators")
     p.set_defaults(fn=cmd_operators)

@@ -1,22 +1,65 @@
-"""Overview: the runs in the store and each run's headline row (seed 000 Tables 5/6)."""
+"""Overview: the runs in the store, each run's headline row (seed 000 Tables 5/6), striking examples,
+links into the other pages and a one-click stakeholder report."""
 
 import pandas as pd
 import streamlit as st
 
-from objrel.app_support import open_store, run_table, summary_table
+from objrel.app_support import cached_review_item, open_store, run_label, run_table, striking_examples, summary_table
 
 st.title("objrel")
 st.caption("Does the model look at the object, or at the background? MR-1 corrupts the object and expects the "
-           "prediction to change or lose certainty; MR-2 corrupts the background and expects it to stay.")
+           "prediction to change or lose certainty; MR-2 corrupts the background and expects it to stay. "
+           "Correct inferences that break a relation were made for reasons other than the object.")
 
 store = open_store()
 runs = run_table(store)
 if runs.empty:
-    st.info(f"No runs in {store!r} yet. Start one with `objrel run --dataset demo` or `make run`.")
+    st.info(f"No runs in {store!r} yet. Start one on the Runs page, with `objrel run --dataset demo`, or `make run`.")
+    st.page_link("pages/runs.py", label="Start a run", icon=":material/play_circle:")
     st.stop()
+
+links = st.columns(4)
+links[0].page_link("pages/explore.py", label="Explore distributions", icon=":material/query_stats:")
+links[1].page_link("pages/review.py", label="Review flagged inferences", icon=":material/fact_check:")
+links[2].page_link("pages/agreement.py", label="Reviewer agreement", icon=":material/handshake:")
+links[3].page_link("pages/runs.py", label="Start or watch runs", icon=":material/play_circle:")
+
+st.subheader("Headline per run")
+st.caption("Correct inferences flagged by the 2-of-3 colour vote; ratios over correct inferences.")
+st.dataframe(pd.DataFrame(summary_table(store)), hide_index=True, width="stretch", key="overview_summary")
 
 st.subheader("Runs")
 st.dataframe(runs, hide_index=True, width="stretch", key="overview_runs")
 
-st.subheader("Headline per run (correct inferences flagged by the 3-colour vote)")
-st.dataframe(pd.DataFrame(summary_table(store)), hide_index=True, width="stretch", key="overview_summary")
+examples = striking_examples(store)
+if examples:
+    st.subheader("Striking examples")
+    st.caption("Flagged by both relations first, then by the lowest object-relevancy score S.")
+    cols = st.columns(len(examples))
+    for col, ex in zip(cols, examples):
+        rel = "MR-2" if ex["relation"] in ("MR-2", "MR-1&2") else "MR-1"
+        item = cached_review_item(store, ex["run_id"], ex["sample_id"], rel)
+        mutant = next((p for p in item.mutants if p.relation == rel and p.verdict == "violated"), item.mutants[0])
+        col.image(item.source.image, caption=f"{ex['image']} (run {ex['run_id']})", width="stretch")
+        col.image(mutant.image, caption=mutant.key, width="stretch")
+        top_src = item.source.top[0][0] if item.source.top else "-"
+        top_mut = mutant.top[0][0] if mutant.top else "-"
+        col.markdown(f"**{ex['relation']}**: {top_src} -> {top_mut}")
+        col.page_link("pages/review.py", label="Open in Review",
+                      query_params={"run": str(ex["run_id"]), "relation": rel, "item": ex["sample_id"],
+                                    "queue": "all"})
+
+st.subheader("Stakeholder report")
+finished = [r for r in store.list_runs() if r.n_tested > 0]
+if finished:
+    pick = st.selectbox("Run", [r.id for r in finished], format_func=lambda i: run_label(store.get_run(i)),
+                        key="overview_report_run")
+    if st.button("Build the HTML report", key="overview_report_btn"):
+        from objrel.report import build_report
+
+        with st.spinner("Building the report ..."):
+            st.session_state["overview_report_html"] = (pick, build_report(store, pick))
+    built = st.session_state.get("overview_report_html")
+    if built and built[0] == pick:
+        st.download_button("Download report (one self-contained HTML file)", built[1],
+                           file_name=f"objrel-run{pick}.html", mime="text/html", key="overview_report_dl")

@@ -22,9 +22,9 @@ def test_overview_lists_runs_and_headline(tmp_path, monkeypatch, colour_set):
     monkeypatch.setenv("OBJREL_STORE", str(db))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    runs = at.dataframe[0].value
+    runs = at.dataframe[1].value
     assert list(runs["name"]) == ["colour run"] and list(runs["status"]) == ["finished"]
-    headline = at.dataframe[1].value
+    headline = at.dataframe[0].value
     assert headline.iloc[0]["Accuracy"] == "83.33%"  # 5 of 6 evaluated samples correct
     assert headline.iloc[0]["correct"] == 5
 
@@ -34,3 +34,18 @@ def test_overview_on_empty_store_says_what_to_do(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert any("No runs" in i.value for i in at.info)
+
+
+def test_overview_builds_the_stakeholder_report(tmp_path, monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    monkeypatch.setenv("OBJREL_STORE", store.url)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert not at.exception
+    # striking examples: the flagged images, each with a link into Review
+    assert any("MR-1&2" in m.value for m in at.markdown)
+    at.button(key="overview_report_btn").click().run()
+    assert not at.exception
+    html = at.session_state["overview_report_html"][1]
+    assert html.startswith("<!doctype html>") and "objrel report: run" in html
+    assert html.count("data:image/jpeg;base64,") >= 4 and "Violating MR-2" in html
+    assert "<script src=" not in html  # self-contained: plotly.js is inlined, nothing fetched

@@ -81,3 +81,13 @@ def test_real_model_on_demo_with_limit(tmp_path):
     assert "run 1: finished" in res.stdout
     s = json.loads(objrel("summary", "1", "--json", "--store", db).stdout)
     assert s["samples"] == 3 and s["model"] == "efficientnet-lite0"
+
+
+def test_report_writes_one_self_contained_html(tmp_path, flagged_store):
+    store, run_id = flagged_store
+    out = tmp_path / "r.html"
+    res = objrel("report", run_id, "-o", out, "--store", store.url)
+    assert res.returncode == 0, res.stderr
+    html = out.read_text()
+    assert "objrel report: run" in html and "Flagged by MR-2" in html
+    assert html.count("data:image/jpeg;base64,") >= 4 and "<script src=" not in html

@@ -11,4 +11,4 @@ PAGES = [
     st.Page("pages/agreement.py", title="Agreement", url_path="agreement", icon=":material/handshake:"),
     st.Page("pages/runs.py", title="Runs", url_path="runs", icon=":material/play_circle:"),
 ]
-st.navigation(PAGES).run()
+st.navigation(PAGES, position="top").run()

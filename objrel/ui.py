@@ -12,6 +12,24 @@ from .store import Store
 REVIEWER_KEY = "reviewer"
 
 
+def use_app_navigation() -> None:
+    """Make app.py's ``st.navigation`` serve this page.
+
+    Streamlit keeps a legacy mode for apps with a ``pages/`` folder: when the first
+    request after a server start names a page (``/review``) before app.py has run,
+    it executes ``pages/review.py`` on its own (.streamlit/config.toml hides that
+    mode's file-name sidebar).  Every page calls this first: it leaves that mode for
+    good and, on a session's first run, when no widget input can be lost, reruns
+    through app.py so the app's own navigation appears at once.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        if not st.session_state:
+            st.rerun()
+
+
 def oidc_configured() -> bool:
     """True when .streamlit/secrets.toml has an [auth] section (Streamlit's OIDC login)."""
     try:

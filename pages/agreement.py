@@ -9,6 +9,9 @@ import streamlit as st
 
 from objrel import review
 from objrel.app_support import open_store, run_table
+from objrel.ui import use_app_navigation
+
+use_app_navigation()
 
 REVIEWER_KEY = "reviewer"       # set by the sign-in form of the Review page
 FLASH_KEY = "agreement_flash"   # a message that survives the rerun after a saved decision

@@ -12,6 +12,9 @@ import streamlit as st
 
 from objrel import analysis as A
 from objrel.app_support import open_store
+from objrel.ui import use_app_navigation
+
+use_app_navigation()
 
 PCT = st.column_config.NumberColumn(format="percent")
 PNG_HINT = "Download a chart as PNG with the camera icon in its toolbar (top right of the chart)."

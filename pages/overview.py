@@ -5,6 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from objrel.app_support import cached_review_item, open_store, run_label, run_table, striking_examples, summary_table
+from objrel.ui import use_app_navigation
+
+use_app_navigation()
 
 st.title("objrel")
 st.caption("Does the model look at the object, or at the background? MR-1 corrupts the object and expects the "

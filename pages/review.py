@@ -8,6 +8,9 @@ from objrel.analysis import size_bins
 from objrel.app_support import cached_review_item, open_store, run_label, run_model
 from objrel.review_view import draw_box, thumbnail
 from objrel.ui import percent, sign_in_box
+from objrel.ui import use_app_navigation
+
+use_app_navigation()
 
 RELATIONS = ["MR-1", "MR-2"]
 MODES = ["Review sample (Cochran)", "All flagged"]
@@ -74,7 +77,7 @@ def move(step: int) -> None:
 sample_id = ids[pos]
 st.query_params.update({"run": str(run_id), "relation": relation, "item": sample_id})
 
-nav = st.columns([1, 1, 4, 2])
+nav = st.columns([1.4, 1.2, 4, 2])
 nav[0].button("Previous (P)", key="review_prev", on_click=move, args=(-1,), shortcut="P", disabled=pos == 0)
 nav[1].button("Next (N)", key="review_next", on_click=move, args=(1,), shortcut="N", disabled=pos >= len(ids) - 1)
 nav[2].progress((len(mine)) / len(ids), text=f"Item {pos + 1} of {len(ids)} - you judged {len(mine)}")
@@ -89,7 +92,7 @@ m[1].metric("Object area ratio", percent(item.area_ratio))
 m[2].metric("S_p (preserving)", "-" if item.s_p is None else f"{item.s_p:.3f}")
 m[3].metric("S_r (removing)", "-" if item.s_r is None else f"{item.s_r:.3f}")
 votes = {v["relation"]: v for v in item.votes.values() if v["is_primary"]}
-m[4].metric(f"{relation} vote", f"{votes[relation]['violations']} of {votes[relation]['n']} violated"
+m[4].metric(f"{relation} vote", f"{votes[relation]['violations']}/{votes[relation]['n']} violated"
             if relation in votes else "-")
 
 

@@ -7,6 +7,9 @@ from objrel.app_support import open_store, run_label, run_table
 from objrel.config import RunConfig
 from objrel.models import LITE_SIZES
 from objrel.mutations import PRESETS, operators
+from objrel.ui import use_app_navigation
+
+use_app_navigation()
 
 store = open_store()
 st.title("Runs")

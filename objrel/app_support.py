@@ -11,8 +11,8 @@ import pandas as pd
 from .stats import summarize
 from .store import Store
 
-# Review items kept per server process (thumbnails only: about 7 x 300 KB each).
-REVIEW_ITEM_CACHE = 64
+# Review items kept per server process (thumbnails only: about 1.4 MB per item).
+REVIEW_ITEM_CACHE = 16
 
 
 def open_store(url: str | None = None) -> Store:
@@ -98,3 +98,27 @@ def striking_examples(store: Store, limit: int = 4) -> list[dict]:
                             "s": s["s"], "both": sid in f1 and sid in f2})
     out.sort(key=lambda d: (not d["both"], d["s"] if d["s"] is not None else 1.0))
     return out[:limit]
+
+
+def cached_size_bins(store: Store, run_id: int, relation: str) -> pd.DataFrame:
+    """analysis.size_bins, computed once per server process for each state of the run (its n_done)."""
+    import streamlit as st
+
+    from .analysis import size_bins
+
+    @st.cache_data(max_entries=32, show_spinner=False)
+    def _bins(url: str, run_id: int, relation: str, n_done: int) -> pd.DataFrame:
+        return size_bins(store, [run_id], relation)
+
+    return _bins(store.url, int(run_id), relation, store.get_run(run_id).n_done)
+
+
+def cached_flagged(store: Store, run_id: int, relation: str) -> list[str]:
+    """Flagged sample ids (primary vote) of a run, cached for each state of the run (its n_done)."""
+    import streamlit as st
+
+    @st.cache_data(max_entries=32, show_spinner=False)
+    def _flagged(url: str, run_id: int, relation: str, n_done: int) -> list[str]:
+        return store.flagged_sample_ids(run_id, relation)
+
+    return _flagged(store.url, int(run_id), relation, store.get_run(run_id).n_done)

@@ -4,8 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from objrel import review
-from objrel.analysis import size_bins
-from objrel.app_support import cached_review_item, open_store, run_label, run_model
+from objrel.app_support import cached_flagged, cached_review_item, cached_size_bins, open_store, run_label, run_model
 from objrel.review_view import draw_box, thumbnail
 from objrel.ui import percent, sign_in_box
 from objrel.ui import use_app_navigation
@@ -47,7 +46,7 @@ if not who:
     st.info("Sign in (sidebar) to review: every judgment records who made it and when.")
     st.stop()
 
-flagged = store.flagged_sample_ids(run_id, relation)
+flagged = cached_flagged(store, run_id, relation)
 if not flagged:
     st.info(f"No inference of run {run_id} is flagged by {relation}.")
     st.stop()
@@ -156,7 +155,7 @@ with st.expander("LIME: where does the model look?"):
             col.metric("LIME object share", percent(share))
 
 with st.expander("Object size: where does this item sit?"):
-    hist = size_bins(store, [run_id], relation)
+    hist = cached_size_bins(store, run_id, relation)
     fig = go.Figure(go.Bar(x=hist["lower"] + 0.025, y=hist["share"].fillna(0.0), width=0.045,
                            customdata=hist[["tested", "flagged"]], name="share flagged",
                            hovertemplate="area %{x:.3f}: %{customdata[1]} of %{customdata[0]} flagged"))

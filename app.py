@@ -10,5 +10,6 @@ PAGES = [
     st.Page("pages/review.py", title="Review", url_path="review", icon=":material/fact_check:"),
     st.Page("pages/agreement.py", title="Agreement", url_path="agreement", icon=":material/handshake:"),
     st.Page("pages/runs.py", title="Runs", url_path="runs", icon=":material/play_circle:"),
+    st.Page("pages/inspect.py", title="Inspect", url_path="inspect", icon=":material/hub:"),
 ]
 st.navigation(PAGES, position="top").run()

@@ -220,6 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="rebuild even if the store already has the demo runs")
     _add_store(p)
     p.set_defaults(fn=cmd_demo)
+
+    from .deepinspect_cli import add_inspect_command
+
+    add_inspect_command(sub)
     return ap
 
 

@@ -13,6 +13,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	# MTCNN weights ship in facenet-pytorch, whose pins (torch<2.3, numpy<2) cannot be met: install it alone
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "facenet-pytorch==2.6.0"
 	touch $(STAMP)
 
 demo: setup

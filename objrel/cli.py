@@ -162,7 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
                                  "metamorphic relations (MR-1: corrupt the object; MR-2: corrupt the background).")
     sub = ap.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("run", help="test a model on an annotated dataset")
+    from .detection.adapters import detector_choices
+
+    p = sub.add_parser("run", help="test a model on an annotated dataset",
+                       epilog="Object detectors are tested with `objrel detect` and swept with `objrel sweep`: "
+                              + "; ".join(detector_choices()))
     p.add_argument("--config", help="TOML file with run settings (a [run] table or top-level keys)")
     p.add_argument("--resume", type=int, metavar="RUN", help="continue a stopped run with its stored settings")
     p.add_argument("--model", help=f"model name: {', '.join(model_choices())} (default efficientnet-lite0)")
@@ -224,6 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .deepinspect_cli import add_inspect_command
 
     add_inspect_command(sub)
+
+    from .detection_cli import add_detection_commands
+
+    add_detection_commands(sub)
     return ap
 
 

@@ -75,6 +75,10 @@ def flat_rows(recs: list[dict]) -> list[dict]:
 def export_run(store: Store, run_id: int, fmt: str = "csv") -> str:
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"export format must be one of {EXPORT_FORMATS}, got {fmt!r}")
+    if store.get_run(run_id).task == "detection":
+        from .detection.export import export_detection_run
+
+        return export_detection_run(store, run_id, fmt)
     recs = records(store, run_id)
     if fmt == "json":
         return json.dumps({"run": store.get_run(run_id).to_dict(), "inferences": recs}, indent=2, default=str)

@@ -116,6 +116,23 @@ else:
     table(labels_table, "explore_labels", f"run{focus}_per_label.csv",
           {c: PCT for c in ("mr1_ratio", "mr2_ratio", "both_ratio")})
 
+# ---------------------------------------------------------------- detections (detection runs only)
+
+if store.get_run(focus).task == "detection":
+    from objrel.review_view import detection_review_item
+
+    st.header("Detections before and after")
+    units = [s["sample_id"] for s in store.samples(focus, status="tested")]
+    init_state("explore_det_unit", units[0], units)
+    unit = st.selectbox("Unit (image / record or missed object)", units, key="explore_det_unit")
+    det_item = detection_review_item(store, focus, unit, relation)
+    det_cols = st.columns(4)
+    det_cols[0].image(det_item.source.image, width="stretch",
+                      caption=f"source: {det_item.source.note}; object gold, detections blue, compared record magenta")
+    for col, p in zip(det_cols[1:], det_item.mutants[:3]):
+        iou_txt = "-" if p.mutant_certainty is None else f"{p.mutant_certainty:.2f}"
+        col.image(p.image, width="stretch", caption=f"{p.key}: {p.note} (IoU {iou_txt})")
+
 # ---------------------------------------------------------------- object size
 
 st.header("Object size")

@@ -83,6 +83,7 @@ nav[2].progress((len(mine)) / len(ids), text=f"Item {pos + 1} of {len(ids)} - yo
 nav[3].markdown(f"Your call: **{VERDICT_LABEL.get(mine.get(sample_id), 'not yet')}**")
 
 item = cached_review_item(store, run_id, sample_id, relation)
+detection = item.task == "detection"  # a detection unit: boxes before/after, IoU instead of certainty
 
 st.subheader(f"{item.rel_path}  (sample {sample_id})")
 m = st.columns(5)
@@ -96,13 +97,16 @@ m[4].metric(f"{relation} vote", f"{votes[relation]['violations']}/{votes[relatio
 
 
 def caption(panel) -> str:
-    top = panel.top[0] if panel.top else ("-", 0.0)
-    text = f"**{top[0]}** {top[1]:.3f}"
+    top = panel.top[0] if panel.top else (("no record", None) if detection else ("-", 0.0))
+    text = f"**{top[0]}**" + ("" if top[1] is None else f" {top[1]:.3f}")
     if panel.verdict:
         mark = {"violated": ":red[violated]", "holds": ":green[holds]"}.get(panel.verdict, panel.verdict)
         text += f" - {panel.relation} {mark}"
+    measure = "IoU with the object" if detection else "certainty"
     if panel.source_certainty is not None and panel.mutant_certainty is not None:
-        text += f"  \ncertainty {panel.source_certainty:.3f} -> {panel.mutant_certainty:.3f}"
+        text += f"  \n{measure} {panel.source_certainty:.3f} -> {panel.mutant_certainty:.3f}"
+    elif detection and panel.source_certainty is not None and panel.key == "source":
+        text += f"  \n{measure} {panel.source_certainty:.3f}"
     if panel.note:
         text += f"  \n{panel.note}"
     return text
@@ -110,49 +114,60 @@ def caption(panel) -> str:
 
 cols = st.columns(4)
 with cols[0]:
-    st.image(item.source.image, caption="source (target outlined)", width="stretch")
+    st.image(item.source.image, caption="source: object (gold), detections (blue), compared record (magenta)"
+             if detection else "source (target outlined)", width="stretch")
     st.markdown(caption(item.source))
 for i, panel in enumerate(item.mutants):
     with cols[i % 3 + 1]:  # the relation under review on the first row, the other below
         st.image(panel.image, caption=panel.key, width="stretch")
         st.markdown(caption(panel))
 
-with st.expander("Top-5 before and after, and every other mutation"):
+with st.expander("Detections before and after, and every other mutation" if detection
+                 else "Top-5 before and after, and every other mutation"):
     choice = st.selectbox("Mutant", [p.key for p in item.mutants], key="review_top5_choice")
     chosen = next(p for p in item.mutants if p.key == choice)
     t1, t2 = st.columns(2)
-    t1.dataframe({"label": [a for a, _ in item.source.top], "p": [b for _, b in item.source.top]},
-                 hide_index=True, key="review_top5_src")
-    t2.dataframe({"label": [a for a, _ in chosen.top], "p": [b for _, b in chosen.top]},
-                 hide_index=True, key="review_top5_mut")
+    if detection:
+        t1.caption("source")
+        t1.dataframe(list(item.source.detections), hide_index=True, key="review_top5_src")
+        t2.caption(choice)
+        t2.dataframe(list(chosen.detections), hide_index=True, key="review_top5_mut")
+    else:
+        t1.dataframe({"label": [a for a, _ in item.source.top], "p": [b for _, b in item.source.top]},
+                     hide_index=True, key="review_top5_src")
+        t2.dataframe({"label": [a for a, _ in chosen.top], "p": [b for _, b in chosen.top]},
+                     hide_index=True, key="review_top5_mut")
     if item.others:
         st.dataframe(item.others, hide_index=True, key="review_others")
 
 with st.expander("LIME: where does the model look?"):
-    st.caption("LIME fits a local linear model over superpixels (fixed random state, cached in the store). "
-               "The object share is the part of the positive LIME weight inside the target region: a model "
-               "that looks at the object puts most of it there.")
-    lime_choice = st.selectbox("Explain the source and", [p.key for p in item.mutants], key="review_lime_choice")
-    lime_n = st.select_slider("LIME samples", [100, 300, 1000], value=300, key="review_lime_n")
-    if st.button("Compute LIME", key="review_lime_btn"):
-        from objrel.explain import explanation_for, overlay
-        from objrel.mutants import rebuild_mutant
+    if detection:
+        st.caption("LIME explains classifier outputs; it is not available for detection runs.")
+    else:
+        st.caption("LIME fits a local linear model over superpixels (fixed random state, cached in the store). "
+                   "The object share is the part of the positive LIME weight inside the target region: a model "
+                   "that looks at the object puts most of it there.")
+        lime_choice = st.selectbox("Explain the source and", [p.key for p in item.mutants], key="review_lime_choice")
+        lime_n = st.select_slider("LIME samples", [100, 300, 1000], value=300, key="review_lime_n")
+        if st.button("Compute LIME", key="review_lime_btn"):
+            from objrel.explain import explanation_for, overlay
+            from objrel.mutants import rebuild_mutant
 
-        bar = st.progress(0.0, text="LIME ...")
-        model = run_model(store, run_id)
-        shown = []
-        for j, key in enumerate(["source", lime_choice]):
-            exp = explanation_for(store, model, run_id, sample_id, key, num_samples=lime_n,
-                                  progress=lambda d, t, j=j: bar.progress(min(1.0, (j + d / max(t, 1)) / 2),
-                                                                         text=f"LIME {key} {d}/{t}"))
-            rebuilt = rebuild_mutant(store, run_id, sample_id, key)
-            img = rebuilt.image if key == "source" else rebuilt.mutant
-            shown.append((key, thumbnail(overlay(img, exp)), exp.object_share))
-        bar.empty()
-        lc = st.columns(2)
-        for col, (key, img, share) in zip(lc, shown):
-            col.image(img, caption=f"LIME {key}", width="stretch")
-            col.metric("LIME object share", percent(share))
+            bar = st.progress(0.0, text="LIME ...")
+            model = run_model(store, run_id)
+            shown = []
+            for j, key in enumerate(["source", lime_choice]):
+                exp = explanation_for(store, model, run_id, sample_id, key, num_samples=lime_n,
+                                      progress=lambda d, t, j=j: bar.progress(min(1.0, (j + d / max(t, 1)) / 2),
+                                                                             text=f"LIME {key} {d}/{t}"))
+                rebuilt = rebuild_mutant(store, run_id, sample_id, key)
+                img = rebuilt.image if key == "source" else rebuilt.mutant
+                shown.append((key, thumbnail(overlay(img, exp)), exp.object_share))
+            bar.empty()
+            lc = st.columns(2)
+            for col, (key, img, share) in zip(lc, shown):
+                col.image(img, caption=f"LIME {key}", width="stretch")
+                col.metric("LIME object share", percent(share))
 
 with st.expander("Object size: where does this item sit?"):
     hist = cached_size_bins(store, run_id, relation)
@@ -165,31 +180,34 @@ with st.expander("Object size: where does this item sit?"):
     st.plotly_chart(fig, key="review_size_hist")
 
 with st.expander("Redraw the target box and re-test"):
-    st.caption("Imperfect annotations cause most false positives (seed 000 s5.1.3). Move the box and re-test "
-               "this sample with the run's model and primary votes.")
-    w, h = item.size
-    x1, y1, x2, y2 = item.boxes[0] if item.boxes else (0, 0, w, h)
-    b = st.columns(4)
-    nx1 = b[0].number_input("x1", 0, w - 1, int(x1), key=f"rb_x1_{run_id}_{sample_id}")
-    ny1 = b[1].number_input("y1", 0, h - 1, int(y1), key=f"rb_y1_{run_id}_{sample_id}")
-    nx2 = b[2].number_input("x2", 1, w, int(x2), key=f"rb_x2_{run_id}_{sample_id}")
-    ny2 = b[3].number_input("y2", 1, h, int(y2), key=f"rb_y2_{run_id}_{sample_id}")
-    from objrel.mutants import source_of
+    if detection:
+        st.caption("Re-testing with a redrawn box is available for classifier runs.")
+    else:
+        st.caption("Imperfect annotations cause most false positives (seed 000 s5.1.3). Move the box and re-test "
+                   "this sample with the run's model and primary votes.")
+        w, h = item.size
+        x1, y1, x2, y2 = item.boxes[0] if item.boxes else (0, 0, w, h)
+        b = st.columns(4)
+        nx1 = b[0].number_input("x1", 0, w - 1, int(x1), key=f"rb_x1_{run_id}_{sample_id}")
+        ny1 = b[1].number_input("y1", 0, h - 1, int(y1), key=f"rb_y1_{run_id}_{sample_id}")
+        nx2 = b[2].number_input("x2", 1, w, int(x2), key=f"rb_x2_{run_id}_{sample_id}")
+        ny2 = b[3].number_input("y2", 1, h, int(y2), key=f"rb_y2_{run_id}_{sample_id}")
+        from objrel.mutants import source_of
 
-    src_full, _ = source_of(store, run_id, sample_id)
-    st.image(thumbnail(draw_box(src_full, (nx1, ny1, nx2, ny2))), caption="new box", width=320)
-    if st.button("Re-test with this box", key="review_retest_btn"):
-        from objrel.retest import retest_with_box
+        src_full, _ = source_of(store, run_id, sample_id)
+        st.image(thumbnail(draw_box(src_full, (nx1, ny1, nx2, ny2))), caption="new box", width=320)
+        if st.button("Re-test with this box", key="review_retest_btn"):
+            from objrel.retest import retest_with_box
 
-        try:
-            with st.spinner("Re-testing ..."):
-                res = retest_with_box(store, run_id, sample_id, (nx1, ny1, nx2, ny2), who,
-                                      model=run_model(store, run_id))
-            for rel, v in res.votes.items():
-                st.write(f"{rel}: {v['violations']} of {v['n']} violated -> "
-                         f"{'flagged' if v['flagged'] else 'not flagged'}")
-        except ValueError as exc:
-            st.error(str(exc))
+            try:
+                with st.spinner("Re-testing ..."):
+                    res = retest_with_box(store, run_id, sample_id, (nx1, ny1, nx2, ny2), who,
+                                          model=run_model(store, run_id))
+                for rel, v in res.votes.items():
+                    st.write(f"{rel}: {v['violations']} of {v['n']} violated -> "
+                             f"{'flagged' if v['flagged'] else 'not flagged'}")
+            except ValueError as exc:
+                st.error(str(exc))
 
 st.divider()
 st.markdown("**Your judgment** (blind: the other reviewer's call is never shown here)")

@@ -11,5 +11,6 @@ PAGES = [
     st.Page("pages/agreement.py", title="Agreement", url_path="agreement", icon=":material/handshake:"),
     st.Page("pages/runs.py", title="Runs", url_path="runs", icon=":material/play_circle:"),
     st.Page("pages/inspect.py", title="Inspect", url_path="inspect", icon=":material/hub:"),
+    st.Page("pages/shortcut.py", title="Shortcut", url_path="shortcut", icon=":material/science:"),
 ]
 st.navigation(PAGES, position="top").run()

@@ -232,6 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .detection_cli import add_detection_commands
 
     add_detection_commands(sub)
+
+    from .shortcut_cli import add_bench_command
+
+    add_bench_command(sub)
     return ap
 
 

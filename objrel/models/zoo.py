@@ -85,7 +85,7 @@ def torchvision_classifier(arch: str, weights: str | None = None, num_classes: i
                            config={"weights": weights, "family": "torchvision"}, **kw)
 
 
-def _from_python(spec: str, **kw) -> Classifier:
+def _from_python(spec: str, weights: str | None = None, **kw) -> Classifier:
     target = spec[len("py:"):]
     mod_name, _, attr = target.partition(":")
     if not mod_name or not attr:
@@ -94,7 +94,10 @@ def _from_python(spec: str, **kw) -> Classifier:
         obj = getattr(importlib.import_module(mod_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"cannot import {attr} from {mod_name}: {exc}") from exc
-    made = obj() if callable(obj) and not isinstance(obj, (Classifier, torch.nn.Module)) else obj
+    if callable(obj) and not isinstance(obj, (Classifier, torch.nn.Module)):
+        made = obj(weights=weights) if weights else obj()  # a factory that loads its own weights file
+    else:
+        made = obj
     if isinstance(made, Classifier):
         return made
     if isinstance(made, torch.nn.Module):
@@ -118,7 +121,7 @@ def load_classifier(name: str = DEFAULT_MODEL, weights: str | None = None, task:
         if class_names:
             kw["class_names"] = class_names
         kw.pop("preprocess", None)
-        return _from_python(name, **kw)
+        return _from_python(name, weights, **kw)
     arch = name.split(":", 1)[1] if name.startswith("torchvision:") else name
     return torchvision_classifier(arch, weights, num_classes=num_classes, class_names=class_names, **kw)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -126,3 +127,16 @@ def flagged_store(tmp_path):
                                      name="flagged run"), model=factory()).execute()
     yield store, report.run_id
     store.dispose()
+
+
+_PYTEST_MAIN = sys.modules.get("__main__")
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    """Streamlit's AppTest runs a page as ``__main__`` and leaves it there; a later test that starts
+    processes with multiprocessing's spawn would then re-run that page in every child.  Put pytest's
+    own ``__main__`` back after each test."""
+    yield
+    if _PYTEST_MAIN is not None and sys.modules.get("__main__") is not _PYTEST_MAIN:
+        sys.modules["__main__"] = _PYTEST_MAIN

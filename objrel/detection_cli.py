@@ -242,18 +242,10 @@ def add_detection_commands(sub) -> None:
 
 
 def main(argv=None) -> int:
-    """Stand-alone entry (``python -m objrel.detection_cli``) until the ``objrel`` command includes these."""
-    from .errors import ObjrelError
+    """``python -m objrel.detection_cli ...``: the same as ``objrel ...`` (which includes these commands)."""
+    from .cli import main as objrel_main
 
-    ap = argparse.ArgumentParser(prog="objrel")
-    add_detection_commands(ap.add_subparsers(dest="command", required=True))
-    args = ap.parse_args(argv)
-    try:
-        return args.fn(args)
-    except (ObjrelError, KeyError, FileNotFoundError, ValueError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"objrel: error: {msg}", file=sys.stderr)
-        return 2
+    return objrel_main(argv)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,11 @@ def export_run(store: Store, run_id: int, fmt: str = "csv") -> str:
     recs = records(store, run_id)
     if fmt == "json":
         return json.dumps({"run": store.get_run(run_id).to_dict(), "inferences": recs}, indent=2, default=str)
-    rows = flat_rows(recs)
+    return csv_text(flat_rows(recs))
+
+
+def csv_text(rows: list[dict]) -> str:
+    """CSV of flat rows whose keys may differ: the columns are every key, in first-seen order."""
     buf = io.StringIO()
     fields = list(dict.fromkeys(k for row in rows for k in row)) or ["sample_id"]
     w = csv.DictWriter(buf, fieldnames=fields)

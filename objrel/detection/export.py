@@ -6,14 +6,12 @@ label on every mutant, which a detector that found nothing does not have).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import defaultdict
 
+from ..export import EXPORT_FORMATS, csv_text
 from ..store import Store
 
-EXPORT_FORMATS = ("csv", "json")
 
 
 def detection_records(store: Store, run_id: int) -> list[dict]:
@@ -78,10 +76,4 @@ def export_detection_run(store: Store, run_id: int, fmt: str = "csv") -> str:
     recs = detection_records(store, run_id)
     if fmt == "json":
         return json.dumps({"run": store.get_run(run_id).to_dict(), "units": recs}, indent=2, default=str)
-    rows = detection_flat_rows(recs)
-    buf = io.StringIO()
-    fields = list(dict.fromkeys(k for row in rows for k in row)) or ["sample_id"]
-    w = csv.DictWriter(buf, fieldnames=fields)
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    return csv_text(detection_flat_rows(recs))

@@ -169,42 +169,7 @@ class Engine:
                 stop_after: int | None = None) -> RunReport:
         """Run (or resume) ``run_id``; ``stop_after`` processes at most that many samples (tests use it
         to simulate a killed run)."""
-        run_id = run_id if run_id is not None else self.create_run()
-        report = RunReport(run_id=run_id, status="running")
-        done = self.store.done_sample_ids(run_id)
-        todo = [s for s in self.samples if s.sample_id not in done]
-        if stop_after is not None:
-            todo = todo[:stop_after]
-        self.store.update_run(run_id, status="running", started_at=now(), pid=os.getpid(), error=None,
-                              cancel_requested=False)
-        t_start = time.perf_counter()
-        n_done = len(done)
-        total = len(self.samples)
-        if progress:
-            progress(n_done, total)
-        status = "finished"
-        try:
-            bs = self.config.batch_size
-            for i in range(0, len(todo), bs):
-                if self.store.cancel_requested(run_id):
-                    status = "cancelled"
-                    break
-                for prep in self._process_chunk(todo[i : i + bs], report):
-                    self._commit(run_id, prep, report)
-                    n_done += 1
-                    if progress:
-                        progress(n_done, total)
-        except BaseException as exc:
-            self.store.update_run(run_id, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
-                                  error=f"{type(exc).__name__}: {exc}", finished_at=now())
-            raise
-        report.seconds = time.perf_counter() - t_start
-        if stop_after is not None and n_done < total and status == "finished":
-            status = "pending"
-        report.status = status
-        self.store.update_run(run_id, status=status, finished_at=now() if status != "pending" else None,
-                              timings={"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes})
-        return report
+        return execute_run(self, run_id, self.store.done_sample_ids, progress, stop_after)
 
     # ------------------------------------------------------------ the work
 
@@ -368,6 +333,54 @@ class Engine:
         """Test ``samples`` now and return their rows without storing them (re-tests, previews)."""
         report = RunReport(run_id=-1, status="running")
         return [self.result_rows(p) for p in self._process_chunk(list(samples), report)]
+
+def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
+                progress: ProgressFn | None = None, stop_after: int | None = None) -> RunReport:
+    """The run loop shared by the classifier and detection engines.
+
+    ``worker`` has ``store``, ``config.batch_size``, ``samples``, ``create_run()``,
+    ``_process_chunk(chunk, report)`` and ``_commit(run_id, item, report)``; ``done_ids(run_id)``
+    gives the sample ids already stored.  Chunks of ``batch_size`` samples are processed and
+    committed one by one; a cancel request stops between chunks; an exception marks the run failed.
+    """
+    run_id = run_id if run_id is not None else worker.create_run()
+    store = worker.store
+    report = RunReport(run_id=run_id, status="running")
+    done = done_ids(run_id)
+    todo = [s for s in worker.samples if s.sample_id not in done]
+    if stop_after is not None:
+        todo = todo[:stop_after]
+    store.update_run(run_id, status="running", started_at=now(), pid=os.getpid(), error=None,
+                     cancel_requested=False)
+    t_start = time.perf_counter()
+    n_done = len(done)
+    total = len(worker.samples)
+    if progress:
+        progress(n_done, total)
+    status = "finished"
+    try:
+        bs = worker.config.batch_size
+        for i in range(0, len(todo), bs):
+            if store.cancel_requested(run_id):
+                status = "cancelled"
+                break
+            for item in worker._process_chunk(todo[i : i + bs], report):
+                worker._commit(run_id, item, report)
+                n_done += 1
+                if progress:
+                    progress(n_done, total)
+    except BaseException as exc:
+        store.update_run(run_id, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
+                         error=f"{type(exc).__name__}: {exc}", finished_at=now())
+        raise
+    report.seconds = time.perf_counter() - t_start
+    if stop_after is not None and n_done < total and status == "finished":
+        status = "pending"
+    report.status = status
+    store.update_run(run_id, status=status, finished_at=now() if status != "pending" else None,
+                     timings={"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes})
+    return report
+
 
 def run(config: RunConfig, store: Store | str | None = None, model: Classifier | None = None,
         dataset: Dataset | None = None, progress: ProgressFn | None = None) -> RunReport:

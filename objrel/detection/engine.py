@@ -25,7 +25,6 @@ record (``unit_prediction``); verdict rows keep IoUs in the certainty columns an
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections import defaultdict
@@ -39,7 +38,7 @@ from .. import relations as R
 from ..data import Dataset, load_rgb
 from ..data.region import area_ratio
 from ..data.sample import Sample, TargetObject
-from ..engine import PREFETCH_BATCHES, ProgressFn, RunReport, prefetch
+from ..engine import PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, prefetch
 from ..errors import BadSampleError
 from ..mutations import Mutation, NotApplicable, Plan, Target, build_target, derive_seed, make_mutant
 from ..store import Store
@@ -166,41 +165,7 @@ class DetectionEngine:
                 stop_after: int | None = None) -> RunReport:
         """Run (or resume) ``run_id``; counts in the report are images (processed, skipped) and units
         (tested, untested).  ``stop_after`` processes at most that many images (simulates a kill)."""
-        run_id = run_id if run_id is not None else self.create_run()
-        report = RunReport(run_id=run_id, status="running")
-        done = self.done_image_ids(run_id)
-        todo = [s for s in self.samples if s.sample_id not in done]
-        if stop_after is not None:
-            todo = todo[:stop_after]
-        self.store.update_run(run_id, status="running", started_at=now(), pid=os.getpid(), error=None,
-                              cancel_requested=False)
-        t_start = time.perf_counter()
-        n_done, total = len(done), len(self.samples)
-        if progress:
-            progress(n_done, total)
-        status = "finished"
-        try:
-            bs = self.config.batch_size
-            for i in range(0, len(todo), bs):
-                if self.store.cancel_requested(run_id):
-                    status = "cancelled"
-                    break
-                for img in self._process_chunk(todo[i: i + bs], report):
-                    self._commit(run_id, img, report)
-                    n_done += 1
-                    if progress:
-                        progress(n_done, total)
-        except BaseException as exc:
-            self.store.update_run(run_id, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
-                                  error=f"{type(exc).__name__}: {exc}", finished_at=now())
-            raise
-        report.seconds = time.perf_counter() - t_start
-        if stop_after is not None and n_done < total and status == "finished":
-            status = "pending"
-        report.status = status
-        self.store.update_run(run_id, status=status, finished_at=now() if status != "pending" else None,
-                              timings={"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes})
-        return report
+        return execute_run(self, run_id, self.done_image_ids, progress, stop_after)
 
     # ------------------------------------------------------------ the work
 

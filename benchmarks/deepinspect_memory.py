@@ -63,8 +63,8 @@ def _anon_rss_mb() -> float:
 def child(n_images: int, weights: str) -> dict:
     import numpy as np
 
-    from objrel.deepinspect import Inspector
-    from objrel.deepinspect.planted import (CLASSES, PlantedSpec, planted_preprocess, render, tiny_cnn,
+    from objrel.studies.deepinspect import Inspector
+    from objrel.studies.deepinspect.planted import (CLASSES, PlantedSpec, planted_preprocess, render, tiny_cnn,
                                             torch_threads)
     from objrel.models import TorchClassifier, load_state_dict
 
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"--sizes needs at least two counts >= 2, got {args.sizes!r}")
     import torch
 
-    from objrel.deepinspect.planted import PlantedSpec, train_planted_model
+    from objrel.studies.deepinspect.planted import PlantedSpec, train_planted_model
 
     with tempfile.TemporaryDirectory() as tmp:
         weights = str(Path(tmp) / "planted-tiny-cnn.pt")

@@ -34,7 +34,7 @@ from sqlalchemy import insert  # noqa: E402
 
 from objrel.data import load_demo  # noqa: E402
 from objrel.mutations import derive_seed, preset  # noqa: E402
-from objrel.relations import Prediction  # noqa: E402
+from objrel.relations.classify import Prediction  # noqa: E402
 from objrel.store import Store  # noqa: E402
 from objrel.store import schema as S  # noqa: E402
 

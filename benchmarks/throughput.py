@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from objrel.config import RunConfig  # noqa: E402
 from objrel.data import load_demo, load_rgb  # noqa: E402
 from objrel.data.bundled import DEMO_IMAGES  # noqa: E402
-from objrel.engine import Engine  # noqa: E402
+from objrel.engine.classify import Engine  # noqa: E402
 from objrel.models import load_classifier  # noqa: E402
 from objrel.store import Store  # noqa: E402
 

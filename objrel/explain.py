@@ -357,7 +357,7 @@ def explanation_for(store, model, run_id: int, sample_id: str, mutation_key: str
 
     The cache key is (run, sample, mutation key, label, settings).  On a hit the stored
     explanation comes back and the model is not called.  Otherwise the image is rebuilt
-    from its recipe (:func:`objrel.mutants.rebuild_mutant`), explained, its
+    from its recipe (:func:`objrel.mutations.rebuild.rebuild_mutant`), explained, its
     ``object_share`` computed against the rebuilt target region, stored and returned.
     ``label`` defaults to the source's stored top-1, so a source and its mutants explain
     the same class.  ``model`` must be the run's model (only its class count is checked).
@@ -367,9 +367,9 @@ def explanation_for(store, model, run_id: int, sample_id: str, mutation_key: str
     from sqlalchemy import insert, select
     from sqlalchemy.exc import IntegrityError
 
-    from .mutants import rebuild_mutant
-    from .store import schema as S
-    from .store.store import now
+    from objrel.mutations.rebuild import rebuild_mutant
+    from objrel.store import schema as S
+    from objrel.store.store import now
 
     rid, sid, key = int(run_id), str(sample_id), str(mutation_key)
     class_names = store.class_names(rid)

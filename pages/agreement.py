@@ -1,15 +1,15 @@
 """Agreement: Cohen's kappa of two reviewers, adjudication of their disagreements, and the
 precision of the flags from the consensus (seed 000 s5.1, Tables 1-3).
 
-Every figure comes from objrel.review; this page only picks the run, relation and reviewers,
+Every figure comes from objrel.review.judgments; this page only picks the run, relation and reviewers,
 draws, and passes the adjudication forms on to ``review.adjudicate``.
 """
 
 import streamlit as st
 
 from objrel import review
-from objrel.app_support import open_store, run_table
-from objrel.ui import use_app_navigation
+from objrel.app.caches import open_store, run_table
+from objrel.app.widgets import use_app_navigation
 
 use_app_navigation()
 

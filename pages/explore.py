@@ -3,16 +3,16 @@
 Per-label violations, object size (Fig. 8), model comparison (Tables 5/6), cross-model
 overlap (Fig. 6), reliable vs unreliable accuracy (Tables 7/8), 3 vs 15 colours
 (Table 4) and accuracy vs violation ratio (Fig. 10).  Every figure is computed by
-objrel.analysis; this page only picks runs and draws.
+objrel.analysis.studies; this page only picks runs and draws.
 """
 
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from objrel import analysis as A
-from objrel.app_support import open_store
-from objrel.ui import use_app_navigation
+from objrel.analysis import studies as A
+from objrel.app.caches import open_store
+from objrel.app.widgets import use_app_navigation
 
 use_app_navigation()
 
@@ -119,7 +119,7 @@ else:
 # ---------------------------------------------------------------- detections (detection runs only)
 
 if store.get_run(focus).task == "detection":
-    from objrel.review_view import detection_review_item
+    from objrel.review.items import detection_review_item
 
     st.header("Detections before and after")
     units = [s["sample_id"] for s in store.samples(focus, status="tested")]

@@ -3,7 +3,7 @@
 The page shows an inspection result: a JSON file written by ``objrel inspect --out``
 (picked from $OBJREL_INSPECT_DIR, default ``var/inspect``, or any path), an uploaded
 one, or the planted benchmark computed here on demand (a few seconds; cached per seed).
-Every number comes from objrel.deepinspect; this page only picks and draws.
+Every number comes from objrel.studies.deepinspect; this page only picks and draws.
 """
 
 import hashlib
@@ -14,10 +14,10 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from objrel.deepinspect import InspectResult, bias_table, confusion_table, evaluation_table, example_images
-from objrel.deepinspect.planted import PlantedSpec, format_planted_ranks, planted_ranks, run_planted
-from objrel.deepinspect.result import aucec_curves, heatmap_classes, napvd_frame
-from objrel.ui import use_app_navigation
+from objrel.studies.deepinspect import InspectResult, bias_table, confusion_table, evaluation_table, example_images
+from objrel.studies.deepinspect.planted import PlantedSpec, format_planted_ranks, planted_ranks, run_planted
+from objrel.studies.deepinspect.result import aucec_curves, heatmap_classes, napvd_frame
+from objrel.app.widgets import use_app_navigation
 
 use_app_navigation()
 

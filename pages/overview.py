@@ -4,8 +4,8 @@ links into the other pages and a one-click stakeholder report."""
 import pandas as pd
 import streamlit as st
 
-from objrel.app_support import cached_review_item, open_store, run_label, run_table, striking_examples, summary_table
-from objrel.ui import use_app_navigation
+from objrel.app.caches import cached_review_item, open_store, run_label, run_table, striking_examples, summary_table
+from objrel.app.widgets import use_app_navigation
 
 use_app_navigation()
 
@@ -58,7 +58,7 @@ if finished:
     pick = st.selectbox("Run", [r.id for r in finished], format_func=lambda i: run_label(store.get_run(i)),
                         key="overview_report_run")
     if st.button("Build the HTML report", key="overview_report_btn"):
-        from objrel.report import build_report
+        from objrel.analysis.report import build_report
 
         with st.spinner("Building the report ..."):
             st.session_state["overview_report_html"] = (pick, build_report(store, pick))

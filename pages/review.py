@@ -4,10 +4,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from objrel import review
-from objrel.app_support import cached_flagged, cached_review_item, cached_size_bins, open_store, run_label, run_model
-from objrel.review_view import draw_box, thumbnail
-from objrel.ui import percent, sign_in_box
-from objrel.ui import use_app_navigation
+from objrel.app.caches import cached_flagged, cached_review_item, cached_size_bins, open_store, run_label, run_model
+from objrel.review.items import draw_box, thumbnail
+from objrel.app.widgets import percent, sign_in_box
+from objrel.app.widgets import use_app_navigation
 
 use_app_navigation()
 
@@ -151,7 +151,7 @@ with st.expander("LIME: where does the model look?"):
         lime_n = st.select_slider("LIME samples", [100, 300, 1000], value=300, key="review_lime_n")
         if st.button("Compute LIME", key="review_lime_btn"):
             from objrel.explain import explanation_for, overlay
-            from objrel.mutants import rebuild_mutant
+            from objrel.mutations.rebuild import rebuild_mutant
 
             bar = st.progress(0.0, text="LIME ...")
             model = run_model(store, run_id)
@@ -192,12 +192,12 @@ with st.expander("Redraw the target box and re-test"):
         ny1 = b[1].number_input("y1", 0, h - 1, int(y1), key=f"rb_y1_{run_id}_{sample_id}")
         nx2 = b[2].number_input("x2", 1, w, int(x2), key=f"rb_x2_{run_id}_{sample_id}")
         ny2 = b[3].number_input("y2", 1, h, int(y2), key=f"rb_y2_{run_id}_{sample_id}")
-        from objrel.mutants import source_of
+        from objrel.mutations.rebuild import source_of
 
         src_full, _ = source_of(store, run_id, sample_id)
         st.image(thumbnail(draw_box(src_full, (nx1, ny1, nx2, ny2))), caption="new box", width=320)
         if st.button("Re-test with this box", key="review_retest_btn"):
-            from objrel.retest import retest_with_box
+            from objrel.engine.retest import retest_with_box
 
             try:
                 with st.spinner("Re-testing ..."):

@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from objrel import jobs
-from objrel.app_support import open_store, run_label, run_table
+from objrel.engine import jobs
+from objrel.app.caches import open_store, run_label, run_table
 from objrel.config import RunConfig
 from objrel.models import LITE_SIZES
 from objrel.mutations import PRESETS, operators
-from objrel.ui import use_app_navigation
+from objrel.app.widgets import use_app_navigation
 
 use_app_navigation()
 

@@ -1,7 +1,7 @@
 """Shortcut: the planted-shortcut benchmark's tables and charts (``objrel bench shortcut``).
 
 Reads the results JSON the bench writes; a button starts a quick benchmark as a separate
-process.  Every table comes from objrel.shortcut.bench.tables; this page only draws.
+process.  Every table comes from objrel.studies.shortcut.bench.tables; this page only draws.
 """
 
 from pathlib import Path
@@ -11,9 +11,9 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from objrel.jobs import pid_alive
-from objrel.shortcut import bench as B
-from objrel.ui import use_app_navigation
+from objrel.engine.jobs import pid_alive
+from objrel.studies.shortcut import bench as B
+from objrel.app.widgets import use_app_navigation
 
 use_app_navigation()
 

@@ -119,7 +119,7 @@ def write_flagged_set(root: Path, n_flagged: int = 6, n_clean: int = 2) -> Path:
 def flagged_store(tmp_path):
     """A store with one finished colour-model run: 6 inferences flagged by both relations, 2 clean."""
     from objrel.config import RunConfig
-    from objrel.engine import Engine
+    from objrel.engine.classify import Engine
 
     ann = write_flagged_set(tmp_path / "flagged")
     store = Store(tmp_path / "flagged.db")

@@ -120,7 +120,7 @@ def engine_prepare(sample, class_names=CLASS_NAMES):
     Returns the engine's ``_Prepared``: ``.skip`` is the ``BadSampleError`` that would
     make the sample a skipped row, or ``None`` with ``.image`` decoded.
     """
-    from objrel.engine import Engine
+    from objrel.engine.classify import Engine
 
     stub = SimpleNamespace(model=SimpleNamespace(class_names=list(class_names)))
     return Engine._prepare(stub, sample)

@@ -1,4 +1,4 @@
-"""objrel.analysis on hand-built stores: every expected number is worked out by hand or by an
+"""objrel.analysis.studies on hand-built stores: every expected number is worked out by hand or by an
 independent formula in the test, never taken from the code under test."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from objrel import analysis as A
+from objrel.analysis import studies as A
 from objrel.mutations.plan import preset
-from objrel.stats import summarize
+from objrel.analysis.summary import summarize
 from objrel.store import Store
 
 CLASSES = ["red", "green", "blue"]
@@ -35,7 +35,7 @@ class Inf:
 
 def add_run(store: Store, infs: list[Inf], *, model: str = "m", dataset: str = "toy", plan: str = "colours3",
             test_all: bool = True, task: str = "single", skipped: int = 0) -> int:
-    """Insert a run row by row through Store.write_sample (the shapes of objrel.engine._commit)."""
+    """Insert a run row by row through Store.write_sample (the shapes of objrel.engine.classify._commit)."""
     rid = store.create_run(name=f"{model} {plan}", model=model, model_config={}, task=task, class_names=CLASSES,
                            dataset=dataset, dataset_config={}, plan=preset(plan).to_dict(),
                            config={"test_all": test_all}, seed=0, n_total=len(infs) + skipped)

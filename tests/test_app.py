@@ -7,7 +7,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from objrel.config import RunConfig
-from objrel.engine import Engine
+from objrel.engine.classify import Engine
 from objrel.store import Store
 
 from .colour_model import factory

@@ -19,15 +19,15 @@ import torch
 from PIL import Image
 from torch import nn
 
-from objrel.deepinspect import (ActivationCounter, Inspector, InspectResult, aucec, avg_bias,
+from objrel.studies.deepinspect import (ActivationCounter, Inspector, InspectResult, aucec, avg_bias,
                                 avg_confusion_disparity, bias, bias_table, confusion_table, cost_effectiveness,
                                 flag_high, flag_low, layer_activity, napvd, optimal_curve, pair_rank,
                                 precision_recall, type1_confusion, type2_confusion, weight_distances)
-from objrel.deepinspect.evaluation import evaluate_ranking, last_linear
-from objrel.deepinspect.metrics import far_cutoff
-from objrel.deepinspect.result import heatmap_classes, most_biasing_third
-from objrel.deepinspect.planted import BIAS_PAIR, CONFUSION_PAIR, PlantedSpec, planted_ranks, render, run_planted
-from objrel.deepinspect_cli import add_inspect_command
+from objrel.studies.deepinspect.evaluation import evaluate_ranking, last_linear
+from objrel.studies.deepinspect.metrics import far_cutoff
+from objrel.studies.deepinspect.result import heatmap_classes, most_biasing_third
+from objrel.studies.deepinspect.planted import BIAS_PAIR, CONFUSION_PAIR, PlantedSpec, planted_ranks, render, run_planted
+from objrel.cli.inspect import add_inspect_command
 from objrel.models import CallableClassifier, Preprocess, TorchClassifier
 
 COLOURS = ["red", "green", "blue"]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from objrel import analysis
+from objrel.analysis import studies as analysis
 from objrel.data import load_coco
-from objrel.detection import (DetectionConfig, DetectionEngine, detector_regions, image_folder, image_of,
-                              load_detector, unit_id)
-from objrel.mutants import rebuild_mutant
-from objrel.stats import summarize
+from objrel.config import DetectionConfig
+from objrel.engine.detect import DetectionEngine, image_of, unit_id
+from objrel.data.detector_regions import detector_regions, image_folder
+from objrel.models.detector import load_detector
+from objrel.mutations.rebuild import rebuild_mutant
+from objrel.analysis.summary import summarize
 from objrel.store import Store
 
 from .test_detection_support import (A, B, C, TWO_RED_ONE_BLUE, ColourDetector, bright_context_detector,
@@ -135,11 +137,11 @@ def test_incorrect_detections_need_the_missed_objects(tmp_path, store):
     assert only.verdicts(rep2.run_id) == []
 
 
-def test_seed001_plan_on_the_stuck_detector(tmp_path, store):
+def test_erase_noise_plan_on_the_stuck_detector(tmp_path, store):
     """The default plan: random erase 0.5 / 0.7 / 0.9 of A's box leaves the stuck record: MR-1 2 of 3 ->
     flagged; background and object noise keep it: MR-2 holds."""
     ann = write_scenes(tmp_path / "s", [{"name": "one.png", "objects": [("red", A)]}])
-    _, report = run(store, ann, stuck_detector(), plan="seed001")
+    _, report = run(store, ann, stuck_detector(), plan="erase_noise")
     v = votes(store, report.run_id)
     assert v[("1/r0", "MR-1")]["group_name"] == "MR-1 random erase"
     assert (v[("1/r0", "MR-1")]["violations"], v[("1/r0", "MR-1")]["flagged"]) == (3, True)
@@ -149,8 +151,8 @@ def test_seed001_plan_on_the_stuck_detector(tmp_path, store):
 def test_mutants_rebuild_from_the_store_and_runs_are_deterministic(tmp_path):
     ann = write_scenes(tmp_path / "s", [TWO_RED_ONE_BLUE])
     a, b = Store(tmp_path / "a.db"), Store(tmp_path / "b.db")
-    ea, ra = run(a, ann, ColourDetector(), plan="seed001")
-    _, rb = run(b, ann, ColourDetector(), plan="seed001")
+    ea, ra = run(a, ann, ColourDetector(), plan="erase_noise")
+    _, rb = run(b, ann, ColourDetector(), plan="erase_noise")
 
     def rows(st, rid):
         return sorted(repr({k: v for k, v in r.items() if k not in VOLATILE})
@@ -217,7 +219,7 @@ def test_unannotated_images_get_regions_from_a_detector(tmp_path, store):
 def test_detector_regions_serve_classifier_runs_too(tmp_path, store):
     """The classifier engine tests the colour model on regions the detector found (no annotation at all)."""
     from objrel.config import RunConfig
-    from objrel.engine import Engine
+    from objrel.engine.classify import Engine
 
     from .colour_model import factory
 
@@ -240,7 +242,7 @@ def test_unit_ids_and_the_loader_names():
 
 def _faces():
     from objrel.data.bundled import DEMO_IMAGES
-    from objrel.detection.regions import DEMO_FACES_ANNOTATIONS
+    from objrel.data.detector_regions import DEMO_FACES_ANNOTATIONS
 
     return DEMO_FACES_ANNOTATIONS, DEMO_IMAGES
 
@@ -250,7 +252,7 @@ def test_export_of_a_detection_run(tmp_path, store):
     import io
     import json
 
-    from objrel.detection.export import export_detection_run
+    from objrel.analysis.export_detect import export_detection_run
 
     ann = write_scenes(tmp_path / "s", [TWO_RED_ONE_BLUE])
     _, report = run(store, ann, stuck_detector())

@@ -11,8 +11,11 @@ import pytest
 import torch
 
 from objrel.data import load_rgb
-from objrel.detection import DetectionConfig, DetectionEngine, load_demo_faces, load_detector
-from objrel.detection.torchvision_detectors import detection_architectures
+from objrel.config import DetectionConfig
+from objrel.engine.detect import DetectionEngine
+from objrel.data.detector_regions import load_demo_faces
+from objrel.models.detector import load_detector
+from objrel.models.torchvision import detection_architectures
 from objrel.errors import ConfigError
 from objrel.mutations import Mutation, Plan, VoteGroup
 

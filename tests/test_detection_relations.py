@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from objrel import relations as R
-from objrel.detection import (INCORRECT_DETECTION, MISSING_DETECTION, RecordMatch, check_mr1, check_mr2,
-                              distance_preserving, distance_removing, iou, iou_test)
-from objrel.detection import relations as DR
-from objrel.detection.config import detection_plan
+from objrel.relations import classify as R
+from objrel.relations.detect import INCORRECT_DETECTION, MISSING_DETECTION, check_mr1, check_mr2, distance_preserving, distance_removing, iou_test
+from objrel.relations.associate import RecordMatch, iou
+from objrel.relations import detect as DR
+from objrel.mutations import preset_with_operators
 
 GT = (0, 0, 10, 10)
 
@@ -90,13 +90,13 @@ def test_k_of_n_vote_counts_violations_and_ignores_na():
     assert (v.applicable, v.flagged) == (0, False)
 
 
-def test_seed001_plan_is_two_of_three_erase_and_noise():
-    plan = detection_plan()
+def test_erase_noise_plan_is_two_of_three_erase_and_noise():
+    plan = preset_with_operators("erase_noise")
     assert [(g.name, g.relation, g.k, len(g.mutations)) for g in plan.groups] == [
         ("MR-1 random erase", "MR-1", 2, 3), ("MR-2 background noise", "MR-2", 2, 3), ("MR-2 object noise", "MR-2", 2, 3)]
     assert [m.key for m in plan.groups[0].mutations] == [
         "random_erase(ratio=0.5)", "random_erase(ratio=0.7)", "random_erase(ratio=0.9)"]
     assert plan.primary("MR-2").name == "MR-2 background noise"
     # a classifier preset works on the associated object; extra operators add a majority group
-    p = detection_plan("colours3", operators=["inpaint"])
+    p = preset_with_operators("colours3", operators=["inpaint"])
     assert [g.name for g in p.groups] == ["MR-1 3 colours", "MR-2 3 colours", "inpaint"]

@@ -17,7 +17,9 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from objrel.detection import CallableDetector, Detections, Detector
+from objrel.models.detector import CallableDetector, Detector
+
+from objrel.models.detections import Detections
 
 RED = (220, 20, 20)
 BLUE = (20, 20, 220)

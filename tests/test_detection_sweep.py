@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from objrel.detection import DetectionConfig
-from objrel.detection.sweep import plot_sweep, run_sweep, sweep_plan, sweep_table
-from objrel.detection_cli import main
+from objrel.config import DetectionConfig
+from objrel.analysis.sweep import plot_sweep, run_sweep, sweep_plan, sweep_table
+from objrel.cli.detect import main
 
 from .test_detection_support import ColourDetector, quiet_context_detector, write_scenes
 
@@ -61,7 +61,7 @@ def test_sweep_plan_defaults_and_errors():
 
 
 def test_sweep_table_refuses_runs_that_are_not_sweeps(tmp_path, store):
-    from objrel.detection import DetectionEngine
+    from objrel.engine.detect import DetectionEngine
 
     ann = write_scenes(tmp_path / "s", [ONE_SQUARE])
     rep = DetectionEngine(store, DetectionConfig(detector="c", dataset=str(ann), plan="colours3"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from objrel.config import RunConfig
-from objrel.engine import Engine
+from objrel.engine.classify import Engine
 from objrel.store import Store
 
 from .colour_model import factory

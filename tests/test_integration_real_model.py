@@ -7,12 +7,12 @@ import pytest
 
 from objrel.config import RunConfig
 from objrel.data import load_demo
-from objrel.engine import Engine
-from objrel.export import records
+from objrel.engine.classify import Engine
+from objrel.analysis.export import records
 from objrel.models import load_classifier
-from objrel.mutants import rebuild_mutant
-from objrel.relations import Prediction
-from objrel.stats import summarize
+from objrel.mutations.rebuild import rebuild_mutant
+from objrel.relations.classify import Prediction
+from objrel.analysis.summary import summarize
 from objrel.store import Store
 
 pytestmark = pytest.mark.slow

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from objrel import jobs
+from objrel.engine import jobs
 from objrel.config import RunConfig
-from objrel.engine import Engine
-from objrel.retest import retest_with_box, retests
+from objrel.engine.classify import Engine
+from objrel.engine.retest import retest_with_box, retests
 from objrel.store import Store
 
 from .colour_model import factory

@@ -23,7 +23,7 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from objrel.config import RunConfig
-from objrel.engine import Engine
+from objrel.engine.classify import Engine
 from objrel.models import CallableClassifier
 from objrel.store import Store
 

@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from objrel.data import load_dataset
-from objrel.deepinspect import inspect_dataset
+from objrel.studies.deepinspect import inspect_dataset
 
 from . import test_deepinspect as di
 

@@ -10,8 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from objrel import review
-from objrel.detection import DetectionConfig, DetectionEngine
-from objrel.review_view import DETECTION_RGB, MATCHED_RGB, OUTLINE_RGB, draw_detections, review_item
+from objrel.config import DetectionConfig
+from objrel.engine.detect import DetectionEngine
+from objrel.review.items import DETECTION_RGB, MATCHED_RGB, OUTLINE_RGB, draw_detections, review_item
 from objrel.store import Store
 
 from .test_detection_support import bright_context_detector, write_scenes
@@ -100,7 +101,7 @@ def test_demo_detection_runs_with_opencv_and_mtcnn(tmp_path, monkeypatch):
     """The demo's detection runs over the first four demo photos (Chelsea, coffee, cameraman, Grace Hopper):
     the Haar cascades find Grace Hopper's face and miss the cameraman's and Chelsea's cat face; MTCNN finds
     both human faces and skips Chelsea (no human face); background noise never loses a found face."""
-    from objrel import demo
+    from objrel.engine import demo
 
     monkeypatch.setattr(demo, "detection_demo_runs",
                         lambda orig=demo.detection_demo_runs: tuple(c.replace(limit=4) for c in orig()))
@@ -120,7 +121,7 @@ def test_demo_detection_runs_with_opencv_and_mtcnn(tmp_path, monkeypatch):
         bg = [v for v in store.verdicts(r.id) if v["operator"] == "background_noise" and v["source_certainty"]]
         assert bg and all(v["note"] == "kept" for v in bg)
     # the sweep: erasing the centre 10% of a face leaves MTCNN finding it (flagged), 30% or more never does
-    from objrel.detection.sweep import sweep_table
+    from objrel.analysis.sweep import sweep_table
 
     rows = {r.value: r for r in sweep_table(store, sweep.id).rows}
     assert (rows[0.1].units, rows[0.1].still_detected) == (2, 2)

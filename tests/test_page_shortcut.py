@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from objrel.jobs import pid_alive
+from objrel.engine.jobs import pid_alive
 
 from .test_shortcut import ensure_quick
 

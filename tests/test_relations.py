@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from objrel import relations as R
+from objrel.relations import classify as R
 
 P = R.Prediction.from_probs
 

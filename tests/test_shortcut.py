@@ -20,20 +20,20 @@ import pytest
 import torch
 
 from objrel.config import RunConfig
-from objrel.data.synthetic import FLAT_COLOURS, SyntheticConfig, load_arrays, write_split
-from objrel.engine import Engine
+from objrel.studies.shortcut.scenes import FLAT_COLOURS, SyntheticConfig, load_arrays, write_split
+from objrel.engine.classify import Engine
 from objrel.errors import ConfigError, UnsafeWeightsError
 from objrel.models import CallableClassifier, TorchClassifier
-from objrel.shortcut import attack as A
-from objrel.shortcut.groundtruth import ground_truth, reliance_share
-from objrel.shortcut.models import (
+from objrel.studies.shortcut import attack as A
+from objrel.studies.shortcut.groundtruth import ground_truth, reliance_share
+from objrel.studies.shortcut.models import (
     MODEL_SPEC, ShortcutCNN, TrainConfig, factory, load_model, module_classifier, save_model, train,
 )
 from objrel.store import Store
-from objrel.shortcut.repair import Violation, augmented_set, choose_share, n_added
-from objrel.shortcut.scoring import DetectorScore, pool, score_run, wilson
-from objrel.shortcut_cli import add_bench_command
-from objrel.stats import summarize
+from objrel.studies.shortcut.repair import Violation, augmented_set, choose_share, n_added
+from objrel.studies.shortcut.scoring import DetectorScore, pool, score_run, wilson
+from objrel.cli.bench import add_bench_command
+from objrel.analysis.summary import summarize
 
 K = 3
 PALETTE = np.asarray(FLAT_COLOURS[:K], dtype=np.float64)

@@ -80,7 +80,7 @@ def pg_url():
 def test_same_engine_runs_on_postgresql(pg_url, colour_set, colour_model, tmp_path):
     """The identical run on a real PostgreSQL server and on SQLite stores identical rows."""
     from objrel.config import RunConfig
-    from objrel.engine import Engine
+    from objrel.engine.classify import Engine
 
     from .test_engine import rows
 

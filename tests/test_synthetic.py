@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from objrel.data import load_dataset, target_region
-from objrel.data.synthetic import (
+from objrel.studies.shortcut.scenes import (
     FLAT_COLOURS, SyntheticConfig, load_arrays, read_split, render_scene, shape_mask, swapped_scene, tight_box,
     write_split,
 )

@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import AnnotationError
-from .bundled import load_demo
-from .coco import load_coco
-from .dataset import Dataset
-from .images import load_rgb, resolve_inside
-from .manifest import load_manifest
-from .region import area_ratio, target_region
-from .sample import Sample, TargetObject
-from .voc import load_voc
+from objrel.errors import AnnotationError
+from objrel.data.bundled import load_demo
+from objrel.data.coco import load_coco
+from objrel.data.dataset import Dataset
+from objrel.data.images import load_rgb, resolve_inside
+from objrel.data.manifest import load_manifest
+from objrel.data.region import area_ratio, target_region
+from objrel.data.sample import Sample, TargetObject
+from objrel.data.voc import load_voc
 
 FORMATS = ("auto", "coco", "voc", "manifest")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .coco import load_coco
-from .dataset import Dataset
+from objrel.data.coco import load_coco
+from objrel.data.dataset import Dataset
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEMO_DIR = ASSETS / "demo"

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ..constants import MAX_IMAGE_PIXELS
-from ..errors import BadSampleError
+from objrel.constants import MAX_IMAGE_PIXELS
+from objrel.errors import BadSampleError
 
 Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from ..errors import BadSampleError
-from .sample import Box, Sample, TargetObject
+from objrel.errors import BadSampleError
+from objrel.data.sample import Box, Sample, TargetObject
 
 # Boxes may overhang the image by this many pixels (annotation rounding) and are
 # clipped; anything further out is refused as a bad annotation.

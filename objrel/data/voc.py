@@ -15,10 +15,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..errors import AnnotationError, BadSampleError
-from .dataset import Dataset
-from .images import resolve_inside
-from .sample import Sample, TargetObject
+from objrel.errors import AnnotationError, BadSampleError
+from objrel.data.dataset import Dataset
+from objrel.data.images import resolve_inside
+from objrel.data.sample import Sample, TargetObject
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png", ".JPEG", ".JPG", ".PNG")
 

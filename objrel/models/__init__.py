@@ -1,10 +1,10 @@
 """Model adapters: one protocol per task (ARCHITECTURE.md decision 3)."""
 
-from .base import CallableClassifier, Classifier, TorchClassifier
-from .imagenet import class_lookup, imagenet_classes
-from .preprocess import Preprocess
-from .safe_load import load_state_dict
-from .zoo import DEFAULT_MODEL, LITE_SIZES, cached_classifier, load_classifier, model_choices
+from objrel.models.classifier import CallableClassifier, Classifier, TorchClassifier
+from objrel.models.imagenet import class_lookup, imagenet_classes
+from objrel.models.preprocess import Preprocess
+from objrel.models.safe_load import load_state_dict
+from objrel.models.zoo import DEFAULT_MODEL, LITE_SIZES, cached_classifier, load_classifier, model_choices
 
 __all__ = [
     "Classifier", "TorchClassifier", "CallableClassifier", "Preprocess", "load_state_dict", "load_classifier",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import UnsafeWeightsError
+from objrel.errors import UnsafeWeightsError
 
 
 def load_state_dict(path) -> dict:

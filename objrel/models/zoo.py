@@ -16,12 +16,12 @@ from functools import lru_cache
 
 import torch
 
-from ..constants import MULTI_LABEL_THRESHOLD
-from ..errors import ConfigError
-from .base import Classifier, TorchClassifier
-from .imagenet import imagenet_classes
-from .preprocess import LITE_MEAN, LITE_STD, Preprocess
-from .safe_load import load_state_dict
+from objrel.constants import MULTI_LABEL_THRESHOLD
+from objrel.errors import ConfigError
+from objrel.models.classifier import Classifier, TorchClassifier
+from objrel.models.imagenet import imagenet_classes
+from objrel.models.preprocess import LITE_MEAN, LITE_STD, Preprocess
+from objrel.models.safe_load import load_state_dict
 
 LITE_SIZES = {"efficientnet-lite0": 224, "efficientnet-lite1": 240, "efficientnet-lite2": 260}
 DEFAULT_MODEL = "efficientnet-lite0"

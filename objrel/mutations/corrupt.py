@@ -5,10 +5,10 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ..constants import DEFAULT_ERASE_RATIO, INPAINT_MAX_SIDE, INPAINT_RADIUS
-from .colours import NINE_COLOURS, PALETTE_15, parse_colour
-from .pixels import blur_boundary, centre_box, paint
-from .registry import NotApplicable, register
+from objrel.constants import DEFAULT_ERASE_RATIO, INPAINT_MAX_SIDE, INPAINT_RADIUS
+from objrel.mutations.colours import NINE_COLOURS, PALETTE_15, parse_colour
+from objrel.mutations.pixels import blur_boundary, centre_box, paint
+from objrel.mutations.registry import NotApplicable, register
 
 S000 = "seed 000 s4.3, s5.2"
 S002 = "seed 002 Table I"

@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..constants import BOUNDARY_BAND, BOUNDARY_BLUR_KSIZE
+from objrel.constants import BOUNDARY_BAND, BOUNDARY_BLUR_KSIZE
 
 
 def boundary_band(region: np.ndarray, width: int = BOUNDARY_BAND) -> np.ndarray:
@@ -88,8 +88,8 @@ def _read_background(path: str) -> np.ndarray:
 
 def background_picture(name: str, shape: tuple[int, ...]) -> np.ndarray:
     """Bundled background ``name`` (a file in assets/backgrounds) resized to ``shape[:2]``."""
-    from ..data.bundled import BACKGROUNDS_DIR
-    from ..data.images import resolve_inside
+    from objrel.data.bundled import BACKGROUNDS_DIR
+    from objrel.data.images import resolve_inside
 
     path = resolve_inside(BACKGROUNDS_DIR, name)
     if not Path(path).is_file():
@@ -100,6 +100,6 @@ def background_picture(name: str, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def background_names() -> list[str]:
-    from ..data.bundled import background_paths
+    from objrel.data.bundled import background_paths
 
     return [p.name for p in background_paths()]

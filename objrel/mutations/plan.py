@@ -13,9 +13,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..constants import PALETTE_VOTE_K, THREE_COLOUR_VOTE_K
-from .colours import PALETTE_15, THREE_COLOURS
-from .registry import RELATION_OF_KIND, get_operator, operators
+from objrel.constants import PALETTE_VOTE_K, THREE_COLOUR_VOTE_K
+from objrel.mutations.colours import PALETTE_15, THREE_COLOURS
+from objrel.mutations.registry import RELATION_OF_KIND, get_operator, operators
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,39 @@ def operator_group(name: str, k: int | None = None) -> VoteGroup:
     return VoteGroup(name, op.relation, muts, k if k is not None else len(muts) // 2 + 1)
 
 
-PRESETS = ("colours3", "palette15", "all")
+ERASE_NOISE = "erase_noise"
+PRESETS = ("colours3", "palette15", "all", ERASE_NOISE)
+# Plan names of older stores, read back under their current name.
+LEGACY_PRESET_NAMES = {"seed001": ERASE_NOISE}
+
+# Centre-out erase ratios of erase_noise's MR-1 vote: large enough that a detector looking at the object
+# loses it (seed 001 s4.4).
+ERASE_RATIOS = (0.5, 0.7, 0.9)
+# Background noise variances (0-255 pixel units squared; std 20, 40, 50) of erase_noise's primary MR-2 vote.
+BACKGROUND_VARIANCES = (400.0, 1600.0, 2500.0)
+# Object noise variances (std 4, 8, 12.6) over the whole object: low enough to keep its features (s2.3).
+OBJECT_VARIANCES = (16.0, 64.0, 160.0)
+# erase_noise votes: flagged when at least this many of the three mutations are violated (seed 001 s4.4).
+ERASE_NOISE_VOTE_K = 2
+
+
+def canonical_preset(name: str) -> str:
+    """The current name of a plan preset (older stores say ``seed001`` for ``erase_noise``)."""
+    return LEGACY_PRESET_NAMES.get(name, name)
+
+
+def erase_noise_groups(k: int | None = None) -> list[VoteGroup]:
+    """Seed 001's detection plan: random erase (MR-1), background noise and object noise (MR-2), 2 of 3."""
+    kk = k or ERASE_NOISE_VOTE_K
+    return [
+        VoteGroup("MR-1 random erase", "MR-1",
+                  tuple(Mutation.of("random_erase", ratio=r) for r in ERASE_RATIOS), kk),
+        VoteGroup("MR-2 background noise", "MR-2",
+                  tuple(Mutation.of("background_noise", variance=v) for v in BACKGROUND_VARIANCES), kk),
+        VoteGroup("MR-2 object noise", "MR-2",
+                  tuple(Mutation.of("object_noise", ratio=1.0, variance=v) for v in OBJECT_VARIANCES),
+                  ERASE_NOISE_VOTE_K),
+    ]
 
 
 def preset(name: str = "colours3", k: int | None = None, dilate: int = 0) -> Plan:
@@ -140,9 +172,14 @@ def preset(name: str = "colours3", k: int | None = None, dilate: int = 0) -> Pla
     colours3:  black, gray, white fills; 2 of 3 (seed 000 s4.3-4.4).
     palette15: the 15-colour palette; 8 of 15 (seed 000 s5.2), plus colours3 as primary.
     all:       colours3 first (primary), then the palette and one group per other operator.
+    erase_noise: random erase at 50/70/90% (MR-1), background noise at variance 400/1600/2500 and
+               object noise at 16/64/160 (MR-2), each 2 of 3: seed 001's plan, the detectors' default.
     """
+    name = canonical_preset(name)
     if name not in PRESETS:
         raise ValueError(f"unknown plan preset {name!r}; expected one of {PRESETS}")
+    if name == ERASE_NOISE:
+        return Plan(tuple(erase_noise_groups(k)), dilate)
     groups = list(colour_groups(THREE_COLOURS, k or THREE_COLOUR_VOTE_K, "3 colours"))
     if name in ("palette15", "all"):
         groups += colour_groups(PALETTE_15, PALETTE_VOTE_K, "15 colours")
@@ -151,6 +188,17 @@ def preset(name: str = "colours3", k: int | None = None, dilate: int = 0) -> Pla
             if op.name in ("fill_object", "fill_background") or not op.grid:
                 continue
             groups.append(operator_group(op.name))
+    return Plan(tuple(groups), dilate)
+
+
+def preset_with_operators(name: str, operators=(), k: int | None = None, dilate: int = 0) -> Plan:
+    """A preset plus one majority-vote group per extra operator that the preset lacks."""
+    groups = list(preset(name, k=k, dilate=dilate).groups)
+    have = {m.operator for g in groups for m in g.mutations}
+    for op in operators:
+        if op not in have:
+            groups.append(operator_group(op))
+            have.add(op)
     return Plan(tuple(groups), dilate)
 
 

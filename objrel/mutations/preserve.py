@@ -5,10 +5,10 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ..constants import DEFAULT_NOISE_VARIANCE
-from .colours import PALETTE_15, parse_colour
-from .pixels import add_gaussian_noise, background_names, background_picture, blur_boundary, centre_box, paint
-from .registry import register
+from objrel.constants import DEFAULT_NOISE_VARIANCE
+from objrel.mutations.colours import PALETTE_15, parse_colour
+from objrel.mutations.pixels import add_gaussian_noise, background_names, background_picture, blur_boundary, centre_box, paint
+from objrel.mutations.registry import register
 
 S002 = "seed 002 Table I"
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.region import check_box, target_region
-from .pixels import dilate_region
-from .plan import Mutation
-from .registry import Target, get_operator
+from objrel.data.region import check_box, target_region
+from objrel.mutations.pixels import dilate_region
+from objrel.mutations.plan import Mutation
+from objrel.mutations.registry import Target, get_operator
 
 
 def build_target(objects, width: int, height: int, dilate: int = 0) -> Target:

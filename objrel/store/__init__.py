@@ -1,5 +1,5 @@
 """Persistence: SQLite by default, any SQLAlchemy URL (PostgreSQL) for teams."""
 
-from .store import DEFAULT_URL, ENV_VAR, RUN_STATUSES, RunRecord, Store, resolve_url
+from objrel.store.store import DEFAULT_URL, ENV_VAR, RUN_STATUSES, RunRecord, Store, resolve_url
 
 __all__ = ["Store", "RunRecord", "resolve_url", "DEFAULT_URL", "ENV_VAR", "RUN_STATUSES"]

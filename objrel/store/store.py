@@ -17,8 +17,8 @@ from pathlib import Path
 from sqlalchemy import create_engine, event, func, insert, select, update
 from sqlalchemy.engine import Engine, make_url
 
-from ..constants import SQLITE_BUSY_TIMEOUT_MS
-from . import schema as S
+from objrel.constants import SQLITE_BUSY_TIMEOUT_MS
+from objrel.store import schema as S
 
 ENV_VAR = "OBJREL_STORE"
 DEFAULT_URL = "sqlite:///objrel.db"

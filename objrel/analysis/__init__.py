@@ -1,0 +1,1 @@
+"""Analyses of stored runs: summary rows, studies, significance tests, sweeps, export and the HTML report."""

@@ -1,0 +1,75 @@
+"""Run-level figures: the per-model row of seed 000 Tables 5 and 6."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from objrel.store import Store
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Seed 000 Table 5/6 row for one run.
+
+    evaluated: samples the model classified (not skipped);  correct: correct inferences.
+    accuracy:  correct / evaluated.
+    mr1, mr2, both: correct inferences flagged by the primary MR-1 vote, the primary
+               MR-2 vote, and both; the ratios divide by ``correct`` (as the paper does).
+    flagged_all_*: the same counts over every tested inference (differs only with test_all).
+    """
+
+    run_id: int
+    model: str
+    dataset: str
+    samples: int
+    skipped: int
+    evaluated: int
+    correct: int
+    tested: int
+    accuracy: float | None
+    mr1: int
+    mr2: int
+    both: int
+    mr1_ratio: float | None
+    mr2_ratio: float | None
+    both_ratio: float | None
+    flagged_all_mr1: int
+    flagged_all_mr2: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def table_row(self) -> dict:
+        pct = lambda r: "-" if r is None else f"{100 * r:.2f}%"  # noqa: E731
+        return {
+            "Model": self.model,
+            "Accuracy": pct(self.accuracy),
+            "Violating MR-1": f"{self.mr1} ({pct(self.mr1_ratio)})",
+            "Violating MR-2": f"{self.mr2} ({pct(self.mr2_ratio)})",
+            "Violating MR-1&2": f"{self.both} ({pct(self.both_ratio)})",
+        }
+
+
+def flagged_sets(store: Store, run_id: int) -> tuple[set[str], set[str]]:
+    return (set(store.flagged_sample_ids(run_id, "MR-1")), set(store.flagged_sample_ids(run_id, "MR-2")))
+
+
+def summarize(store: Store, run_id: int) -> Summary:
+    rec = store.get_run(run_id)
+    rows = store.samples(run_id)
+    skipped = sum(r["status"] == "skipped" for r in rows)
+    evaluated = [r for r in rows if r["status"] != "skipped"]
+    correct_ids = {r["sample_id"] for r in evaluated if r["correct"]}
+    tested = sum(r["status"] == "tested" for r in rows)
+    f1, f2 = flagged_sets(store, run_id)
+    c1, c2 = f1 & correct_ids, f2 & correct_ids
+    n = len(correct_ids)
+    ratio = lambda k: k / n if n else None  # noqa: E731
+    return Summary(
+        run_id=run_id, model=rec.model, dataset=rec.dataset, samples=len(rows), skipped=skipped,
+        evaluated=len(evaluated), correct=n, tested=tested,
+        accuracy=n / len(evaluated) if evaluated else None,
+        mr1=len(c1), mr2=len(c2), both=len(c1 & c2),
+        mr1_ratio=ratio(len(c1)), mr2_ratio=ratio(len(c2)), both_ratio=ratio(len(c1 & c2)),
+        flagged_all_mr1=len(f1), flagged_all_mr2=len(f2),
+    )

@@ -1,0 +1,93 @@
+"""Streamlit drawing helpers shared by the pages (sign-in box, image captions).
+
+Only drawing and session state live here; every figure comes from objrel functions.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from objrel.store import Store
+
+REVIEWER_KEY = "reviewer"
+
+
+def use_app_navigation() -> None:
+    """Make app.py's ``st.navigation`` serve this page.
+
+    Streamlit keeps a legacy mode for apps with a ``pages/`` folder: when the first
+    request after a server start names a page (``/review``) before app.py has run,
+    it executes ``pages/review.py`` on its own (.streamlit/config.toml hides that
+    mode's file-name sidebar).  Every page calls this first: it leaves that mode for
+    good and, on a session's first run, when no widget input can be lost, reruns
+    through app.py so the app's own navigation appears at once.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        if not st.session_state:
+            st.rerun()
+
+
+def oidc_configured() -> bool:
+    """True when .streamlit/secrets.toml has an [auth] section (Streamlit's OIDC login)."""
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets file at all
+        return False
+
+
+def signed_in() -> str | None:
+    return st.session_state.get(REVIEWER_KEY)
+
+
+def sign_in_box(store: Store) -> str | None:
+    """Sidebar sign-in: name + passphrase (stored hashed), or the configured OIDC provider.
+
+    Returns the signed-in reviewer's name, or None.
+    """
+    from objrel import review
+
+    with st.sidebar:
+        if oidc_configured() and getattr(st.user, "is_logged_in", False):
+            name = st.user.get("email") or st.user.get("name") or "oidc-user"
+            account = review.ensure_oidc_reviewer(store, name, st.user.get("sub") or name)
+            st.session_state[REVIEWER_KEY] = account.name  # the stored name, stable for this subject
+        who = signed_in()
+        if who:
+            st.markdown(f"Signed in as **{who}**")
+            if st.button("Sign out", key="signout_btn"):
+                st.session_state.pop(REVIEWER_KEY, None)
+                if oidc_configured() and getattr(st.user, "is_logged_in", False):
+                    st.logout()
+                st.rerun()
+            return who
+        st.markdown("**Reviewer sign-in**")
+        if oidc_configured():
+            st.button("Log in with single sign-on", key="oidc_login_btn", on_click=st.login)
+        mode = st.radio("Account", ["Sign in", "Create account"], key="signin_mode", horizontal=True,
+                        label_visibility="collapsed")
+        with st.form("signin_form", clear_on_submit=False):
+            name = st.text_input("Name", key="signin_name")
+            passphrase = st.text_input("Passphrase", type="password", key="signin_pass")
+            submitted = st.form_submit_button(mode)
+        if submitted:
+            try:
+                if mode == "Create account":
+                    review.create_reviewer(store, name, passphrase)
+                    ok = True
+                else:
+                    ok = review.verify_reviewer(store, name, passphrase)
+            except ValueError as exc:
+                st.error(str(exc))
+                return None
+            if ok:
+                st.session_state[REVIEWER_KEY] = name.strip()
+                st.rerun()
+            st.error("Unknown name or wrong passphrase.")
+    return None
+
+
+def percent(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"

@@ -1,0 +1,1 @@
+"""The `objrel` command: one module per command group."""

@@ -1,0 +1,1 @@
+"""Run loops: the classifier and detection workers, background jobs, re-tests and the demo store."""

@@ -1,0 +1,110 @@
+"""Runs started from the app: separate processes that outlive the page (ARCHITECTURE.md decision 7).
+
+``start_run`` launches ``python -m objrel run`` detached from the Streamlit process,
+waits until the child has created its run row, and returns the run id; progress,
+cancel and liveness then go through the store, so any page, in any session, sees
+the same state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from objrel.config import RunConfig
+from objrel.store import RunRecord, Store
+
+# How long start_run waits for the child to create its run row.
+START_TIMEOUT_S = 120.0
+# A running run whose heartbeat is older than this and whose process is gone is "stalled".
+STALL_AFTER_S = 60.0
+LOG_DIR_ENV = "OBJREL_LOG_DIR"
+
+
+@dataclass(frozen=True)
+class Job:
+    run_id: int
+    pid: int
+    log: str
+
+
+def _log_dir() -> Path:
+    d = Path(os.environ.get(LOG_DIR_ENV) or Path(tempfile.gettempdir()) / "objrel-jobs")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def start_run(store_url: str, config: RunConfig | None = None, resume: int | None = None,
+              timeout: float = START_TIMEOUT_S) -> Job:
+    """Start a run (or resume run ``resume``) in a new process; return once its run row exists."""
+    work = _log_dir()
+    stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
+    id_file = work / f"run-{stamp}.id"
+    log = work / f"run-{stamp}.log"
+    cmd = [sys.executable, "-m", "objrel", "run", "--store", store_url, "--quiet", "--run-id-file", str(id_file)]
+    if resume is not None:
+        cmd += ["--resume", str(int(resume))]
+    else:
+        cfg_file = work / f"run-{stamp}.json"
+        cfg_file.write_text(json.dumps((config or RunConfig()).to_dict()))
+        cmd += ["--config-json", str(cfg_file)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                                       os.environ.get("PYTHONPATH")]))}
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True, cwd=os.getcwd())
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if id_file.exists() and id_file.read_text().strip():
+            return Job(int(id_file.read_text().strip()), proc.pid, str(log))
+        if proc.poll() is not None:
+            raise RuntimeError(f"the run process exited with code {proc.returncode}: {_tail(log)}")
+        time.sleep(0.1)
+    raise TimeoutError(f"the run process did not create its run within {timeout:.0f} s; log: {log}")
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        return " | ".join(Path(path).read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of this process has exited too.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+def display_status(run: RunRecord, now_ts: float | None = None) -> str:
+    """``stalled`` for a running run whose process died without saying so; else the stored status."""
+    if run.status != "running":
+        return run.status
+    now_ts = now_ts or time.time()
+    beat = (run.heartbeat_at or run.started_at)
+    age = now_ts - beat.timestamp() if beat else float("inf")
+    if age > STALL_AFTER_S and not pid_alive(run.pid):
+        return "stalled"
+    return "running"
+
+
+def cancel(store: Store, run_id: int) -> None:
+    """Ask a running run to stop after its current chunk (it marks itself cancelled)."""
+    store.request_cancel(run_id)

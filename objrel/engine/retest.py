@@ -1,0 +1,99 @@
+"""Re-test one stored inference with a target box the reviewer redrew.
+
+Imperfect annotations cause most false positives (seed 000 s5.1.3).  A reviewer
+who sees that the box missed part of the object, or covered a second one, redraws
+it and re-tests that one sample at once with the run's model and primary votes;
+the result is kept in the ``retests`` table beside the original verdicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import insert, select
+
+from objrel.config import RunConfig
+from objrel.data.dataset import Dataset
+from objrel.data.images import resolve_inside
+from objrel.data.region import check_box
+from objrel.data.sample import Sample, TargetObject
+from objrel.engine.classify import Engine
+from objrel.models import Classifier, load_classifier
+from objrel.mutations import Plan
+from objrel.store import Store
+from objrel.store import schema as S
+from objrel.store.store import now
+
+
+@dataclass(frozen=True)
+class Retest:
+    box: tuple[int, int, int, int]
+    votes: dict            # relation -> {"violations", "n", "k", "flagged"}
+    verdicts: dict         # mutation key -> verdict
+    predicted: list        # the source's predicted labels
+    area_ratio: float
+
+    def to_dict(self) -> dict:
+        return {"box": list(self.box), "votes": self.votes, "verdicts": self.verdicts, "predicted": self.predicted,
+                "area_ratio": self.area_ratio}
+
+
+def primary_plan(run_plan: dict) -> Plan:
+    """The run's plan reduced to its primary vote of each relation (the 2-of-3 colours by default)."""
+    plan = Plan.from_dict(run_plan)
+    groups = tuple(g for g in (plan.primary("MR-1"), plan.primary("MR-2")) if g is not None)
+    return Plan(groups, plan.dilate)
+
+
+def run_model(store: Store, run_id: int) -> Classifier:
+    """Load the model a run used (by its stored name and weights)."""
+    cfg = RunConfig.from_dict(store.get_run(run_id).config)
+    return load_classifier(cfg.model, cfg.weights, task=cfg.task, threshold=cfg.threshold)
+
+
+def retest_with_box(store: Store, run_id: int, sample_id: str, box, reviewer: str,
+                    model: Classifier | None = None, full_plan: bool = False) -> Retest:
+    """Test ``sample_id`` again with ``box`` (xyxy pixels) as its only target region.
+
+    The object keeps the class of the stored target; the run's seed, dilation and
+    (primary, unless ``full_plan``) vote groups are reused.  Raises ValueError for a
+    box outside the image (with the image size in the message).
+    """
+    run = store.get_run(run_id)
+    row = store.sample(run_id, sample_id)
+    if row["status"] == "skipped":
+        raise ValueError(f"sample {sample_id!r} was skipped ({row['skip_reason']}); it cannot be re-tested")
+    w, h = row["width"], row["height"]
+    try:
+        ibox = check_box(tuple(float(v) for v in box), w, h)
+    except Exception as exc:  # BadSampleError carries the reason
+        raise ValueError(str(exc)) from exc
+    first = TargetObject.from_dict(row["objects"][0])
+    obj = TargetObject(first.category, first.class_index, tuple(float(v) for v in ibox))
+    root = run.dataset_config["root"]
+    sample = Sample(sample_id, str(resolve_inside(root, row["rel_path"])), row["rel_path"], w, h, (obj,))
+    config = RunConfig.from_dict(run.config).replace(test_all=True)
+    dataset = Dataset(run.dataset, "retest", root, run.dataset_config.get("annotation", ""), (sample,))
+    plan = Plan.from_dict(run.plan) if full_plan else primary_plan(run.plan)
+    engine = Engine(store, config, model=model or run_model(store, run_id), dataset=dataset, plan=plan)
+    srow, _preds, verdicts, votes = engine.test_samples([sample])[0]
+    if srow["status"] == "skipped":
+        raise ValueError(f"re-test failed: {srow['skip_reason']}")
+    result = Retest(
+        box=ibox,
+        votes={v["relation"]: {k: v[k] for k in ("violations", "n", "k", "flagged")} for v in votes if v["is_primary"]},
+        verdicts={v["mutation_key"]: v["verdict"] for v in verdicts},
+        predicted=list(srow["predicted"]),
+        area_ratio=float(srow["area_ratio"]),
+    )
+    with store.engine.begin() as c:
+        c.execute(insert(S.retests).values(run_id=int(run_id), sample_id=str(sample_id), reviewer=reviewer,
+                                           box=list(ibox), result=result.to_dict(), created_at=now()))
+    return result
+
+
+def retests(store: Store, run_id: int, sample_id: str) -> list[dict]:
+    q = (select(S.retests).where(S.retests.c.run_id == int(run_id), S.retests.c.sample_id == str(sample_id))
+         .order_by(S.retests.c.id))
+    with store.engine.connect() as c:
+        return [dict(r._mapping) for r in c.execute(q)]

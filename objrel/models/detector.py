@@ -1,0 +1,232 @@
+"""The detector adapter protocol, the callable and combined adapters, and loading by name.
+
+Protocol (ARCHITECTURE.md decision 3): ``detect(images) -> list[Detections]``, where
+``images`` is a list of ``(H, W, 3)`` uint8 RGB arrays (sizes may differ) and each
+``Detections`` holds xyxy pixel boxes, label names and scores for one image.  Every
+adapter clips boxes to its image, drops records below its ``score_threshold`` and returns
+the records by descending score.
+
+Detectors by name (``load_detector``):
+
+* ``haar:<cascade>``: an OpenCV Haar cascade it ships (``haar:frontalface_default``,
+  ``haar:frontalcatface``, ``haar:fullbody``, ...) or ``haar:/path/to/cascade.xml``;
+* ``hog:people``: OpenCV's HOG + linear SVM people detector;
+* ``mtcnn``: the MTCNN face detector with the weights bundled in ``facenet-pytorch``;
+* ``torchvision:<arch>``: a torchvision Faster R-CNN, RetinaNet, SSD or FCOS model with
+  ``weights`` a local state-dict file or a torchvision weights name;
+* ``py:package.module:factory``: your own ``Detector`` or a callable (see ``CallableDetector``);
+* ``A+B``: several of the above at once, their records concatenated
+  (``haar:frontalface_default+haar:frontalcatface``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable, Sequence
+
+import numpy as np
+
+from objrel.errors import ConfigError
+from objrel.models.detections import Detections
+
+DETECTION_TASK = "detection"
+
+
+class Detector:
+    """Base adapter.  Subclasses implement ``_detect(images) -> list`` of ``Detections`` (or of anything
+    ``as_detections`` accepts).
+
+    name:            display name, stored with the run.
+    labels:          every label the detector can report, or ``None`` for an open vocabulary (a callable
+                     that did not declare its labels); ground-truth objects of other labels are ignored.
+    score_threshold: records with ``score < score_threshold`` are dropped; ``None`` keeps them all.
+    """
+
+    task = DETECTION_TASK
+
+    def __init__(self, name: str, labels: Sequence[str] | None, score_threshold: float | None = None,
+                 config: dict | None = None):
+        if score_threshold is not None and not np.isfinite(float(score_threshold)):
+            raise ValueError(f"score_threshold must be a finite number or None, got {score_threshold!r}")
+        self.name = name
+        self.labels = tuple(str(lab) for lab in labels) if labels is not None else None
+        self.score_threshold = None if score_threshold is None else float(score_threshold)
+        self.config = dict(config or {})
+
+    @property
+    def class_names(self) -> list[str]:
+        return list(self.labels or ())
+
+    def detect(self, images) -> list[Detections]:
+        """Detections of each image (list of ``(H, W, 3)`` uint8 RGB), clipped, thresholded, by score."""
+        if len(images) == 0:
+            return []
+        for im in images:
+            if not (isinstance(im, np.ndarray) and im.dtype == np.uint8 and im.ndim == 3 and im.shape[2] == 3):
+                got = f"{im.shape} {im.dtype}" if isinstance(im, np.ndarray) else type(im).__name__
+                raise ValueError(f"detect expects (H, W, 3) uint8 RGB arrays, got {got}")
+        raw = list(self._detect(images))
+        if len(raw) != len(images):
+            raise ValueError(f"detector {self.name} returned {len(raw)} results for {len(images)} images; "
+                             f"expected one Detections per image")
+        out = []
+        for im, r in zip(images, raw):
+            d = as_detections(r, self.labels, where=f"detector {self.name}")
+            out.append(d.clipped(im.shape[1], im.shape[0]).above(self.score_threshold).sorted())
+        return out
+
+    def _detect(self, images) -> list:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"name": self.name, "task": self.task, "labels": self.class_names,
+                "score_threshold": self.score_threshold, **self.config}
+
+
+def as_detections(result, labels: Sequence[str] | None = None, where: str = "detector") -> Detections:
+    """Coerce one image's output to ``Detections``.
+
+    Accepts a ``Detections``; a dict with ``boxes`` (N x 4 xyxy pixels), ``labels`` and ``scores``;
+    or a ``(boxes, labels, scores)`` tuple.  Integer labels index ``labels`` (the detector's label list).
+    """
+    if isinstance(result, Detections):
+        return result
+    if isinstance(result, dict):
+        missing = [k for k in ("boxes", "labels", "scores") if k not in result]
+        if missing:
+            raise ValueError(f"{where}: a result dict needs 'boxes', 'labels' and 'scores'; missing {missing}")
+        boxes, labs, scores = result["boxes"], result["labels"], result["scores"]
+    elif isinstance(result, (tuple, list)) and len(result) == 3:
+        boxes, labs, scores = result
+    else:
+        raise ValueError(f"{where}: expected Detections, a dict or a (boxes, labels, scores) tuple per image, "
+                         f"got {type(result).__name__}")
+    names = []
+    for lab in list(np.asarray(labs, dtype=object).reshape(-1)):
+        if isinstance(lab, (int, np.integer)) and not isinstance(lab, bool):
+            if labels is None or not 0 <= int(lab) < len(labels):
+                raise ValueError(f"{where}: integer label {int(lab)} needs the detector's label list to name it "
+                                 f"(labels={None if labels is None else list(labels)})")
+            names.append(labels[int(lab)])
+        else:
+            names.append(str(lab))
+    return Detections.from_arrays(boxes, names, scores)
+
+
+class CallableDetector(Detector):
+    """Any function ``fn(list of (H, W, 3) uint8 RGB) -> list`` with one result per image: a ``Detections``,
+    a dict ``{"boxes", "labels", "scores"}`` or a ``(boxes, labels, scores)`` tuple; boxes xyxy in pixels.
+
+    labels: the label names the function can report (integer labels index this list); ``None`` accepts
+            any label name and leaves the vocabulary open.
+    """
+
+    def __init__(self, fn: Callable, labels: Sequence[str] | None = None, score_threshold: float | None = None,
+                 name: str | None = None):
+        super().__init__(name or getattr(fn, "__name__", "callable"), labels, score_threshold,
+                         {"callable": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"})
+        self.fn = fn
+
+    def _detect(self, images) -> list:
+        return self.fn(images)
+
+
+class CombinedDetector(Detector):
+    """Several detectors run on the same images; their records are concatenated (each keeps its own
+    score threshold).  The demo combines OpenCV's frontal-face and cat-face cascades this way."""
+
+    def __init__(self, detectors: Sequence[Detector], name: str | None = None):
+        if not detectors:
+            raise ValueError("a combined detector needs at least one detector")
+        labels: list[str] | None = []
+        for d in detectors:
+            if d.labels is None:
+                labels = None
+                break
+            labels += [lab for lab in d.labels if lab not in labels]
+        super().__init__(name or "+".join(d.name for d in detectors), labels, None,
+                         {"parts": [d.describe() for d in detectors]})
+        self.parts = list(detectors)
+
+    def _detect(self, images) -> list:
+        out = [Detections() for _ in images]
+        for d in self.parts:
+            out = [a.concat(b) for a, b in zip(out, d.detect(images))]
+        return out
+
+
+def _from_python(spec: str, score_threshold: float | None) -> Detector:
+    target = spec[len("py:"):]
+    mod_name, _, attr = target.partition(":")
+    if not mod_name or not attr:
+        raise ConfigError(f"python detector spec must look like py:package.module:factory, got {spec!r}")
+    try:
+        obj = getattr(importlib.import_module(mod_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot import {attr} from {mod_name}: {exc}") from exc
+    made = obj if isinstance(obj, Detector) else obj()  # a factory, called with no arguments
+    if isinstance(made, Detector):
+        if score_threshold is not None:
+            made.score_threshold = float(score_threshold)
+        return made
+    if callable(made):
+        return CallableDetector(made, score_threshold=score_threshold, name=spec)
+    raise ConfigError(f"{spec} returned {type(made).__name__}; expected a Detector or a callable")
+
+
+def load_detector(name: str, weights: str | None = None, score_threshold: float | None = None,
+                  **options) -> Detector:
+    """Build a detector adapter from its name (see the module docstring).
+
+    weights:         torchvision models only: a local state-dict file or a torchvision weights name.
+    score_threshold: overrides the adapter's default (torchvision 0.5, MTCNN 0.9, OpenCV none).
+    options:         passed to the adapter (``label=``, ``min_neighbors=``, ``class_names=``, ...).
+    """
+    name = str(name).strip()
+    if not name:
+        raise ConfigError(f"no detector named; choose one of {detector_choices()}")
+    if "+" in name and not name.startswith("py:"):
+        parts = [p.strip() for p in name.split("+") if p.strip()]
+        return CombinedDetector([load_detector(p, weights, score_threshold, **options) for p in parts], name=name)
+    if name.startswith("haar:"):
+        from objrel.models.opencv import HaarCascadeDetector
+
+        return HaarCascadeDetector(name[len("haar:"):], score_threshold=score_threshold, **options)
+    if name in ("hog", "hog:people"):
+        from objrel.models.opencv import HOGPeopleDetector
+
+        return HOGPeopleDetector(score_threshold=score_threshold, **options)
+    if name == "mtcnn":
+        from objrel.models.mtcnn import MTCNNDetector
+
+        kw = dict(options)
+        if score_threshold is not None:
+            kw["score_threshold"] = score_threshold
+        return MTCNNDetector(**kw)
+    if name.startswith("py:"):
+        return _from_python(name, score_threshold)
+    from objrel.models.torchvision import detection_architectures, torchvision_detector
+
+    arch = name[len("torchvision:"):] if name.startswith("torchvision:") else name
+    if name.startswith("torchvision:") or arch in detection_architectures():
+        kw = dict(options)
+        if score_threshold is not None:
+            kw["score_threshold"] = score_threshold
+        return torchvision_detector(arch, weights, **kw)
+    raise ConfigError(f"unknown detector {name!r}; choose one of {detector_choices()}")
+
+
+def detector_choices() -> list[str]:
+    """One line per detector family, for ``--help`` texts."""
+    from objrel.models.opencv import haar_cascades
+
+    cascades = haar_cascades()
+    shown = ", ".join(cascades) if cascades else "none shipped by this OpenCV build"
+    return [
+        f"haar:<cascade> (OpenCV Haar cascades: {shown}; or haar:/path/to/cascade.xml)",
+        "hog:people (OpenCV HOG people detector)",
+        "mtcnn (MTCNN faces, facenet-pytorch's bundled weights)",
+        "torchvision:<arch> (fasterrcnn_*, retinanet_*, ssd*, fcos_* with --weights FILE or a weights name)",
+        "py:<module>:<factory> (your Detector or callable)",
+        "A+B (several at once, e.g. haar:frontalface_default+haar:frontalcatface)",
+    ]

@@ -1,0 +1,266 @@
+"""Metamorphic relations, votes and object-relevancy scores.
+
+Exactly as seed 000 s4.4 (binary verdicts) and seed 002 s V-A (continuous scores):
+
+* single-label certainty C = min_{j != l} |p_l - p_j|, which for the top-1 label is
+  top-1 minus top-2 probability (s4.4.1);
+* single-label MR-1 holds when the top-1 label changes, or stays and its certainty
+  is *strictly* lower on the mutant; MR-2 holds when the top-1 label stays (s4.4.2);
+* multi-label certainty of label l is |2p - 1|; MR-1 holds when the predicted label
+  set changes, or stays and *every* label's certainty is strictly lower; MR-2 holds
+  when the set stays;
+* an inference is flagged for a relation when at least k of n mutations violate it
+  (2 of 3 colours, 8 of 15 for the palette, s4.4 and s5.2.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from objrel.constants import MULTI_LABEL_THRESHOLD, TOP_K
+
+HOLDS = "holds"
+VIOLATED = "violated"
+NOT_APPLICABLE = "n/a"
+VERDICTS = (HOLDS, VIOLATED, NOT_APPLICABLE)
+TASKS = ("single", "multi")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the store keeps of one model output (ARCHITECTURE.md decision 2).
+
+    task:       ``single`` (softmax) or ``multi`` (sigmoid, ``threshold``).
+    top_labels: class indices of the ``top_k`` highest probabilities, descending.
+    top_probs:  their probabilities.
+    predicted:  the predicted labels: ``(top-1,)`` for single-label, every label with
+                ``p >= threshold`` (sorted by index) for multi-label.
+    probs:      ``{label: p}`` for every label a relation or score compares: the
+                predicted labels, the labels of interest (ground truth, the source's
+                labels) and the top-k.
+    ranks:      ``{label: 1-based rank}`` for the labels of interest.
+    """
+
+    task: str
+    top_labels: tuple[int, ...]
+    top_probs: tuple[float, ...]
+    predicted: tuple[int, ...]
+    probs: dict = field(default_factory=dict)
+    ranks: dict = field(default_factory=dict)
+    threshold: float = MULTI_LABEL_THRESHOLD
+
+    @classmethod
+    def from_probs(cls, probs: np.ndarray, task: str = "single", interest: Iterable[int] = (),
+                   threshold: float = MULTI_LABEL_THRESHOLD, top_k: int = TOP_K) -> "Prediction":
+        """Summarise a probability vector ``(C,)`` of floats in [0, 1]."""
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        p = np.asarray(probs, dtype=np.float64).ravel()
+        order = np.argsort(-p, kind="stable")
+        top = order[: max(2, top_k)]
+        predicted = (int(order[0]),) if task == "single" else tuple(int(i) for i in np.nonzero(p >= threshold)[0])
+        interest = sorted({int(i) for i in interest if 0 <= int(i) < p.size})
+        keep = set(interest) | set(predicted) | {int(i) for i in top}
+        rank_of = np.empty(p.size, dtype=np.int64)
+        rank_of[order] = np.arange(1, p.size + 1)
+        return cls(
+            task=task,
+            top_labels=tuple(int(i) for i in top),
+            top_probs=tuple(float(p[i]) for i in top),
+            predicted=predicted,
+            probs={int(i): float(p[i]) for i in sorted(keep)},
+            ranks={int(i): int(rank_of[i]) for i in interest},
+            threshold=float(threshold),
+        )
+
+    @property
+    def top1(self) -> int:
+        return self.top_labels[0]
+
+    def prob(self, label: int) -> float:
+        try:
+            return self.probs[int(label)]
+        except KeyError:
+            raise KeyError(f"probability of label {label} was not kept; kept {sorted(self.probs)}") from None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["probs"] = {str(k): v for k, v in self.probs.items()}
+        d["ranks"] = {str(k): v for k, v in self.ranks.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Prediction":
+        return cls(
+            task=d["task"], top_labels=tuple(d["top_labels"]), top_probs=tuple(d["top_probs"]),
+            predicted=tuple(d["predicted"]), probs={int(k): float(v) for k, v in d["probs"].items()},
+            ranks={int(k): int(v) for k, v in d.get("ranks", {}).items()},
+            threshold=float(d.get("threshold", MULTI_LABEL_THRESHOLD)),
+        )
+
+
+# ---------------------------------------------------------------- certainty
+
+
+def certainty_single(probs: Sequence[float], label: int) -> float:
+    """min over j != label of |p_label - p_j| (seed 000 s4.4.1) on a full vector."""
+    p = np.asarray(probs, dtype=np.float64)
+    if p.size < 2:
+        raise ValueError(f"certainty needs at least 2 classes, got {p.size}")
+    others = np.delete(p, label)
+    return float(np.min(np.abs(p[label] - others)))
+
+
+def top_certainty(pred: Prediction) -> float:
+    """Certainty of the top-1 label: top-1 minus top-2 probability."""
+    return pred.top_probs[0] - pred.top_probs[1]
+
+
+def certainty_multi(p: float) -> float:
+    """|2p - 1|: certainty of one label of a multi-label output (seed 000 s4.4.1)."""
+    return abs(2.0 * float(p) - 1.0)
+
+
+# ---------------------------------------------------------------- relations
+
+
+@dataclass(frozen=True)
+class Check:
+    """One relation check: source vs one mutant."""
+
+    relation: str
+    verdict: str
+    source_certainty: float | None = None
+    mutant_certainty: float | None = None
+    label_changed: bool | None = None
+
+
+def mr1_single(src: Prediction, mut: Prediction) -> Check:
+    cs, cm = top_certainty(src), top_certainty(mut)
+    if mut.top1 != src.top1:
+        return Check("MR-1", HOLDS, cs, None, True)
+    return Check("MR-1", HOLDS if cm < cs else VIOLATED, cs, cm, False)
+
+
+def mr2_single(src: Prediction, mut: Prediction) -> Check:
+    same = mut.top1 == src.top1
+    return Check("MR-2", HOLDS if same else VIOLATED, top_certainty(src), top_certainty(mut) if same else None, not same)
+
+
+def _multi_certainties(pred: Prediction, labels) -> list[float]:
+    return [certainty_multi(pred.prob(l)) for l in labels]
+
+
+def mr1_multi(src: Prediction, mut: Prediction) -> Check:
+    if set(mut.predicted) != set(src.predicted):
+        return Check("MR-1", HOLDS, None, None, True)
+    cs = _multi_certainties(src, src.predicted)
+    cm = _multi_certainties(mut, src.predicted)
+    lower_everywhere = all(m < s for s, m in zip(cs, cm))
+    return Check("MR-1", HOLDS if lower_everywhere else VIOLATED,
+                 min(cs) if cs else None, min(cm) if cm else None, False)
+
+
+def mr2_multi(src: Prediction, mut: Prediction) -> Check:
+    same = set(mut.predicted) == set(src.predicted)
+    return Check("MR-2", HOLDS if same else VIOLATED, None, None, not same)
+
+
+_CHECKS = {("single", "MR-1"): mr1_single, ("single", "MR-2"): mr2_single,
+           ("multi", "MR-1"): mr1_multi, ("multi", "MR-2"): mr2_multi}
+
+
+def check(relation: str, src: Prediction, mut: Prediction) -> Check:
+    """Dispatch on the task of ``src`` and the relation name (``MR-1`` or ``MR-2``)."""
+    try:
+        fn = _CHECKS[(src.task, relation)]
+    except KeyError:
+        raise ValueError(f"no relation {relation!r} for task {src.task!r}; expected MR-1 or MR-2") from None
+    return fn(src, mut)
+
+
+# ---------------------------------------------------------------- votes
+
+
+@dataclass(frozen=True)
+class Vote:
+    """k-of-n vote: ``flagged`` when ``violations >= k``; ``n/a`` verdicts do not count."""
+
+    group: str
+    relation: str
+    k: int
+    n: int
+    applicable: int
+    violations: int
+
+    @property
+    def flagged(self) -> bool:
+        return self.violations >= self.k
+
+
+def vote(group: str, relation: str, verdicts: Sequence[str], k: int) -> Vote:
+    bad = [v for v in verdicts if v not in VERDICTS]
+    if bad:
+        raise ValueError(f"unknown verdicts {bad}; expected {VERDICTS}")
+    if k < 1:
+        raise ValueError(f"vote threshold k must be >= 1, got {k}")
+    applicable = sum(v != NOT_APPLICABLE for v in verdicts)
+    return Vote(group, relation, k, len(verdicts), applicable, sum(v == VIOLATED for v in verdicts))
+
+
+# ---------------------------------------------------------------- relevancy (seed 002 s V-A)
+
+
+def distance_preserving(p: float, rank: int, p2: float, rank2: int) -> float:
+    """[1 - max(0, p - p')/p] * [1 - max(0, 1/j - 1/j')] for an object-preserving mutant.
+
+    ``p, rank`` are the probability and 1-based rank of the target label on the
+    source, ``p2, rank2`` on the mutant.  1 when nothing dropped (the object alone
+    keeps the prediction), towards 0 as probability and rank fall.  (The paper's
+    prose says the ideal is 0, but its formula gives 1; we implement the formula,
+    so higher S means more object-relevant for both halves.)
+    """
+    if p <= 0:
+        return 0.0
+    return (1.0 - max(0.0, p - p2) / p) * (1.0 - max(0.0, 1.0 / rank - 1.0 / rank2))
+
+
+def distance_removing(p: float, rank: int, p2: float, rank2: int) -> float:
+    """[max(0, p - p')/p] * [max(0, 1/j - 1/j')] for an object-removing mutant: 1 when removal
+    took the label's probability to 0 and its rank to the bottom."""
+    if p <= 0:
+        return 0.0
+    return (max(0.0, p - p2) / p) * max(0.0, 1.0 / rank - 1.0 / rank2)
+
+
+@dataclass(frozen=True)
+class Relevancy:
+    s_p: float | None
+    s_r: float | None
+
+    @property
+    def s(self) -> float | None:
+        """S = (S_p + S_r) / 2; None unless both halves exist."""
+        if self.s_p is None or self.s_r is None:
+            return None
+        return (self.s_p + self.s_r) / 2.0
+
+
+def weighted_score(distances: dict[str, list[float]]) -> float | None:
+    """sum over functions n and operations h of D / (H_n * N) (seed 002 s V-A).
+
+    ``distances`` maps each mutation function (operator) to the distances of its
+    operations; functions with no applicable operation are left out of N.
+    """
+    used = {fn: ds for fn, ds in distances.items() if ds}
+    if not used:
+        return None
+    n = len(used)
+    return float(sum(sum(ds) / (len(ds) * n) for ds in used.values()))
+
+
+def relevancy(preserving: dict[str, list[float]], removing: dict[str, list[float]]) -> Relevancy:
+    return Relevancy(weighted_score(preserving), weighted_score(removing))

@@ -1,0 +1,145 @@
+"""Metamorphic relations for detection records (seed 001 s4.4, seed 002 s V-B).
+
+Test T (seed 001 s4.4): ``T = 1`` when the compared record has the unit's label and its box
+has IoU >= ``iou_threshold`` (Delta_c, default 0.3, YOLOv3's default) with the associated
+ground-truth object; else ``T = 0``.
+
+* MR-1, object-corrupting mutation: T should flip.  It is checked only where the source was
+  detected (``T = 1``, the correct inferences of seed 000 s4.1): it holds when the object is no
+  longer detected (``removed``) and is violated when it still is (``still detected``).  Where
+  the source was not detected there is nothing to remove: verdict ``n/a``.
+* MR-2, object-preserving mutation: T should stay.  A violation is a *missing detection*
+  (T 1 -> 0: found on the source, lost on the mutant) or an *incorrect detection* (T 0 -> 1:
+  missed on the source, found on the mutant), the two columns of seed 001 Tables 3-4.
+
+Seed 001 s4.4.1 writes D = 1 when T(source) = T(mutant) but says in the prose that D = 1 means the
+results differ and satisfies MR-1; we implement the prose (the relation's stated meaning).
+
+Continuous distances (seed 002 s V-B), with IoU = IoU(rcd, associated object) on the source and
+IoU' = IoU(rcd', associated object) on the mutant:
+
+* preserving: ``D = 1 - max(0, IoU - IoU') / IoU`` when rcd' has rcd's label, else 0;
+* removing:   ``D = max(0, IoU - IoU') / IoU``.
+
+Both are defined only where the source has a record (IoU > 0).  The unit's S_p, S_r and S are
+their weighted averages with weights 1 / (H_n N), as for classifiers (``objrel.relations.classify``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from objrel.relations import classify as R
+from objrel.relations.associate import RecordMatch
+
+# Delta_c of seed 001 s4.4: a record "contains" the object when its IoU with the ground truth is at
+# least this.  Raise it and fewer source records count as detected (fewer units tested by MR-1)
+# and small box shifts on a mutant flip T more easily.
+DEFAULT_IOU_THRESHOLD = 0.3
+
+# Outcomes (stored in the verdict's note).
+REMOVED = "removed"                          # MR-1 holds: T 1 -> 0
+STILL_DETECTED = "still detected"            # MR-1 violated: T 1 -> 1
+KEPT = "kept"                                # MR-2 holds: T 1 -> 1
+STILL_MISSED = "still missed"                # MR-2 holds: T 0 -> 0
+MISSING_DETECTION = "missing detection"      # MR-2 violated: T 1 -> 0 (seed 001 Tables 3-4)
+INCORRECT_DETECTION = "incorrect detection"  # MR-2 violated: T 0 -> 1 (seed 001 Tables 3-4)
+NOT_DETECTED = "not detected on the source"  # MR-1 not applicable: T 0 on the source
+OUTCOMES = (REMOVED, STILL_DETECTED, KEPT, STILL_MISSED, MISSING_DETECTION, INCORRECT_DETECTION, NOT_DETECTED)
+
+
+def check_threshold(threshold: float) -> float:
+    t = float(threshold)
+    if not 0.0 < t <= 1.0:
+        raise ValueError(f"IoU threshold must be in (0, 1], got {threshold!r}")
+    return t
+
+
+def iou_test(match: RecordMatch, label: str, threshold: float = DEFAULT_IOU_THRESHOLD) -> int:
+    """Seed 001's T: 1 when ``match`` is a record of ``label`` with IoU >= ``threshold``, else 0."""
+    t = check_threshold(threshold)
+    return int(match.found and match.label == label and match.iou >= t)
+
+
+def distance_preserving(iou_source: float, iou_mutant: float, same_label: bool) -> float | None:
+    """``1 - max(0, IoU - IoU') / IoU`` if the label stayed, else 0 (seed 002 s V-B); None when IoU = 0.
+
+    1 when the mutant's record overlaps the object at least as well as the source record did."""
+    if iou_source <= 0:
+        return None
+    if not same_label:
+        return 0.0
+    return 1.0 - max(0.0, iou_source - iou_mutant) / iou_source
+
+
+def distance_removing(iou_source: float, iou_mutant: float) -> float | None:
+    """``max(0, IoU - IoU') / IoU`` (seed 002 s V-B); None when IoU = 0.  1 when nothing overlaps the
+    object any more, 0 when the mutant's record overlaps it at least as well as before."""
+    if iou_source <= 0:
+        return None
+    return max(0.0, iou_source - iou_mutant) / iou_source
+
+
+@dataclass(frozen=True)
+class DetectionCheck:
+    """One relation check of one unit: source record vs the mutant's record.
+
+    t_source, t_mutant: test T on each (0 or 1); iou_source, iou_mutant: IoU with the associated object;
+    label_changed: rcd' has another label than rcd (None when either is missing); distance: seed 002's
+    D for this mutant (None when the source has no record); outcome: one of ``OUTCOMES``.
+    """
+
+    relation: str
+    verdict: str
+    outcome: str
+    t_source: int
+    t_mutant: int | None
+    iou_source: float
+    iou_mutant: float | None
+    label_changed: bool | None
+    distance: float | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def verdict_columns(self) -> dict:
+        """The generic verdict row: IoUs go in the certainty columns, the outcome in the note."""
+        return {"verdict": self.verdict, "source_certainty": self.iou_source, "mutant_certainty": self.iou_mutant,
+                "label_changed": self.label_changed, "distance": self.distance, "note": self.outcome}
+
+
+def _label_changed(src: RecordMatch, mut: RecordMatch) -> bool | None:
+    return (mut.label != src.label) if (src.found and mut.found) else None
+
+
+def check_mr1(src: RecordMatch, mut: RecordMatch, label: str,
+              threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
+    """Object corrupted: a detected object should no longer be detected (T 1 -> 0)."""
+    ts = iou_test(src, label, threshold)
+    if ts == 0:
+        return DetectionCheck("MR-1", R.NOT_APPLICABLE, NOT_DETECTED, 0, None, src.iou, None, None, None)
+    tm = iou_test(mut, label, threshold)
+    return DetectionCheck("MR-1", R.HOLDS if tm == 0 else R.VIOLATED, REMOVED if tm == 0 else STILL_DETECTED,
+                          ts, tm, src.iou, mut.iou, _label_changed(src, mut), distance_removing(src.iou, mut.iou))
+
+
+def check_mr2(src: RecordMatch, mut: RecordMatch, label: str,
+              threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
+    """Background corrupted: T should stay; 1 -> 0 is a missing detection, 0 -> 1 an incorrect one."""
+    ts, tm = iou_test(src, label, threshold), iou_test(mut, label, threshold)
+    if ts == tm:
+        verdict, outcome = R.HOLDS, (KEPT if ts else STILL_MISSED)
+    else:
+        verdict, outcome = R.VIOLATED, (MISSING_DETECTION if ts else INCORRECT_DETECTION)
+    same = src.found and mut.found and mut.label == src.label
+    return DetectionCheck("MR-2", verdict, outcome, ts, tm, src.iou, mut.iou, _label_changed(src, mut),
+                          distance_preserving(src.iou, mut.iou, same))
+
+
+def check(relation: str, src: RecordMatch, mut: RecordMatch, label: str,
+          threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
+    if relation == "MR-1":
+        return check_mr1(src, mut, label, threshold)
+    if relation == "MR-2":
+        return check_mr2(src, mut, label, threshold)
+    raise ValueError(f"no detection relation {relation!r}; expected MR-1 or MR-2")

@@ -1,0 +1,1 @@
+"""The papers' studies beyond the relations: DeepInspect and the planted-shortcut benchmark."""

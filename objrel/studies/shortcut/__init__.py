@@ -1,0 +1,12 @@
+"""The planted-shortcut benchmark: ground truth for objrel's own relations, and the loop they close.
+
+* ``models``:      a small CNN, training, state dict + JSON config, loading as a ``TorchClassifier``;
+* ``groundtruth``: counterfactual scenes decide which correct inferences rely on the background;
+* ``scoring``:     precision / recall of every vote group against it, with Wilson intervals;
+* ``repair``:      retraining on violating mutants with a search over their share (seed 001 s4.5);
+* ``attack``:      relevancy-guided vs random transplanting (seed 002 s VIII);
+* ``bench``:       ``objrel bench shortcut``, which runs all of it on ``objrel.studies.shortcut.scenes`` scenes.
+
+Import the submodules directly (``from objrel.studies.shortcut.groundtruth import ground_truth``): importing
+this package loads nothing heavy.
+"""

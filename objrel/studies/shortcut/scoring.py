@@ -1,0 +1,169 @@
+"""Precision and recall of objrel's detectors against the counterfactual ground truth.
+
+Seed 000 s5.1 measured precision only (reviewers judged the flagged inferences);
+s7.3 names recall (false negatives) as out of reach.  With ``groundtruth.Reliance``
+per tested inference both are counts:
+
+* TP: flagged and background-reliant;  FP: flagged, not reliant;
+* FN: not flagged, reliant;            TN: neither;
+
+precision = TP / (TP + FP), recall = TP / (TP + FN), each with a Wilson score
+interval (95% by default), which stays inside [0, 1] and behaves at 0 and n.
+
+A *detector* is one vote group of a run's plan (``MR-1 3 colours``, ``MR-2 15 colours``,
+``inpaint``, ``move_to_background``, ...) read from the store's vote rows, plus the
+union of MR-1 and MR-2 for the 3-colour and the 15-colour votes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from objrel.store import Store
+from objrel.studies.shortcut.groundtruth import Reliance
+
+# z of a two-sided 95% normal interval.  A larger z widens every interval.
+Z_95 = 1.959963984540054
+TRUTHS = ("reliant", "matched")
+UNION = "MR-1 ∪ MR-2"
+COLOUR_FAMILIES = ("3 colours", "15 colours")
+
+
+def wilson(k: int, n: int, z: float = Z_95) -> tuple[float | None, float | None]:
+    """Wilson score interval of a proportion ``k / n``; ``(None, None)`` when ``n == 0``."""
+    if n < 0 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return None, None
+    p = k / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    lo = 0.0 if k == 0 else max(0.0, centre - half)   # exact at the ends (rounding gave 0.9999999999999999)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class DetectorScore:
+    """One detector's confusion counts against the ground truth, with precision and recall.
+
+    detector: vote group name or ``"MR-1 ∪ MR-2 3 colours"``; relation: ``MR-1``, ``MR-2`` or
+    ``union``; family: ``3 colours``, ``15 colours`` or ``operator``; truth: ``reliant`` (the
+    union of both facts) or ``matched`` (MR-2 against swap-dependence, MR-1 against
+    background-sufficiency, the union against reliance).
+    """
+
+    detector: str
+    relation: str
+    family: str
+    truth: str
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.fn + self.tn
+
+    @property
+    def precision(self) -> float | None:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+    @property
+    def precision_ci(self) -> tuple[float | None, float | None]:
+        return wilson(self.tp, self.tp + self.fp)
+
+    @property
+    def recall_ci(self) -> tuple[float | None, float | None]:
+        return wilson(self.tp, self.tp + self.fn)
+
+    @property
+    def flagged_ratio(self) -> float | None:
+        return (self.tp + self.fp) / self.n if self.n else None
+
+    def __add__(self, other: "DetectorScore") -> "DetectorScore":
+        if (self.detector, self.truth) != (other.detector, other.truth):
+            raise ValueError(f"cannot pool {self.detector!r}/{self.truth} with {other.detector!r}/{other.truth}")
+        return DetectorScore(self.detector, self.relation, self.family, self.truth, self.tp + other.tp,
+                             self.fp + other.fp, self.fn + other.fn, self.tn + other.tn)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        (plo, phi), (rlo, rhi) = self.precision_ci, self.recall_ci
+        d.update(n=self.n, flagged_ratio=self.flagged_ratio, precision=self.precision, precision_lo=plo,
+                 precision_hi=phi, recall=self.recall, recall_lo=rlo, recall_hi=rhi)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DetectorScore":
+        return cls(d["detector"], d["relation"], d["family"], d["truth"], int(d["tp"]), int(d["fp"]),
+                   int(d["fn"]), int(d["tn"]))
+
+
+def _family(group: str) -> str:
+    for fam in COLOUR_FAMILIES:
+        if group.endswith(fam):
+            return fam
+    return "operator"
+
+
+def detector_flags(store: Store, run_id: int) -> tuple[set[str], dict[str, tuple[str, str, set[str]]]]:
+    """Tested sample ids, and ``{detector: (relation, family, flagged sample ids)}`` of a run."""
+    tested = {r["sample_id"] for r in store.samples(run_id, status="tested")}
+    flags: dict[str, tuple[str, str, set[str]]] = {}
+    for v in store.votes(run_id):
+        g = v["group_name"]
+        if g not in flags:
+            flags[g] = (v["relation"], _family(g), set())
+        if v["flagged"]:
+            flags[g][2].add(v["sample_id"])
+    for fam in COLOUR_FAMILIES:
+        mr1, mr2 = flags.get(f"MR-1 {fam}"), flags.get(f"MR-2 {fam}")
+        if mr1 and mr2:
+            flags[f"{UNION} {fam}"] = ("union", fam, mr1[2] | mr2[2])
+    return tested, flags
+
+
+def _truth_of(r: Reliance, relation: str, truth: str) -> bool:
+    if truth == "reliant" or relation == "union":
+        return bool(r.reliant)
+    return bool(r.swap_dependent) if relation == "MR-2" else bool(r.background_sufficient)
+
+
+def score_run(store: Store, run_id: int, truth: dict[str, Reliance], kind: str = "reliant") -> list[DetectorScore]:
+    """Score every detector of a run over its tested inferences that have a ground truth.
+
+    kind: ``reliant`` (every detector against background reliance) or ``matched``.
+    """
+    if kind not in TRUTHS:
+        raise ValueError(f"truth kind must be one of {TRUTHS}, got {kind!r}")
+    tested, flags = detector_flags(store, run_id)
+    ids = sorted(s for s in tested if s in truth and truth[s].correct)
+    out = []
+    for name, (relation, family, flagged) in flags.items():
+        tp = fp = fn = tn = 0
+        for s in ids:
+            pos = _truth_of(truth[s], relation, kind)
+            hit = s in flagged
+            tp += hit and pos
+            fp += hit and not pos
+            fn += pos and not hit
+            tn += not pos and not hit
+        out.append(DetectorScore(name, relation, family, kind, tp, fp, fn, tn))
+    return out
+
+
+def pool(scores) -> list[DetectorScore]:
+    """Sum the counts of the same detector over runs (models, seeds); keeps first-seen order."""
+    acc: dict[tuple[str, str], DetectorScore] = {}
+    for s in scores:
+        key = (s.detector, s.truth)
+        acc[key] = acc[key] + s if key in acc else s
+    return list(acc.values())

@@ -6,7 +6,11 @@ STAMP  := $(VENV)/.objrel-installed
 DEMO_STORE ?= var/demo.db
 PORT   ?= 8501
 
-.PHONY: setup run demo test test-fast bench clean
+HOST   ?= 127.0.0.1
+# System programs the tests drive: Debian's chromium (end-to-end browser test) and a PostgreSQL server.
+SYSTEM_PACKAGES := chromium postgresql
+
+.PHONY: setup system-deps run demo test test-fast bench clean
 
 setup: $(STAMP)
 
@@ -21,10 +25,28 @@ demo: setup
 	$(PY) -m objrel demo --store $(DEMO_STORE)
 
 run: demo
+	@echo "objrel: serving http://$(HOST):$(PORT) (store $(DEMO_STORE); bind elsewhere with make run HOST=0.0.0.0)"
 	OBJREL_STORE=$(DEMO_STORE) $(PY) -m streamlit run app.py --server.headless true --server.port $(PORT) \
-		--browser.gatherUsageStats false
+		--server.address $(HOST) --server.fileWatcherType none --browser.gatherUsageStats false
 
-test: setup
+# Installs what the tests drive when missing: as root with apt-get, otherwise it stops with the command to run.
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "objrel: installing$$missing with apt-get (about a minute)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	      || { echo "objrel: apt-get could not install$$missing"; exit 1; }; \
+	  else \
+	    echo "objrel: the tests drive$$missing; install them first with:"; \
+	    echo "    sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+# A skipped test fails the run (tests/conftest.py) unless OBJREL_ALLOW_SKIPS=1.
+test: setup system-deps
 	$(PY) -m pytest -q
 
 test-fast: setup

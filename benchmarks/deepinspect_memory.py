@@ -64,9 +64,8 @@ def child(n_images: int, weights: str) -> dict:
     import numpy as np
 
     from objrel.studies.deepinspect import Inspector
-    from objrel.studies.deepinspect.planted import (CLASSES, PlantedSpec, planted_preprocess, render, tiny_cnn,
-                                            torch_threads)
-    from objrel.models import TorchClassifier, load_state_dict
+    from objrel.studies.deepinspect.planted import CLASSES, PlantedSpec, planted_preprocess, render, tiny_cnn
+    from objrel.models import TorchClassifier, load_state_dict, torch_threads
 
     module = tiny_cnn()
     module.load_state_dict(load_state_dict(weights))

@@ -364,12 +364,8 @@ def explanation_for(store, model, run_id: int, sample_id: str, mutation_key: str
     Two processes computing the same key both succeed: the second insert loses and
     returns the stored row.  ``progress`` is not called on a cache hit.
     """
-    from sqlalchemy import insert, select
-    from sqlalchemy.exc import IntegrityError
-
     from objrel.mutations.rebuild import rebuild_mutant
-    from objrel.store import schema as S
-    from objrel.store.store import now
+    from objrel.store import explanations as cache
 
     rid, sid, key = int(run_id), str(sample_id), str(mutation_key)
     class_names = store.class_names(rid)
@@ -390,32 +386,15 @@ def explanation_for(store, model, run_id: int, sample_id: str, mutation_key: str
     if key != "source" and key in preds and preds[key].get("prediction") is None:
         raise ValueError(f"mutation {key!r} was not applicable to sample {sid!r} of run {rid}; nothing to explain")
     settings = settings_string(num_samples, segmenter, seed)
-    where = (S.explanations.c.run_id == rid, S.explanations.c.sample_id == sid,
-             S.explanations.c.mutation_key == key, S.explanations.c.label == label,
-             S.explanations.c.settings == settings)
-
-    def stored() -> Explanation | None:
-        with store.engine.connect() as c:
-            row = c.execute(select(S.explanations).where(*where)).first()
-        return Explanation.from_row(row) if row is not None else None
-
-    hit = stored()
+    hit = cache.stored_explanation(store, rid, sid, key, label, settings)
     if hit is not None:
-        return hit
+        return Explanation.from_row(hit)
     rebuilt = rebuild_mutant(store, rid, sid, key)
     image = rebuilt.image if rebuilt.mutant is None else rebuilt.mutant
     exp = explain(model, image, label=label, region=rebuilt.target.region, num_samples=num_samples, seed=seed,
                   segmenter=segmenter, progress=progress)
-    try:
-        with store.engine.begin() as c:
-            c.execute(insert(S.explanations).values(run_id=rid, sample_id=sid, mutation_key=key,
-                                                    created_at=now(), **exp.to_row()))
-    except IntegrityError:
-        other = stored()
-        if other is None:  # the conflict was not our key (e.g. the run was deleted): report it
-            raise
-        return other
-    return exp
+    theirs = cache.add_explanation(store, rid, sid, key, exp.to_row())
+    return Explanation.from_row(theirs) if theirs is not None else exp
 
 
 # ---------------------------------------------------------------- helpers

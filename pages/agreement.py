@@ -1,56 +1,36 @@
 """Agreement: Cohen's kappa of two reviewers, adjudication of their disagreements, and the
 precision of the flags from the consensus (seed 000 s5.1, Tables 1-3).
 
-Every figure comes from objrel.review.judgments; this page only picks the run, relation and reviewers,
+Every figure comes from objrel.review.agreement; this page only picks the run, relation and reviewers,
 draws, and passes the adjudication forms on to ``review.adjudicate``.
 """
 
 import streamlit as st
 
 from objrel import review
-from objrel.app.caches import open_store, run_table
-from objrel.app.widgets import use_app_navigation
+from objrel.app import captions
+from objrel.app.caches import open_store
+from objrel.app.formats import decimals, percent
+from objrel.app.state import keep_choice
+from objrel.app.tables import percent_columns, table
+from objrel.app.widgets import signed_in, use_app_navigation
 
 use_app_navigation()
 
-REVIEWER_KEY = "reviewer"       # set by the sign-in form of the Review page
 FLASH_KEY = "agreement_flash"   # a message that survives the rerun after a saved decision
 # Adjudication forms drawn at once; the rest wait until the first ones are decided.
 MAX_FORMS = 50
-PCT = st.column_config.NumberColumn(format="%.1f%%")
-PCT_COLUMNS = {"true positive %": PCT, "false positive %": PCT}
-
-
-def init_state(key, default, options):
-    """Initialise a widget's state only when absent, or when its value is no longer a valid choice."""
-    if key not in st.session_state or st.session_state[key] not in options:
-        st.session_state[key] = default
-
-
-def fmt(x, digits=3):
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
-def call_text(verdict, reasons, note):
-    text = review.VERDICT_LABELS[verdict]
-    if reasons:
-        text += " (" + ", ".join(review.REASON_LABELS[r] for r in reasons) + ")"
-    if note:
-        text += f": \u201c{note}\u201d"
-    return text
+PERCENT_COLUMNS = ("true positive %", "false positive %")
 
 
 def adjudication_form(d, run_id, relation, name_a, name_b, who):
     """One disagreement with its form; widget keys carry run, relation and sample id."""
     key = f"{run_id}_{relation}_{d.sample_id}"
     with st.form(key=f"adj_form_{key}"):
-        where = f"#{d.position + 1} of the review sample" if d.position is not None else "outside the review sample"
-        st.markdown(f"**{d.sample_id}** ({where}; they differ in the {d.kind})")
-        st.markdown(f"- {name_a}: {call_text(d.verdict_a, d.reasons_a, d.note_a)}\n"
-                    f"- {name_b}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}")
+        st.markdown(captions.disagreement_heading(d))
+        st.markdown(captions.disagreement_calls(d, name_a, name_b))
         if d.resolved:
-            st.caption(f"Decided by {d.resolved_by}: "
-                       f"{call_text(d.resolved_verdict, d.resolved_reasons, d.resolved_note)}")
+            st.caption(captions.decision_text(d))
         verdict = st.radio("Decision", review.VERDICTS, key=f"adj_verdict_{key}", horizontal=True,
                            index=review.VERDICTS.index(d.resolved_verdict) if d.resolved else None,
                            format_func=review.VERDICT_LABELS.get)
@@ -81,7 +61,7 @@ if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))
 
 store = open_store()
-if run_table(store).empty:
+if not store.list_runs():
     st.info(f"No runs in {store!r} yet. Start one with `objrel run --dataset demo` or `make run`.")
     st.stop()
 judged = review.judged_runs(store)
@@ -94,22 +74,22 @@ if not judged:
 
 by_id = {r.run_id: r for r in judged}
 run_ids = list(by_id)
-init_state("agreement_run", run_ids[-1], run_ids)
+keep_choice("agreement_run", run_ids[-1], run_ids)
 c1, c2, c3, c4 = st.columns([3, 1, 2, 2])
 run_id = c1.selectbox("Run", run_ids, key="agreement_run",
                       format_func=lambda i: f"#{i} {by_id[i].name} ({by_id[i].model})")
 run = by_id[run_id]
 relations = list(run.relations)
-init_state("agreement_relation", relations[0], relations)
+keep_choice("agreement_relation", relations[0], relations)
 relation = c2.radio("Relation", relations, key="agreement_relation")
 names = list(run.reviewers_of(relation))
 if len(names) < 2:
     st.info(f"Only {names[0]} has judged {relation} flags of run {run_id}; agreement needs a second reviewer.")
     st.stop()
-init_state("agreement_reviewer_a", names[0], names)
+keep_choice("agreement_reviewer_a", names[0], names)
 name_a = c3.selectbox("Reviewer A", names, key="agreement_reviewer_a")
 others = [n for n in names if n != name_a]
-init_state("agreement_reviewer_b", others[0], others)
+keep_choice("agreement_reviewer_b", others[0], others)
 name_b = c4.selectbox("Reviewer B", others, key="agreement_reviewer_b")
 
 ag = review.agreement(store, run_id, relation, name_a, name_b)
@@ -122,16 +102,16 @@ if ag.kappa is None:
 k = ag.kappa
 st.subheader("Agreement")
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Cohen's kappa", "undefined" if k.kappa is None else fmt(k.kappa),
+m1.metric("Cohen's kappa", "undefined" if k.kappa is None else decimals(k.kappa),
           help="(p_o - p_e) / (1 - p_e): observed agreement beyond what the two reviewers' call frequencies give "
                "by chance.")
-m2.metric(f"{round(100 * k.ci_level)}% CI", "-" if k.kappa is None else f"[{fmt(k.ci_low)}, {fmt(k.ci_high)}]",
+m2.metric(f"{percent(k.ci_level, 0)} CI", "-" if k.kappa is None else f"[{decimals(k.ci_low)}, {decimals(k.ci_high)}]",
           help="kappa -+ z se with se = sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)), clipped to [-1, 1].")
 m3.metric("Landis & Koch", k.band,
           help="< 0 poor, 0-0.20 slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial, "
                "0.81-1 almost perfect.")
 m4.metric("Items both judged", k.n, help=f"{name_a} judged {ag.n_a}, {name_b} judged {ag.n_b}.")
-st.caption(f"Observed agreement p_o = {100 * k.observed:.1f}%, chance agreement p_e = {100 * k.expected:.1f}%.")
+st.caption(f"Observed agreement p_o = {percent(k.observed)}, chance agreement p_e = {percent(k.expected)}.")
 if k.kappa is None:
     st.caption("Kappa is undefined: both reviewers gave every item the same single call, so chance alone explains "
                "their agreement (p_e = 1).")
@@ -139,10 +119,7 @@ if k.kappa is None:
 st.markdown(f"**Calls of the two reviewers** (rows: {name_a}, columns: {name_b})")
 st.dataframe(k.confusion_frame(name_a, name_b), width="content", key="agreement_confusion")
 with st.expander(f"Every item both judged ({ag.n_both})"):
-    calls = ag.calls_frame()
-    st.dataframe(calls, hide_index=True, width="stretch", key="agreement_calls")
-    st.download_button("Download CSV", calls.to_csv(index=False), file_name=f"calls_run{run_id}_{relation}.csv",
-                       mime="text/csv", key="agreement_calls_csv", on_click="ignore")
+    table(ag.calls_frame(), "agreement_calls", f"calls_run{run_id}_{relation}.csv")
 
 # ---------------------------------------------------------------- precision (Tables 1-3)
 
@@ -155,12 +132,9 @@ for rel in review.RELATIONS:
     rel_runs = [r.run_id for r in judged if rel in r.relations]
     if not rel_runs:
         continue
-    table = review.precision_table(store, rel_runs, rel)
+    precision = review.precision_table(store, rel_runs, rel)
     st.markdown(f"**{rel}**")
-    st.dataframe(table, hide_index=True, width="stretch", key=f"agreement_precision_{rel}",
-                 column_config=PCT_COLUMNS)
-    st.download_button("Download CSV", table.to_csv(index=False), file_name=f"precision_{rel}.csv", mime="text/csv",
-                       key=f"agreement_precision_{rel}_csv", on_click="ignore")
+    table(precision, f"agreement_precision_{rel}", f"precision_{rel}.csv", percent_columns(precision, PERCENT_COLUMNS))
 
 # ---------------------------------------------------------------- disagreements
 
@@ -172,7 +146,7 @@ if not dis:
     st.success(f"{name_a} and {name_b} agree on every item both judged.")
     st.stop()
 st.caption(f"{len(open_items)} open, {len(done_items)} decided. An adjudication overrides both reviewers' calls.")
-who = st.session_state.get(REVIEWER_KEY)
+who = signed_in()
 if not who:
     st.info("Sign in on the Review page to decide disagreements: every decision records who made it.")
     st.stop()

@@ -6,52 +6,18 @@ overlap (Fig. 6), reliable vs unreliable accuracy (Tables 7/8), 3 vs 15 colours
 objrel.analysis.studies; this page only picks runs and draws.
 """
 
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
 from objrel.analysis import studies as A
+from objrel.app import captions, charts
 from objrel.app.caches import open_store
+from objrel.app.formats import decimals, percent, pvalue
+from objrel.app.state import keep_choice
+from objrel.app.tables import PNG_HINT, chart, share_columns, table
 from objrel.app.widgets import use_app_navigation
+from objrel.store.detections import tested_unit_ids
 
 use_app_navigation()
-
-PCT = st.column_config.NumberColumn(format="percent")
-PNG_HINT = "Download a chart as PNG with the camera icon in its toolbar (top right of the chart)."
-
-
-def init_state(key, default, options):
-    """Initialise a widget's state only when absent, or when its value is no longer a valid choice."""
-    value = st.session_state.get(key)
-    valid = (value in options) if not isinstance(default, list) else (
-        isinstance(value, list) and all(v in options for v in value))
-    if key not in st.session_state or not valid:
-        st.session_state[key] = default
-
-
-def table(df, key, file_name, column_config=None):
-    """A table with its CSV download button (keys derive from ``key``)."""
-    st.dataframe(df, hide_index=True, width="stretch", key=f"{key}_table", column_config=column_config)
-    st.download_button("Download CSV", df.to_csv(index=False), file_name=file_name, mime="text/csv",
-                       key=f"{key}_csv", on_click="ignore")
-
-
-def chart(fig, key, file_name):
-    if fig.data and fig.data[0].type == "bar":
-        fig.update_traces(textposition="outside", cliponaxis=False)
-    st.plotly_chart(fig, width="stretch", key=f"{key}_chart",
-                    config={"toImageButtonOptions": {"format": "png", "filename": file_name}})
-
-
-def pct(x):
-    return "-" if x is None or x != x else f"{100 * x:.1f}%"
-
-
-def pvalue(p):
-    if p is None or p != p:
-        return "-"
-    return "0" if p == 0 else (f"{p:.2e}" if p < 0.001 else f"{p:.3f}")
-
 
 st.title("Explore")
 st.caption("How often does each model rely on the background (MR-2 flags) or ignore the object (MR-1 flags)? "
@@ -67,14 +33,14 @@ if catalog.empty:
 # ---------------------------------------------------------------- filters
 
 datasets = sorted(catalog["dataset"].unique())
-init_state("explore_dataset", datasets[0], datasets)
-init_state("explore_relation", A.MR2, list(A.RELATIONS))
+keep_choice("explore_dataset", datasets[0], datasets)
+keep_choice("explore_relation", A.MR2, list(A.RELATIONS))
 c1, c2, c3 = st.columns([1, 1, 1])
 dataset = c1.selectbox("Dataset", datasets, key="explore_dataset",
                        help="Runs are compared on the same images, so one dataset at a time.")
 in_dataset = catalog[catalog["dataset"] == dataset]
 models = sorted(in_dataset["model"].unique())
-init_state("explore_models", models, models)
+keep_choice("explore_models", models, models)
 chosen_models = c2.multiselect("Models", models, key="explore_models")
 relation = c3.selectbox("Relation", list(A.RELATIONS), key="explore_relation",
                         help="MR-1: the object was corrupted and the prediction did not change or lose certainty. "
@@ -82,12 +48,12 @@ relation = c3.selectbox("Relation", list(A.RELATIONS), key="explore_relation",
 candidates = in_dataset[in_dataset["model"].isin(chosen_models)]
 labels = {int(r): lab for r, lab in zip(candidates["run"], candidates["label"])}
 run_options = list(labels)
-init_state("explore_runs", run_options, run_options)
+keep_choice("explore_runs", run_options, run_options)
 run_ids = st.multiselect("Runs", run_options, format_func=lambda r: labels[r], key="explore_runs")
 if not run_ids:
     st.info("Select at least one run (and at least one model) above.")
     st.stop()
-init_state("explore_focus_run", run_ids[0], run_ids)
+keep_choice("explore_focus_run", run_ids[0], run_ids)
 stem = A.RELATION_COLUMN[relation]
 
 # ---------------------------------------------------------------- per label
@@ -96,7 +62,7 @@ st.header("Per label")
 c1, c2 = st.columns([2, 1])
 focus = c1.selectbox("Run for the per-label view and the colour comparison", run_ids,
                      format_func=lambda r: labels[r], key="explore_focus_run")
-init_state("explore_label_sort", "ratio", list(A.PER_LABEL_SORT_KEYS))
+keep_choice("explore_label_sort", "ratio", list(A.PER_LABEL_SORT_KEYS))
 sort_key = c2.selectbox("Sort labels by", list(A.PER_LABEL_SORT_KEYS), key="explore_label_sort",
                         format_func={"correct": "correct inferences", "flagged": "flagged inferences",
                                      "ratio": "share flagged", "label": "class index"}.get)
@@ -104,17 +70,12 @@ labels_table = A.sort_per_label(A.per_label(store, focus), sort_key, relation)
 if labels_table.empty:
     st.info("This run has no correct inference, so no label has anything to flag.")
 else:
-    fig = px.bar(labels_table, x="class_name", y=f"{stem}_ratio",
-                 text=[f"{k}/{n}" for k, n in zip(labels_table[stem], labels_table["correct"])],
-                 labels={"class_name": "label", f"{stem}_ratio": f"share flagged ({relation})"})
-    fig.update_layout(yaxis_tickformat=".0%", xaxis={"categoryorder": "array",
-                                                     "categoryarray": list(labels_table["class_name"])})
-    chart(fig, "explore_labels", f"per_label_{relation}")
+    chart(charts.per_label_bars(labels_table, stem, relation), "explore_labels", f"per_label_{relation}")
     st.caption(f"For each class, the share of the model's correct answers that {relation} flags as unreliable "
                "(bar labels: flagged / correct). A tall bar means the model often gets this class right for the "
                "wrong reasons.")
     table(labels_table, "explore_labels", f"run{focus}_per_label.csv",
-          {c: PCT for c in ("mr1_ratio", "mr2_ratio", "both_ratio")})
+          share_columns(labels_table, ("mr1_ratio", "mr2_ratio", "both_ratio")))
 
 # ---------------------------------------------------------------- detections (detection runs only)
 
@@ -122,30 +83,28 @@ if store.get_run(focus).task == "detection":
     from objrel.review.items import detection_review_item
 
     st.header("Detections before and after")
-    units = [s["sample_id"] for s in store.samples(focus, status="tested")]
-    init_state("explore_det_unit", units[0], units)
-    unit = st.selectbox("Unit (image / record or missed object)", units, key="explore_det_unit")
-    det_item = detection_review_item(store, focus, unit, relation)
-    det_cols = st.columns(4)
-    det_cols[0].image(det_item.source.image, width="stretch",
-                      caption=f"source: {det_item.source.note}; object gold, detections blue, compared record magenta")
-    for col, p in zip(det_cols[1:], det_item.mutants[:3]):
-        iou_txt = "-" if p.mutant_certainty is None else f"{p.mutant_certainty:.2f}"
-        col.image(p.image, width="stretch", caption=f"{p.key}: {p.note} (IoU {iou_txt})")
+    units = tested_unit_ids(store, focus)
+    if not units:
+        st.info("This run has no tested detection unit yet.")
+    else:
+        keep_choice("explore_det_unit", units[0], units)
+        unit = st.selectbox("Unit (image / record or missed object)", units, key="explore_det_unit")
+        det_item = detection_review_item(store, focus, unit, relation)
+        det_cols = st.columns(4)
+        det_cols[0].image(det_item.source.image, width="stretch",
+                          caption=captions.detection_source_caption(det_item.source))
+        for col, p in zip(det_cols[1:], det_item.mutants):
+            col.image(p.image, width="stretch", caption=captions.detection_thumb_caption(p))
 
 # ---------------------------------------------------------------- object size
 
 st.header("Object size")
 bins = A.size_bins(store, run_ids, relation)
-fig = px.bar(bins, x="interval", y="share", text=[f"{f}/{t}" if t else "" for f, t in zip(bins["flagged"],
-                                                                                      bins["tested"])],
-             labels={"interval": "object area / image area", "share": f"share flagged ({relation})"})
-fig.update_layout(yaxis_tickformat=".0%")
-chart(fig, "explore_size", f"object_size_{relation}")
+chart(charts.size_bars(bins, relation), "explore_size", f"object_size_{relation}")
 st.caption("Correct answers grouped by how much of the picture the object covers (20 bins of 5 %, seed 000 "
            "Fig. 8), pooled over the selected runs; each bar is the share flagged (labels: flagged / tested). "
            "Small objects often get flagged more: the model reads the background instead.")
-table(bins, "explore_size", f"object_size_{relation}.csv", {"share": PCT})
+table(bins, "explore_size", f"object_size_{relation}.csv", share_columns(bins, ["share"]))
 
 # ---------------------------------------------------------------- models
 
@@ -154,7 +113,7 @@ comparison = A.model_comparison(store, run_ids)
 st.caption("One row per run (seed 000 Tables 5/6): accuracy, and how many correct answers each relation flags "
            "(counts and share of the correct answers).")
 table(comparison, "explore_models", "model_comparison.csv",
-      {c: PCT for c in ("accuracy", "mr1_ratio", "mr2_ratio", "both_ratio")})
+      share_columns(comparison, ("accuracy", "mr1_ratio", "mr2_ratio", "both_ratio")))
 
 # ---------------------------------------------------------------- overlap
 
@@ -163,14 +122,11 @@ if len(run_ids) < A.MIN_OVERLAP_RUNS:
     st.info(f"Select at least {A.MIN_OVERLAP_RUNS} runs to compare which images they flag.")
 else:
     overlap = A.cross_model_overlap(store, run_ids, relation)
-    fig = px.bar(overlap, x="n_models", y="share", text="inputs",
-                 labels={"n_models": "number of runs flagging the image", "share": "share of flagged images"})
-    fig.update_layout(yaxis_tickformat=".0%", xaxis_dtick=1)
-    chart(fig, "explore_overlap", f"overlap_{relation}")
+    chart(charts.overlap_bars(overlap), "explore_overlap", f"overlap_{relation}")
     st.caption(f"Of the images that at least one selected run flags ({relation}), how many runs flag each one "
                "(seed 000 Fig. 6; bar labels: images). Mostly 1 means the problem lies with the models, not the "
                "images; mostly all means the images themselves are hard.")
-    table(overlap, "explore_overlap", f"overlap_{relation}.csv", {"share": PCT})
+    table(overlap, "explore_overlap", f"overlap_{relation}.csv", share_columns(overlap, ["share"]))
     table(A.flagged_by_sample(store, run_ids, relation), "explore_overlap_images", f"overlap_images_{relation}.csv")
 
 # ---------------------------------------------------------------- reliable accuracy
@@ -181,18 +137,12 @@ try:
 except A.NotAvailable as exc:
     st.info(str(exc))
 else:
-    long = rel_acc.table.melt(id_vars=["run", "model"], value_vars=["original", "unreliable_accuracy",
-                                                                    "reliable_accuracy"],
-                              var_name="subset", value_name="accuracy")
-    long["run"] = [labels[r] for r in long["run"]]
-    fig = px.bar(long, x="run", y="accuracy", color="subset", barmode="group")
-    fig.update_layout(yaxis_tickformat=".0%")
-    chart(fig, "explore_reliable", f"reliable_accuracy_{relation}")
+    chart(charts.reliable_accuracy_bars(rel_acc.table, labels), "explore_reliable", f"reliable_accuracy_{relation}")
     st.caption(f"Accuracy on all answers (original), on the answers {relation} flags (unreliable) and on the rest "
                "(reliable), correct and incorrect answers alike (seed 000 Tables 7/8). If removing the unreliable "
                "answers lifts accuracy a lot, the headline accuracy owes much to background shortcuts.")
     table(rel_acc.table, "explore_reliable", f"reliable_accuracy_{relation}.csv",
-          {c: PCT for c in ("original", "unreliable_accuracy", "reliable_accuracy", "delta")})
+          share_columns(rel_acc.table, ("original", "unreliable_accuracy", "reliable_accuracy", "delta")))
     if rel_acc.wilcoxon is None:
         st.info(rel_acc.note)
     else:
@@ -218,9 +168,9 @@ elif not A.has_palette(store, focus):
 else:
     cont = A.colour_contingency(store, focus, relation)
     m1, m2, m3 = st.columns(3)
-    m1.metric("Cramér's V", "-" if cont.cramers_v is None else f"{cont.cramers_v:.3f}")
+    m1.metric("Cramér's V", decimals(cont.cramers_v))
     m2.metric("chi-square p-value", pvalue(cont.pvalue))
-    m3.metric("agreement", pct(cont.agreement))
+    m3.metric("agreement", percent(cont.agreement))
     st.caption(f"For run {labels[focus]}: how many answers the usual 3-colour vote and the 15-colour vote flag "
                f"({relation}). Chi-square test of independence with Yates' correction; Cramér's V near 1 means "
                "both votes agree, so 3 colours are enough (seed 000 reports 0.743 and 0.835)."
@@ -235,18 +185,12 @@ try:
 except A.NotAvailable as exc:
     st.info(f"Correlation not available: {exc}.")
 else:
-    fig = px.scatter(corr.table, x="accuracy", y="ratio", hover_name="model", hover_data=["run"],
-                     labels={"ratio": f"share of correct answers flagged ({relation})"})
-    xs = [corr.table["accuracy"].min(), corr.table["accuracy"].max()]
-    fig.add_trace(go.Scatter(x=xs, y=[corr.slope * x + corr.intercept for x in xs], mode="lines",
-                             name="least-squares line"))
-    fig.update_layout(xaxis_tickformat=".0%", yaxis_tickformat=".0%")
-    chart(fig, "explore_corr", f"accuracy_vs_{relation}")
+    chart(charts.accuracy_scatter(corr, relation), "explore_corr", f"accuracy_vs_{relation}")
     m1, m2, m3 = st.columns(3)
-    m1.metric("Pearson r", f"{corr.r:.3f}")
+    m1.metric("Pearson r", decimals(corr.r))
     m2.metric("p-value", pvalue(corr.pvalue))
     m3.metric("runs", corr.n)
     st.caption(f"Each dot is a run: its accuracy against the share of its correct answers that {relation} flags "
                "(seed 000 Fig. 10). r near -1: more accurate models lean less on shortcuts; near 0: accuracy says "
                "nothing about it.")
-    table(corr.table, "explore_corr", f"accuracy_vs_{relation}.csv", {"accuracy": PCT, "ratio": PCT})
+    table(corr.table, "explore_corr", f"accuracy_vs_{relation}.csv", share_columns(corr.table, ("accuracy", "ratio")))

@@ -4,8 +4,13 @@ links into the other pages and a one-click stakeholder report."""
 import pandas as pd
 import streamlit as st
 
-from objrel.app.caches import cached_review_item, open_store, run_label, run_table, striking_examples, summary_table
+from objrel.analysis.overview import striking_examples, summary_table, tested_runs
+from objrel.app import captions
+from objrel.app.caches import cached_review_item, open_store
+from objrel.app.state import keep_choice
 from objrel.app.widgets import use_app_navigation
+from objrel.engine.jobs import run_table
+from objrel.review.queue import ALL_FLAGGED, link_params
 
 use_app_navigation()
 
@@ -40,22 +45,20 @@ if examples:
     st.caption("Flagged by both relations first, then by the lowest object-relevancy score S.")
     cols = st.columns(len(examples))
     for col, ex in zip(cols, examples):
-        rel = "MR-2" if ex["relation"] in ("MR-2", "MR-1&2") else "MR-1"
+        rel = ex["review_relation"]
         item = cached_review_item(store, ex["run_id"], ex["sample_id"], rel)
-        mutant = next((p for p in item.mutants if p.relation == rel and p.verdict == "violated"), item.mutants[0])
+        mutant = item.violating_mutant(rel)
         col.image(item.source.image, caption=f"{ex['image']} (run {ex['run_id']})", width="stretch")
         col.image(mutant.image, caption=mutant.key, width="stretch")
-        top_src = item.source.top[0][0] if item.source.top else "-"
-        top_mut = mutant.top[0][0] if mutant.top else "-"
-        col.markdown(f"**{ex['relation']}**: {top_src} -> {top_mut}")
+        col.markdown(captions.example_caption(ex, item, mutant))
         col.page_link("pages/review.py", label="Open in Review",
-                      query_params={"run": str(ex["run_id"]), "relation": rel, "item": ex["sample_id"],
-                                    "queue": "all"})
+                      query_params={**link_params(ex["run_id"], rel, ex["sample_id"]), "queue": ALL_FLAGGED})
 
 st.subheader("Stakeholder report")
-finished = [r for r in store.list_runs() if r.n_tested > 0]
+finished = {r.id: r for r in tested_runs(store)}
 if finished:
-    pick = st.selectbox("Run", [r.id for r in finished], format_func=lambda i: run_label(store.get_run(i)),
+    keep_choice("overview_report_run", next(iter(finished)), list(finished))
+    pick = st.selectbox("Run", list(finished), format_func=lambda i: captions.run_label(finished[i]),
                         key="overview_report_run")
     if st.button("Build the HTML report", key="overview_report_btn"):
         from objrel.analysis.report import build_report

@@ -1,15 +1,27 @@
-"""Runs: start a run or a re-run as a background process, watch it, cancel it."""
+"""Runs: start a classifier or detection run, or resume a stopped one, as a background process; watch it,
+cancel it."""
 
 import streamlit as st
 
-from objrel.engine import jobs
-from objrel.app.caches import open_store, run_label, run_table
-from objrel.config import RunConfig
-from objrel.models import LITE_SIZES
-from objrel.mutations import PRESETS, operators
+from objrel.app import captions
+from objrel.app.caches import open_store
+from objrel.app.state import init_value, keep_choice
 from objrel.app.widgets import use_app_navigation
+from objrel.engine import jobs
+from objrel.engine.run_form import (CLASSIFIER, DETECTOR, MAX_DILATE_PX, MAX_SEED, MAX_VOTE_K, TASK_LABELS, TASKS,
+                                    RunForm, base_config, extra_operator_choices, stored_config, task_of)
+from objrel.mutations import PRESETS
 
 use_app_navigation()
+
+NEW_RUN = "(new run)"
+BASE_KEY, TASK_KEY = "runs_base", "runs_task"
+# The form's widget keys by RunForm field; the model field has one widget per task.
+FIELD_KEYS = {"weights": "runs_weights", "dataset": "runs_dataset", "images": "runs_images", "plan": "runs_plan",
+              "operators": "runs_ops", "vote_k": "runs_vote_k", "dilate": "runs_dilate", "test_all": "runs_all",
+              "detected_only": "runs_detected_only", "seed": "runs_seed", "limit": "runs_limit",
+              "name": "runs_name"}
+MODEL_KEYS = {CLASSIFIER: "runs_model", DETECTOR: "runs_detector"}
 
 store = open_store()
 st.title("Runs")
@@ -17,40 +29,76 @@ st.caption("Runs started here are separate processes: they keep going if you clo
            "sees their progress through the store.")
 
 runs = store.list_runs()
+by_id = {r.id: r for r in runs}
+
+
+def chosen_base():
+    """The configuration of the run picked as the starting point, or None for a new run."""
+    pick = st.session_state.get(BASE_KEY, NEW_RUN)
+    return None if pick == NEW_RUN else stored_config(store, pick)
+
+
+def fill_form(values: RunForm, overwrite: bool) -> None:
+    """Put a RunForm's values into the form's widgets: all of them, or only those not set yet."""
+    put = st.session_state.__setitem__ if overwrite else init_value
+    put(MODEL_KEYS[values.task], values.model)
+    for name, key in FIELD_KEYS.items():
+        put(key, list(values.operators) if name == "operators" else getattr(values, name))
+
+
+def on_base_change() -> None:
+    base = chosen_base()
+    if base is not None:
+        st.session_state[TASK_KEY] = task_of(base)
+    fill_form(RunForm.from_config(base_config(st.session_state[TASK_KEY], base)), overwrite=True)
+
+
+def on_task_change() -> None:
+    fill_form(RunForm.from_config(base_config(st.session_state[TASK_KEY], chosen_base())), overwrite=True)
+
 
 with st.expander("Start a run", expanded=not runs):
-    base = None
+    keep_choice(BASE_KEY, NEW_RUN, [NEW_RUN, *by_id])
+    keep_choice(TASK_KEY, CLASSIFIER, TASKS)
+    c1, c2 = st.columns([3, 2])
     if runs:
-        names = ["(new run)"] + [r.id for r in runs]
-        pick = st.selectbox("Start from the settings of", names, key="runs_base",
-                            format_func=lambda v: v if isinstance(v, str) else run_label(store.get_run(v)))
-        base = None if isinstance(pick, str) else RunConfig.from_dict(store.get_run(pick).config)
-    cfg = base or RunConfig()
+        c1.selectbox("Start from the settings of", [NEW_RUN, *by_id], key=BASE_KEY, on_change=on_base_change,
+                     format_func=lambda v: v if v == NEW_RUN else captions.run_label(by_id[v]))
+    task = c2.radio("Task", TASKS, key=TASK_KEY, format_func=TASK_LABELS.get, horizontal=True,
+                    on_change=on_task_change)
+    base = chosen_base()
+    fill_form(RunForm.from_config(base_config(task, base)), overwrite=False)
     with st.form("runs_form"):
         c1, c2 = st.columns(2)
-        model = c1.text_input("Model", cfg.model, key="runs_model",
-                              help=f"{', '.join(LITE_SIZES)}, torchvision:<arch>, or py:module:factory")
-        weights = c1.text_input("Weights file (optional)", cfg.weights or "", key="runs_weights")
-        dataset = c2.text_input("Dataset (annotation file, or 'demo')", cfg.dataset, key="runs_dataset")
-        images = c2.text_input("Images folder (optional)", cfg.images or "", key="runs_images")
+        if task == DETECTOR:
+            c1.text_input("Detector", key=MODEL_KEYS[DETECTOR], help=captions.detector_help())
+        else:
+            c1.text_input("Model", key=MODEL_KEYS[CLASSIFIER], help=captions.model_help())
+        c1.text_input("Weights file (optional)", key="runs_weights")
+        c2.text_input("Dataset (annotation file, or 'demo-faces')" if task == DETECTOR
+                      else "Dataset (annotation file, or 'demo')", key="runs_dataset")
+        c2.text_input("Images folder (optional)", key="runs_images")
         c3, c4, c5 = st.columns(3)
-        plan = c3.selectbox("Plan", list(PRESETS), index=list(PRESETS).index(cfg.plan), key="runs_plan")
-        extra = c3.multiselect("Extra operators", [o.name for o in operators() if o.grid],
-                               default=list(cfg.operators), key="runs_ops")
-        vote_k = c4.number_input("Violations needed of 3 colours", 1, 3, cfg.vote_k or 2, key="runs_vote_k")
-        dilate = c4.number_input("Dilate region (px)", 0, 50, cfg.dilate, key="runs_dilate")
-        test_all = c5.toggle("Test incorrect inferences too", cfg.test_all, key="runs_all")
-        seed = c5.number_input("Seed", 0, 2**31 - 1, cfg.seed, key="runs_seed")
-        name = st.text_input("Name (optional)", "", key="runs_name")
-        go = st.form_submit_button("Start run", type="primary")
+        c3.selectbox("Plan", PRESETS, key="runs_plan")
+        c3.multiselect("Extra operators", extra_operator_choices(), key="runs_ops")
+        c4.number_input("Violations needed of 3", 1, MAX_VOTE_K, key="runs_vote_k")
+        c4.number_input("Dilate region (px)", 0, MAX_DILATE_PX, key="runs_dilate")
+        if task == DETECTOR:
+            c5.toggle("Test only objects detected on the source", key="runs_detected_only")
+        else:
+            c5.toggle("Test incorrect inferences too", key="runs_all")
+        c5.number_input("Seed", 0, MAX_SEED, key="runs_seed")
+        c4.number_input("Limit (0 = every sample)", 0, None, key="runs_limit")
+        st.text_input("Name (optional)", key="runs_name")
+        go = st.form_submit_button("Start run", type="primary", key="runs_start")
     if go:
+        values = {name: st.session_state.get(key) for name, key in FIELD_KEYS.items()}
+        values |= {"test_all": bool(values["test_all"]), "detected_only": bool(values["detected_only"])}
+        form = RunForm(task=task, model=st.session_state[MODEL_KEYS[task]], **values)
         try:
-            new = RunConfig(model=model.strip(), weights=weights.strip() or None, dataset=dataset.strip(),
-                            images=images.strip() or None, plan=plan, operators=tuple(extra),
-                            vote_k=int(vote_k), dilate=int(dilate), test_all=bool(test_all), seed=int(seed),
-                            name=name.strip() or None, task=cfg.task, threshold=cfg.threshold)
+            config = form.to_config(base)
             with st.spinner("Starting the run process ..."):
-                job = jobs.start_run(store.url, new)
+                job = jobs.start_run(store.url, config)
             st.success(f"Run {job.run_id} started (process {job.pid}; log {job.log}).")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not start the run: {exc}")
@@ -58,16 +106,14 @@ with st.expander("Start a run", expanded=not runs):
 
 @st.fragment(run_every=2)
 def live():
-    table = run_table(store)
+    table = jobs.run_table(store)
     if table.empty:
         st.info("No runs yet.")
         return
-    active = [r for r in store.list_runs() if jobs.display_status(r) in ("running", "pending")]
-    for r in active:
-        frac = r.n_done / r.n_total if r.n_total else 0.0
+    for r in jobs.active_runs(store):
         c1, c2 = st.columns([5, 1])
-        c1.progress(frac, text=f"{run_label(r)}: {r.n_done}/{r.n_total} samples, {r.n_skipped} skipped")
-        if r.status == "running" and c2.button("Cancel", key=f"cancel_{r.id}"):
+        c1.progress(jobs.progress_share(r), text=captions.run_progress(r))
+        if jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
             jobs.cancel(store, r.id)
     st.dataframe(table, hide_index=True, width="stretch", key="runs_table")
 
@@ -75,12 +121,15 @@ def live():
 st.subheader("History")
 live()
 
-stopped = [r for r in runs if jobs.display_status(r) in ("stalled", "cancelled", "failed", "pending")
-           and r.n_done < r.n_total]
+stopped = {r.id: r for r in jobs.resumable_runs(store)}
 if stopped:
     st.subheader("Resume a stopped run")
-    pick = st.selectbox("Run", [r.id for r in stopped], format_func=lambda i: run_label(store.get_run(i)),
+    keep_choice("runs_resume_pick", next(iter(stopped)), list(stopped))
+    pick = st.selectbox("Run", list(stopped), format_func=lambda i: captions.run_label(stopped[i]),
                         key="runs_resume_pick")
     if st.button("Resume", key="runs_resume_btn"):
-        job = jobs.start_run(store.url, resume=pick)
-        st.success(f"Run {job.run_id} resumed (process {job.pid}).")
+        try:
+            job = jobs.start_run(store.url, resume=pick)
+            st.success(f"Run {job.run_id} resumed (process {job.pid}; log {job.log}).")
+        except Exception as exc:  # shown to the user, the page stays up
+            st.error(f"Could not resume run {pick}: {exc}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from PIL import Image
 
 from objrel.store import Store
 
-from .colour_model import factory
+from tests.fixtures.colour_model import factory
 
 
 def write_colour_set(root: Path, bad: bool = True) -> Path:
@@ -123,7 +124,7 @@ def flagged_store(tmp_path):
 
     ann = write_flagged_set(tmp_path / "flagged")
     store = Store(tmp_path / "flagged.db")
-    report = Engine(store, RunConfig(model="py:tests.colour_model:factory", dataset=str(ann), plan="colours3",
+    report = Engine(store, RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(ann), plan="colours3",
                                      name="flagged run"), model=factory()).execute()
     yield store, report.run_id
     store.dispose()
@@ -140,3 +141,17 @@ def _restore_main_module():
     yield
     if _PYTEST_MAIN is not None and sys.modules.get("__main__") is not _PYTEST_MAIN:
         sys.modules["__main__"] = _PYTEST_MAIN
+
+
+# A skipped test is not a pass: the run fails when any test skipped, unless OBJREL_ALLOW_SKIPS=1
+# (for a developer without chromium or postgresql who knows what they are leaving out).
+ALLOW_SKIPS_ENV = "OBJREL_ALLOW_SKIPS"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = len(reporter.stats.get("skipped", [])) if reporter else 0
+    if skipped and os.environ.get(ALLOW_SKIPS_ENV) != "1" and exitstatus == 0:
+        reporter.write_line(f"{skipped} test(s) skipped: a skip counts as a failure here "
+                            f"(set {ALLOW_SKIPS_ENV}=1 to accept them)", red=True)
+        session.exitstatus = 1

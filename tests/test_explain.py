@@ -1,6 +1,6 @@
 """LIME explanations: object share, overlay, reproducibility, the planted colour cases, the store cache.
 
-The model is the hand-written dominant-colour classifier (tests/colour_model.py):
+The model is the hand-written dominant-colour classifier (tests/fixtures/colour_model.py):
 p = softmax(0.05 * mean RGB).  Painting a flat gray patch black lowers all three
 channel means by the same amount, so it cannot change the probabilities; painting a
 red patch black lowers the red mean only.  So for the label "red", the red pixels
@@ -18,13 +18,13 @@ from PIL import Image
 from sqlalchemy import func, select
 
 from objrel.config import RunConfig
-from objrel.engine.classify import run
+from objrel.engine import run
 from objrel.explain import (EXPLAIN_MAX_SIDE, Explanation, explain, explanation_for, object_share, overlay,
                             segments_from_png, segments_to_png, settings_string)
 from objrel.store import Store
 from objrel.store import schema as S
 
-from .colour_model import CLASSES, factory
+from tests.fixtures.colour_model import CLASSES, factory
 
 RED, GREEN, BLUE = (CLASSES.index(c) for c in ("red", "green", "blue"))
 N = 120  # LIME samples: enough for the colour model, fast on 2 cores
@@ -274,7 +274,7 @@ def colour_run(tmp_path, store):
     from .conftest import write_colour_set
 
     ann = write_colour_set(tmp_path / "data", bad=False)
-    report = run(RunConfig(model="py:tests.colour_model:factory", dataset=str(ann), plan="colours3"), store,
+    report = run(RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(ann), plan="colours3"), store,
                  model=factory())
     return report.run_id
 

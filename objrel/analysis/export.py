@@ -1,4 +1,14 @@
-"""Export a run: one record per tested inference with its predictions, verdicts and scores."""
+"""Export a run: one record per tested inference with its predictions, verdicts, votes and scores.
+
+An inference is a sample of a classifier run and a unit of a detection run (``objrel.store.detections``).
+Both tasks share the formats (``EXPORT_FORMATS``), the JSON shape (``{"run": ..., "inferences": [...]}``),
+the vote columns and one CSV writer; they differ in each record's fields and per-mutation columns:
+
+* classifier: ground truth, predicted labels and top-k, and per mutation the verdict and the mutant's top-1;
+* detection:  the unit (image, key, kind), the associated object's label and box (xyxy pixels), the source
+  record compared (rcd: score, box, IoU with the object, test T), and per mutation the verdict, the outcome
+  (missing / incorrect detection, removed, ...), rcd''s IoU with the object and test T on the mutant.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +18,31 @@ import json
 from collections import defaultdict
 
 from objrel.store import Store
+from objrel.store import detections as D
 
 EXPORT_FORMATS = ("csv", "json")
 
 
-def records(store: Store, run_id: int) -> list[dict]:
-    """Nested records (JSON export): sample fields, source top-k with class names, votes, verdicts."""
-    names = store.class_names(run_id)
-    name = lambda i: names[i] if 0 <= i < len(names) else str(i)  # noqa: E731
-    votes, verdicts, preds = defaultdict(list), defaultdict(list), {}
+def _vote_fields(rows: list[dict]) -> dict:
+    """Vote rows of one inference as ``{group name: {relation, primary, violations, applicable, k, n, flagged}}``."""
+    return {v["group_name"]: {"relation": v["relation"], "primary": bool(v["is_primary"]),
+                              "violations": v["violations"], "applicable": v["applicable"],
+                              "k": v["k"], "n": v["n"], "flagged": bool(v["flagged"])} for v in rows}
+
+
+def _votes_by_inference(store: Store, run_id: int) -> dict[str, list[dict]]:
+    votes: dict[str, list[dict]] = defaultdict(list)
     for v in store.votes(run_id):
         votes[v["sample_id"]].append(v)
+    return votes
+
+
+def records(store: Store, run_id: int) -> list[dict]:
+    """Nested records (JSON export) of a classifier run: sample fields, source top-k with class names, votes,
+    verdicts."""
+    names = store.class_names(run_id)
+    name = lambda i: names[i] if 0 <= i < len(names) else str(i)  # noqa: E731
+    votes, verdicts = _votes_by_inference(store, run_id), defaultdict(list)
     for v in store.verdicts(run_id):
         verdicts[v["sample_id"]].append(v)
     out = []
@@ -36,10 +60,7 @@ def records(store: Store, run_id: int) -> list[dict]:
             "top_probs": [round(x, 6) for x in src["top_probs"]],
             "area_ratio": s["area_ratio"],
             "s_p": s["s_p"], "s_r": s["s_r"], "s": s["s"],
-            "votes": {v["group_name"]: {"relation": v["relation"], "primary": bool(v["is_primary"]),
-                                        "violations": v["violations"], "applicable": v["applicable"],
-                                        "k": v["k"], "n": v["n"], "flagged": bool(v["flagged"])}
-                      for v in votes[sid]},
+            "votes": _vote_fields(votes[sid]),
             "mutations": {
                 v["mutation_key"]: {
                     "relation": v["relation"], "verdict": v["verdict"], "distance": v["distance"],
@@ -53,36 +74,82 @@ def records(store: Store, run_id: int) -> list[dict]:
     return out
 
 
-def flat_rows(recs: list[dict]) -> list[dict]:
-    """One flat dict per inference (CSV export): a column per vote group and per mutation verdict."""
+def detection_records(store: Store, run_id: int) -> list[dict]:
+    """Nested records (JSON export) of a detection run, one per tested unit: the unit, the associated object's
+    label and box, rcd on the source (score, box, IoU, T), votes, and per mutation the verdict, outcome,
+    IoU', T' and rcd'.  Units come by image id, then in the order the run listed them."""
+    images = {s["sample_id"]: s for s in store.samples(run_id)}
+    votes = _votes_by_inference(store, run_id)
+    checks: dict[tuple[str, str], list[D.DetectionVerdict]] = defaultdict(list)
+    for v in D.verdicts(store, run_id):
+        checks[(v.image_id, v.unit_key)].append(v)
+    out = []
+    for u in D.units(store, run_id, tested=True):
+        img = images[u.image_id]
+        out.append({
+            "unit_id": u.unit_id, "image_id": u.image_id, "unit": u.key, "kind": u.kind, "image": img["rel_path"],
+            "label": u.label, "object_box": list(u.object_box), "region_source": img["region_source"],
+            "t_source": u.t_source, "iou_source": u.iou_source, "score_source": u.record_score,
+            "record_box": None if u.record_box is None else list(u.record_box), "area_ratio": u.area_ratio,
+            "s_p": u.s_p, "s_r": u.s_r, "s": u.s,
+            "votes": _vote_fields(votes[u.unit_id]),
+            "mutations": {v.mutation_key: {
+                "relation": v.relation, "verdict": v.verdict, "outcome": v.outcome, "note": v.note,
+                "iou": v.iou_mutant, "t": v.t_mutant, "record_label": v.record_label,
+                "record_score": v.record_score, "distance": v.distance, "seed": v.seed,
+            } for v in checks[(u.image_id, u.key)]},
+        })
+    return out
+
+
+def _classifier_columns(r: dict) -> dict:
+    row = {k: r[k] for k in ("sample_id", "image", "correct", "area_ratio", "s_p", "s_r", "s")}
+    row["ground_truth"] = "|".join(r["ground_truth"])
+    row["predicted"] = "|".join(r["predicted"])
+    row["top_labels"] = "|".join(r["top_labels"])
+    row["top_probs"] = "|".join(f"{x:.6f}" for x in r["top_probs"])
+    return row
+
+
+def _detection_columns(r: dict) -> dict:
+    row = {k: r[k] for k in ("unit_id", "image_id", "unit", "kind", "image", "label", "region_source", "t_source",
+                             "iou_source", "score_source", "area_ratio", "s_p", "s_r", "s")}
+    row["object_box"] = " ".join(f"{v:g}" for v in r["object_box"])
+    return row
+
+
+def flat_rows(recs: list[dict], detection: bool = False) -> list[dict]:
+    """One flat dict per inference (CSV export): its fields, then a column per vote group and per mutation.
+
+    Per mutation: ``verdict[key]`` and, for classifier runs, the mutant's ``top1[key]``; for detection runs
+    the ``outcome[key]`` and rcd''s ``iou[key]`` with the associated object."""
     rows = []
     for r in recs:
-        row = {k: r[k] for k in ("sample_id", "image", "correct", "area_ratio", "s_p", "s_r", "s")}
-        row["ground_truth"] = "|".join(r["ground_truth"])
-        row["predicted"] = "|".join(r["predicted"])
-        row["top_labels"] = "|".join(r["top_labels"])
-        row["top_probs"] = "|".join(f"{x:.6f}" for x in r["top_probs"])
+        row = _detection_columns(r) if detection else _classifier_columns(r)
         for g, v in r["votes"].items():
             row[f"flagged[{g}]"] = v["flagged"]
             row[f"violations[{g}]"] = v["violations"]
         for key, m in r["mutations"].items():
             row[f"verdict[{key}]"] = m["verdict"]
-            row[f"top1[{key}]"] = m["top1"]
+            if detection:
+                row[f"outcome[{key}]"] = m["outcome"]
+                row[f"iou[{key}]"] = m["iou"]
+            else:
+                row[f"top1[{key}]"] = m["top1"]
         rows.append(row)
     return rows
 
 
 def export_run(store: Store, run_id: int, fmt: str = "csv") -> str:
+    """The run's tested inferences as ``fmt`` text: CSV (one row each) or JSON (the run and nested records)."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"export format must be one of {EXPORT_FORMATS}, got {fmt!r}")
-    if store.get_run(run_id).task == "detection":
-        from objrel.analysis.export_detect import export_detection_run
-
-        return export_detection_run(store, run_id, fmt)
-    recs = records(store, run_id)
+    run = store.get_run(run_id)
+    detection = D.is_detection_run(run)
+    recs = detection_records(store, run_id) if detection else records(store, run_id)
     if fmt == "json":
-        return json.dumps({"run": store.get_run(run_id).to_dict(), "inferences": recs}, indent=2, default=str)
-    return csv_text(flat_rows(recs))
+        return json.dumps({"run": run.to_dict(), "inferences": recs}, indent=2, default=str)
+    return csv_text(flat_rows(recs, detection))
 
 
 def csv_text(rows: list[dict]) -> str:

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from PIL import Image
 
 from objrel.analysis import studies as analysis
-from objrel.review.judgments import precision_table
+from objrel.review.agreement import precision_table
 from objrel.review.items import review_item
 from objrel.analysis.summary import summarize
 from objrel.store import Store

@@ -1,7 +1,7 @@
 """Analyses behind the Explore page: seed 000 sections 5.2 and 6.1-6.4 over a store.
 
-Every function is pure: it reads the store (SQLAlchemy selects on
-``objrel.store.schema`` tables) and returns a pandas DataFrame or a frozen
+Every function is pure: it reads the store (through ``Store``,
+``objrel.store.inferences`` and, for detection runs, ``objrel.store.detections``) and returns a pandas DataFrame or a frozen
 dataclass with ``to_dict``.  Nothing here writes to the store or draws.
 
 Common conventions
@@ -34,10 +34,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
-from sqlalchemy import and_, case, func, select
-
 from objrel.store import Store
-from objrel.store import schema as S
+from objrel.store import inferences as inference_rows
+from objrel.store import detections as D
 
 # ---------------------------------------------------------------- constants
 
@@ -82,10 +81,8 @@ class NotAvailable(ValueError):
 
 
 @dataclass(frozen=True)
-class TestResult:
-    """One statistical test: its statistic, p-value and the number of observations it used."""
-
-    __test__ = False  # not a pytest class
+class SignificanceTest:
+    """One statistical significance test: its statistic, p-value and the number of observations it used."""
 
     name: str
     statistic: float
@@ -104,7 +101,7 @@ class ReliableAccuracy:
 
     relation: str
     table: pd.DataFrame
-    wilcoxon: TestResult | None
+    wilcoxon: SignificanceTest | None
     note: str | None = None
 
     def to_dict(self) -> dict:
@@ -189,7 +186,8 @@ def _run_list(store: Store, run_ids: Sequence[int], *, same_dataset: bool, minim
 
 
 def inferences(store: Store, run_id: int, labels: bool = True) -> pd.DataFrame:
-    """One row per stored sample of ``run_id`` with its primary-vote flags.
+    """One row per stored sample of ``run_id`` with its primary-vote flags (for a detection run: one row per
+    unit, ``sample_id`` its unit id and ``correct`` test T on the source, plus one per skipped image).
 
     Columns: ``sample_id`` (str), ``status`` (tested | untested | skipped), ``evaluated`` (bool: not
     skipped), ``correct`` (bool; False for skipped), ``tested`` (bool), ``gt_labels`` and ``predicted``
@@ -199,24 +197,9 @@ def inferences(store: Store, run_id: int, labels: bool = True) -> pd.DataFrame:
 
     The flags come from one LEFT JOIN with the votes, so a 50,000-sample run reads in one query.
     """
-    rid = int(run_id)
-    sm, vt = S.samples, S.votes
-
-    def flag(rel: str):
-        hit = case((and_(vt.c.relation == rel, vt.c.flagged.is_(True)), 1), else_=0)
-        return func.coalesce(func.max(hit), 0)
-
-    label_cols = [sm.c.gt_labels, sm.c.predicted] if labels else []
-    q = (select(sm.c.sample_id, sm.c.status, sm.c.correct, sm.c.area_ratio, *label_cols,
-                flag(MR1).label("mr1"), flag(MR2).label("mr2"))
-         .select_from(sm.outerjoin(vt, and_(vt.c.run_id == sm.c.run_id, vt.c.sample_id == sm.c.sample_id,
-                                            vt.c.is_primary.is_(True))))
-         .where(sm.c.run_id == rid).group_by(sm.c.id).order_by(sm.c.sample_id))
-    names = ["sample_id", "status", "correct", "area_ratio"] + (["gt_labels", "predicted"] if labels else []) + [
-        "mr1", "mr2"]
-    with store.engine.connect() as c:
-        rows = c.execute(q).all()
-    df = pd.DataFrame.from_records([tuple(r) for r in rows], columns=names)
+    detection = D.is_detection_run(store.get_run(run_id))
+    names, rows = (D.flagged_units if detection else inference_rows.flagged_inferences)(store, run_id, labels)
+    df = pd.DataFrame.from_records(rows, columns=list(names))
     df["evaluated"] = df["status"] != "skipped"
     df["tested"] = df["status"] == "tested"
     df["correct"] = df["correct"].eq(True) & df["evaluated"]
@@ -511,7 +494,7 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
         return ReliableAccuracy(relation, table, None, note)
     res = sps.wilcoxon(paired["reliable_accuracy"].to_numpy(float), paired["original"].to_numpy(float),
                        alternative=alternative)
-    test = TestResult("wilcoxon", float(res.statistic), float(res.pvalue), nonzero, alternative)
+    test = SignificanceTest("wilcoxon", float(res.statistic), float(res.pvalue), nonzero, alternative)
     note = None
     if nonzero < WILCOXON_ADVISED_PAIRS:
         note = (f"only {nonzero} paired runs; seed 000 s6.3 treats fewer than {WILCOXON_ADVISED_PAIRS} as too few "
@@ -582,12 +565,9 @@ def colour_contingency(store: Store, run_id: int, relation: str) -> Contingency:
         raise NotAvailable(f"run {rec.id} ({rec.name}) has no {group!r} vote group; the 3- vs 15-colour comparison "
                            f"needs a run with the 15-colour palette: `{PALETTE_PLAN_HINT}` (or --plan all)")
     rid = int(run_id)
-    q = select(S.votes.c.sample_id, S.votes.c.group_name, S.votes.c.is_primary, S.votes.c.flagged).where(
-        S.votes.c.run_id == rid, S.votes.c.relation == relation)
-    tq = select(S.samples.c.sample_id).where(S.samples.c.run_id == rid, S.samples.c.status == "tested")
-    with store.engine.connect() as c:
-        votes = c.execute(q).all()
-        tested = set(c.execute(tq).scalars())
+    votes, tested = inference_rows.relation_votes(store, rid, relation)
+    if D.is_detection_run(rec):
+        tested = set(D.tested_unit_ids(store, rid))  # a detection run's votes are its units'
     v3: dict[str, bool] = {}
     v15: dict[str, bool] = {}
     for sid, name, primary, flagged in votes:

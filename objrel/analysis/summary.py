@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from objrel.relations.detect import INCORRECT_DETECTION, MISSING_DETECTION
 from objrel.store import Store
+from objrel.store import detections as D
 
 
 @dataclass(frozen=True)
@@ -16,6 +18,12 @@ class Summary:
     mr1, mr2, both: correct inferences flagged by the primary MR-1 vote, the primary
                MR-2 vote, and both; the ratios divide by ``correct`` (as the paper does).
     flagged_all_*: the same counts over every tested inference (differs only with test_all).
+
+    Detection runs count images and units: ``samples`` and ``skipped`` are images, ``evaluated`` the units
+    of the images not skipped, ``correct`` the units detected on the source (T = 1), ``tested`` the tested
+    units, ``accuracy`` the share of units detected; ``missing_detections`` / ``incorrect_detections`` are
+    the MR-2 verdicts (unit x mutation) with that outcome, the two columns of seed 001 Tables 3-4 (None for
+    classifier runs).
     """
 
     run_id: int
@@ -35,19 +43,25 @@ class Summary:
     both_ratio: float | None
     flagged_all_mr1: int
     flagged_all_mr2: int
+    missing_detections: int | None = None
+    incorrect_detections: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def table_row(self) -> dict:
         pct = lambda r: "-" if r is None else f"{100 * r:.2f}%"  # noqa: E731
-        return {
+        row = {
             "Model": self.model,
             "Accuracy": pct(self.accuracy),
             "Violating MR-1": f"{self.mr1} ({pct(self.mr1_ratio)})",
             "Violating MR-2": f"{self.mr2} ({pct(self.mr2_ratio)})",
             "Violating MR-1&2": f"{self.both} ({pct(self.both_ratio)})",
         }
+        if self.missing_detections is not None:
+            row["Missing detections"] = str(self.missing_detections)
+            row["Incorrect detections"] = str(self.incorrect_detections)
+        return row
 
 
 def flagged_sets(store: Store, run_id: int) -> tuple[set[str], set[str]]:
@@ -58,18 +72,29 @@ def summarize(store: Store, run_id: int) -> Summary:
     rec = store.get_run(run_id)
     rows = store.samples(run_id)
     skipped = sum(r["status"] == "skipped" for r in rows)
-    evaluated = [r for r in rows if r["status"] != "skipped"]
-    correct_ids = {r["sample_id"] for r in evaluated if r["correct"]}
-    tested = sum(r["status"] == "tested" for r in rows)
+    if D.is_detection_run(rec):
+        units = D.units(store, run_id)
+        n_evaluated = len(units)
+        correct_ids = {u.unit_id for u in units if u.detected}
+        tested = sum(u.tested for u in units)
+        outcomes = D.outcome_counts(store, run_id)
+        detection = {"missing_detections": sum(c.n for c in outcomes if c.outcome == MISSING_DETECTION),
+                     "incorrect_detections": sum(c.n for c in outcomes if c.outcome == INCORRECT_DETECTION)}
+    else:
+        evaluated = [r for r in rows if r["status"] != "skipped"]
+        n_evaluated = len(evaluated)
+        correct_ids = {r["sample_id"] for r in evaluated if r["correct"]}
+        tested = sum(r["status"] == "tested" for r in rows)
+        detection = {}
     f1, f2 = flagged_sets(store, run_id)
     c1, c2 = f1 & correct_ids, f2 & correct_ids
     n = len(correct_ids)
     ratio = lambda k: k / n if n else None  # noqa: E731
     return Summary(
         run_id=run_id, model=rec.model, dataset=rec.dataset, samples=len(rows), skipped=skipped,
-        evaluated=len(evaluated), correct=n, tested=tested,
-        accuracy=n / len(evaluated) if evaluated else None,
+        evaluated=n_evaluated, correct=n, tested=tested,
+        accuracy=n / n_evaluated if n_evaluated else None,
         mr1=len(c1), mr2=len(c2), both=len(c1 & c2),
         mr1_ratio=ratio(len(c1)), mr2_ratio=ratio(len(c2)), both_ratio=ratio(len(c1 & c2)),
-        flagged_all_mr1=len(f1), flagged_all_mr2=len(f2),
+        flagged_all_mr1=len(f1), flagged_all_mr2=len(f2), **detection,
     )

@@ -17,8 +17,9 @@ from pathlib import Path
 from objrel.relations import classify as R
 from objrel.mutations import Mutation, Plan, VoteGroup, get_operator
 from objrel.store import Store
+from objrel.store import detections as D
 from objrel.config import DetectionConfig
-from objrel.engine.detect import DetectionEngine, is_detection_run
+from objrel.engine.detect import DetectionEngine
 from objrel.relations.detect import INCORRECT_DETECTION, MISSING_DETECTION, STILL_DETECTED
 
 RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -111,7 +112,7 @@ class SweepResult:
 def sweep_table(store: Store, run_id: int) -> SweepResult:
     """The sweep table of a stored sweep run (its plan's groups are the settings)."""
     run = store.get_run(run_id)
-    if not is_detection_run(run):
+    if not D.is_detection_run(run):
         raise ValueError(f"run {run_id} is a {run.task!r} run; sweeps are detection runs")
     plan = Plan.from_dict(run.plan)
     muts = [g.mutations[0] for g in plan.groups]
@@ -120,21 +121,21 @@ def sweep_table(store: Store, run_id: int) -> SweepResult:
         raise ValueError(f"run {run_id} is not a sweep: expected one mutation per group of one operator, "
                          f"got groups {[g.name for g in plan.groups]}")
     swept = _swept_param(muts)
-    by_key: dict[str, list[dict]] = {m.key: [] for m in muts}
-    for v in store.verdicts(run_id):
-        if v["mutation_key"] in by_key:
-            by_key[v["mutation_key"]].append(v)
+    counts: dict[str, list[D.OutcomeCount]] = {m.key: [] for m in muts}
+    for c in D.outcome_counts(store, run_id):
+        if c.mutation_key in counts:
+            counts[c.mutation_key].append(c)
     rows = []
     for m in muts:
-        vs = by_key[m.key]
-        count = lambda pred: sum(1 for v in vs if pred(v))  # noqa: E731
-        missing = count(lambda v: v["note"] == MISSING_DETECTION)
-        incorrect = count(lambda v: v["note"] == INCORRECT_DETECTION)
-        still = count(lambda v: v["note"] == STILL_DETECTED)
-        rows.append(SweepRow(float(m.kwargs[swept]), m.key, m.relation, len(vs),
-                             count(lambda v: v["verdict"] == R.VIOLATED), missing, incorrect, still,
-                             count(lambda v: v["verdict"] == R.HOLDS),
-                             count(lambda v: v["verdict"] == R.NOT_APPLICABLE)))
+        cs = counts[m.key]
+        count = lambda pred: sum(c.n for c in cs if pred(c))  # noqa: E731
+        rows.append(SweepRow(float(m.kwargs[swept]), m.key, m.relation, count(lambda c: True),
+                             count(lambda c: c.verdict == R.VIOLATED),
+                             count(lambda c: c.outcome == MISSING_DETECTION),
+                             count(lambda c: c.outcome == INCORRECT_DETECTION),
+                             count(lambda c: c.outcome == STILL_DETECTED),
+                             count(lambda c: c.verdict == R.HOLDS),
+                             count(lambda c: c.verdict == R.NOT_APPLICABLE)))
     op = next(iter(ops))
     return SweepResult(run_id, run.model, run.dataset, op, swept, rows[0].relation if rows else "", tuple(rows))
 

@@ -1,24 +1,31 @@
-"""Functions the Streamlit pages call: every figure a page shows is computed here or deeper in objrel.
+"""Streamlit caches around objrel reads: the store, a run's model, rebuilt review items, per-run tables
+and inspection results.
 
-The Streamlit-specific parts are the caches (``st.cache_resource`` for the store and
-models, ``st.cache_data`` for rebuilt review items); everything they wrap is plain objrel.
+Each function wraps one plain objrel call in ``st.cache_resource`` (shared objects: the store,
+models, immutable results) or ``st.cache_data`` (copied values); per-run tables are keyed by the
+run's ``n_done`` so a running run's figures refresh as it goes.
 """
 
 from __future__ import annotations
 
 import pandas as pd
+import streamlit as st
 
-from objrel.analysis.summary import summarize
 from objrel.store import Store
 
 # Review items kept per server process (thumbnails only: about 1.4 MB per item).
 REVIEW_ITEM_CACHE = 16
+# Run models kept per server process (EfficientNet-Lite0 holds about 20 MB).
+RUN_MODEL_CACHE = 4
+# Per-run tables kept per server process.
+RUN_TABLE_CACHE = 32
+# Inspection results kept per server process (a 1000-class result holds about 40 MB).
+INSPECT_RESULT_CACHE = 8
+INSPECT_UPLOAD_CACHE = 4
 
 
 def open_store(url: str | None = None) -> Store:
-    """The store of $OBJREL_STORE (or ``url``), cached per process by Streamlit."""
-    import streamlit as st
-
+    """The store of $OBJREL_STORE (or ``url``), opened once per process."""
     from objrel.store import resolve_url
 
     @st.cache_resource(show_spinner=False)
@@ -29,24 +36,17 @@ def open_store(url: str | None = None) -> Store:
 
 
 def run_model(store: Store, run_id: int):
-    """The run's model, loaded once per server process."""
-    import streamlit as st
+    """The classifier a run used (``objrel.engine.retest.run_model``), loaded once per process and run."""
+    from objrel.engine.retest import run_model as load_run_model
 
-    from objrel.config import RunConfig
-    from objrel.models import load_classifier
+    @st.cache_resource(max_entries=RUN_MODEL_CACHE, show_spinner="Loading the model ...")
+    def _load(url: str, run_id: int, _store: Store):
+        return load_run_model(_store, run_id)
 
-    cfg = RunConfig.from_dict(store.get_run(run_id).config)
-
-    @st.cache_resource(show_spinner="Loading the model ...")
-    def _load(model: str, weights: str | None, task: str, threshold: float):
-        return load_classifier(model, weights, task=task, threshold=threshold)
-
-    return _load(cfg.model, cfg.weights, cfg.task, cfg.threshold)
+    return _load(store.url, int(run_id), store)
 
 
 def cached_review_item(store: Store, run_id: int, sample_id: str, relation: str):
-    import streamlit as st
-
     from objrel.review.items import review_item
 
     @st.cache_data(max_entries=REVIEW_ITEM_CACHE, show_spinner=False)
@@ -56,57 +56,11 @@ def cached_review_item(store: Store, run_id: int, sample_id: str, relation: str)
     return _item(store.url, int(run_id), str(sample_id), relation)
 
 
-def run_label(r) -> str:
-    return f"#{r.id} {r.name} ({r.status})"
-
-
-def run_table(store: Store) -> pd.DataFrame:
-    from objrel.engine.jobs import display_status
-
-    rows = [{
-        "run": r.id, "name": r.name, "model": r.model, "dataset": r.dataset, "status": display_status(r),
-        "samples": f"{r.n_done}/{r.n_total}", "tested": r.n_tested, "skipped": r.n_skipped,
-        "created": r.created_at.strftime("%Y-%m-%d %H:%M"),
-    } for r in store.list_runs()]
-    return pd.DataFrame(rows)
-
-
-def summary_table(store: Store) -> list[dict]:
-    out = []
-    for r in store.list_runs():
-        if r.n_done == 0:
-            continue
-        s = summarize(store, r.id)
-        out.append({"run": r.id, **s.table_row(), "correct": s.correct, "evaluated": s.evaluated})
-    return out
-
-
-def striking_examples(store: Store, limit: int = 4) -> list[dict]:
-    """Flagged correct inferences with the lowest object-relevancy score S (or flagged by both relations
-    first): the examples that make the point to a stakeholder."""
-    out = []
-    for r in store.list_runs():
-        f1 = set(store.flagged_sample_ids(r.id, "MR-1"))
-        f2 = set(store.flagged_sample_ids(r.id, "MR-2"))
-        if not (f1 | f2):
-            continue
-        for s in store.samples(r.id, status="tested"):
-            sid = s["sample_id"]
-            if sid in f1 or sid in f2:
-                rel = "MR-1&2" if sid in f1 and sid in f2 else ("MR-1" if sid in f1 else "MR-2")
-                out.append({"run_id": r.id, "sample_id": sid, "relation": rel, "image": s["rel_path"],
-                            "s": s["s"], "both": sid in f1 and sid in f2})
-    out.sort(key=lambda d: (not d["both"], d["s"] if d["s"] is not None else 1.0))
-    return out[:limit]
-
-
 def cached_size_bins(store: Store, run_id: int, relation: str) -> pd.DataFrame:
     """analysis.size_bins, computed once per server process for each state of the run (its n_done)."""
-    import streamlit as st
-
     from objrel.analysis.studies import size_bins
 
-    @st.cache_data(max_entries=32, show_spinner=False)
+    @st.cache_data(max_entries=RUN_TABLE_CACHE, show_spinner=False)
     def _bins(url: str, run_id: int, relation: str, n_done: int) -> pd.DataFrame:
         return size_bins(store, [run_id], relation)
 
@@ -115,10 +69,45 @@ def cached_size_bins(store: Store, run_id: int, relation: str) -> pd.DataFrame:
 
 def cached_flagged(store: Store, run_id: int, relation: str) -> list[str]:
     """Flagged sample ids (primary vote) of a run, cached for each state of the run (its n_done)."""
-    import streamlit as st
 
-    @st.cache_data(max_entries=32, show_spinner=False)
+    @st.cache_data(max_entries=RUN_TABLE_CACHE, show_spinner=False)
     def _flagged(url: str, run_id: int, relation: str, n_done: int) -> list[str]:
         return store.flagged_sample_ids(run_id, relation)
 
     return _flagged(store.url, int(run_id), relation, store.get_run(run_id).n_done)
+
+
+# ---------------------------------------------------------------- inspection results (immutable once read)
+
+
+@st.cache_resource(show_spinner=False, max_entries=INSPECT_RESULT_CACHE)
+def inspect_file(path: str, mtime: float):
+    """A results file, read again only when it changes on disk."""
+    from objrel.studies.deepinspect import InspectResult
+
+    del mtime
+    return InspectResult.load(path)
+
+
+@st.cache_resource(show_spinner=False, max_entries=INSPECT_UPLOAD_CACHE)
+def inspect_upload(data: bytes):
+    from objrel.studies.deepinspect import InspectResult
+
+    return InspectResult.load(data)
+
+
+@st.cache_resource(show_spinner=False, max_entries=INSPECT_UPLOAD_CACHE)
+def planted_result(seed: int):
+    """The planted DeepInspect benchmark for ``seed`` (trains a small CNN: a few seconds)."""
+    from objrel.studies.deepinspect.planted import PlantedSpec, run_planted
+
+    return run_planted(PlantedSpec(seed=seed))
+
+
+@st.cache_resource(show_spinner="Ranking the class pairs ...", max_entries=INSPECT_RESULT_CACHE)
+def ranked_tables(key: tuple, _result):
+    """(confusion, bias) tables of one result, built once: 1,000 classes make 499,500 pairs (about 10 s)."""
+    from objrel.studies.deepinspect import bias_table, confusion_table
+
+    del key
+    return confusion_table(_result), bias_table(_result)

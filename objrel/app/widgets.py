@@ -1,4 +1,4 @@
-"""Streamlit drawing helpers shared by the pages (sign-in box, image captions).
+"""Streamlit widgets shared by the pages: the app's navigation and the reviewer sign-in box.
 
 Only drawing and session state live here; every figure comes from objrel functions.
 """
@@ -71,7 +71,7 @@ def sign_in_box(store: Store) -> str | None:
         with st.form("signin_form", clear_on_submit=False):
             name = st.text_input("Name", key="signin_name")
             passphrase = st.text_input("Passphrase", type="password", key="signin_pass")
-            submitted = st.form_submit_button(mode)
+            submitted = st.form_submit_button(mode, key="signin_submit")
         if submitted:
             try:
                 if mode == "Create account":
@@ -87,7 +87,3 @@ def sign_in_box(store: Store) -> str | None:
                 st.rerun()
             st.error("Unknown name or wrong passphrase.")
     return None
-
-
-def percent(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"

@@ -1,9 +1,4 @@
-"""The ``objrel bench`` command group and its ``shortcut`` benchmark.
-
-``objrel/cli.py`` registers it with one call in ``build_parser``::
-
-    from objrel.cli.bench import add_bench_command
-    add_bench_command(sub)
+"""Benchmarks with a planted ground truth: ``objrel bench shortcut``.
 
     objrel bench shortcut [--quick] [--seeds N] [--out DIR] [--threads N] [--quiet]
 """
@@ -12,18 +7,11 @@ from __future__ import annotations
 
 import argparse
 
-
-def cmd_bench_shortcut(args) -> int:
-    from objrel.studies.shortcut.bench import handle
-
-    return handle(args)
+from objrel.studies.shortcut.bench import add_arguments, handle
 
 
 def add_bench_command(subparsers) -> argparse.ArgumentParser:
-    """Add ``bench`` (with its ``shortcut`` sub-command) to an argparse sub-parser set; returns the ``bench``
-    parser.  The handler is ``args.fn``, as for every other objrel command."""
-    from objrel.studies.shortcut.bench import add_arguments
-
+    """Add ``bench`` with its ``shortcut`` sub-command; returns the ``bench`` parser."""
     bench = subparsers.add_parser("bench", help="benchmarks with planted ground truth (`objrel bench shortcut`)")
     kinds = bench.add_subparsers(dest="bench", required=True)
     p = kinds.add_parser(
@@ -32,5 +20,5 @@ def add_bench_command(subparsers) -> argparse.ArgumentParser:
              "counterfactual ground truth, repair by retraining, guided vs random transplanting attacks",
     )
     add_arguments(p)
-    p.set_defaults(fn=cmd_bench_shortcut)
+    p.set_defaults(fn=handle)
     return bench

@@ -2,8 +2,6 @@
 
     objrel inspect --model torchvision:resnet18 --weights r18.pt --dataset ann.json --out var/inspect/r18.json
     objrel inspect --planted --out var/inspect/planted.json       (the synthetic benchmark; prints the ranks)
-
-Wired into the main parser by ``add_inspect_command(subparsers)``.
 """
 
 from __future__ import annotations
@@ -11,14 +9,19 @@ from __future__ import annotations
 import argparse
 import sys
 
+from objrel.cli.common import comma_list, progress_bar
+from objrel.data import load_dataset
+from objrel.models import DEFAULT_MODEL, load_classifier
+from objrel.studies.deepinspect import bias_table, confusion_table, inspect_dataset
 from objrel.studies.deepinspect.constants import ACTIVATION_THRESHOLD, DEFAULT_BATCH_SIZE, MIN_CLASS_IMAGES
+from objrel.studies.deepinspect.planted import PlantedSpec, format_planted_ranks, planted_ranks, run_planted
 
 # Pairs printed per ranked list unless --top says otherwise.
 DEFAULT_TOP = 10
 
 
 def add_inspect_command(subparsers) -> argparse.ArgumentParser:
-    """Register ``objrel inspect`` on the main parser's subparsers; returns the new parser."""
+    """Add ``inspect``; returns its parser."""
     p = subparsers.add_parser(
         "inspect", help="class-level confusion and bias from neuron coverage (DeepInspect, seed 004)",
         description="Stream images through a torch classifier with hooks on every conv/linear layer, build "
@@ -60,8 +63,6 @@ def _fmt(x, digits: int = 3) -> str:
 
 def print_result(result, top: int = DEFAULT_TOP, out=None) -> None:
     """The result as text: what was inspected, the ranked pairs, the evaluation (to ``out``, default stdout)."""
-    from objrel.studies.deepinspect import bias_table, confusion_table
-
     out = out or sys.stdout
     print(f"{result.model.get('name', '?')} on {result.source.get('name', result.source.get('kind'))}: "
           f"{result.n_images} images, {result.n_neurons} neurons in {len(result.layers)} layers, "
@@ -94,13 +95,9 @@ def print_result(result, top: int = DEFAULT_TOP, out=None) -> None:
 
 
 def cmd_inspect(args) -> int:
-    from objrel.studies.deepinspect import inspect_dataset
-
     if args.top < 0:
         raise ValueError(f"--top must be >= 0, got {args.top}")
     if args.planted:
-        from objrel.studies.deepinspect.planted import PlantedSpec, format_planted_ranks, planted_ranks, run_planted
-
         log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
         result = run_planted(PlantedSpec(seed=args.seed), threshold=args.th, log=log)
         print_result(result, args.top)
@@ -108,27 +105,14 @@ def cmd_inspect(args) -> int:
     else:
         if not args.dataset:
             raise ValueError("objrel inspect needs --dataset (or --planted for the synthetic benchmark)")
-        from tqdm import tqdm
-
-        from objrel.data import load_dataset
-        from objrel.models import DEFAULT_MODEL, load_classifier
-
         clf = load_classifier(args.model or DEFAULT_MODEL, args.weights, task=args.task, threshold=args.threshold)
         dataset = load_dataset(args.dataset, args.images, args.format, synset_mapping=args.synset_mapping,
                                padding=args.padding)
-        layers = [s.strip() for s in args.layers.split(",") if s.strip()] if args.layers else None
+        layers = list(comma_list(args.layers)) or None
         total = len(dataset) if args.limit is None else min(args.limit, len(dataset))
-        bar = tqdm(total=total, unit="img", disable=args.quiet, file=sys.stderr)
-
-        def progress(done, _total):
-            bar.n = done
-            bar.refresh()
-
-        try:
+        with progress_bar(total, args.quiet) as progress:
             result = inspect_dataset(clf, dataset, threshold=args.th, batch_size=args.batch_size, limit=args.limit,
                                      layers=layers, progress=progress, min_class_images=args.min_class_images)
-        finally:
-            bar.close()
         print_result(result, args.top)
     if args.out:
         path = result.save(args.out)

@@ -1,4 +1,4 @@
-"""Plan and execute a run: model x dataset x plan, committed per sample, resumable.
+"""The classifier worker: a classifier x a dataset x a plan, run by ``objrel.engine.loop.execute_run``.
 
 Flow per chunk of ``batch_size`` samples:
 
@@ -16,13 +16,8 @@ the same rows (mutation seeds derive from run seed, sample id and mutation).
 
 from __future__ import annotations
 
-import os
-import queue
-import threading
 import time
-from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -31,68 +26,12 @@ from objrel.config import RunConfig
 from objrel.data import Dataset, load_dataset, load_rgb
 from objrel.data.region import area_ratio, target_region
 from objrel.data.sample import Sample, TargetObject
+from objrel.engine.loop import PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, mutant_batches, prefetch
+from objrel.engine.votes import Distances, vote_rows
 from objrel.errors import BadSampleError
 from objrel.models import Classifier, class_lookup, load_classifier
-from objrel.mutations import Mutation, NotApplicable, Plan, build_target, derive_seed, make_mutant
+from objrel.mutations import Mutation, NotApplicable, Plan, build_target
 from objrel.store import Store
-from objrel.store.store import now
-
-ProgressFn = Callable[[int, int], None]
-
-# Mutant batches made ahead of the model; each holds batch_size full-size images.
-PREFETCH_BATCHES = 2
-
-
-def prefetch(iterable, depth: int = PREFETCH_BATCHES):
-    """Run ``iterable`` in a worker thread, ``depth`` items ahead; its exceptions re-raise here."""
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    done = object()
-    stop = threading.Event()
-
-    def work():
-        try:
-            for item in iterable:
-                if stop.is_set():
-                    return
-                q.put(item)
-        except BaseException as exc:  # handed to the consumer
-            q.put(exc)
-            return
-        q.put(done)
-
-    t = threading.Thread(target=work, name="objrel-mutants", daemon=True)
-    t.start()
-    try:
-        while True:
-            item = q.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while t.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                pass
-            t.join(timeout=0.05)
-
-
-@dataclass
-class RunReport:
-    """What ``execute`` returns: counts of this invocation plus the run's totals."""
-
-    run_id: int
-    status: str
-    processed: int = 0
-    tested: int = 0
-    untested: int = 0
-    skipped: Counter = field(default_factory=Counter)
-    skip_examples: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    forward_passes: int = 0
 
 
 @dataclass
@@ -228,30 +167,12 @@ class Engine:
         self._predict_mutants(jobs, report)
         return preps
 
-    def _mutant_batches(self, jobs):
-        """Yield lists of ``(prep, mutation, mutant)`` of at most ``batch_size``; NotApplicable
-        mutations are recorded on their sample and never reach the model."""
-        bs = self.config.batch_size
-        batch: list = []
-        for p, m in jobs:
-            seed = derive_seed(self.config.seed, p.sample.sample_id, m.key)
-            p.seeds[m.key] = seed
-            try:
-                mutant = make_mutant(p.image, p.target, m, seed)
-            except NotApplicable as exc:
-                p.mutants[m.key] = exc
-                continue
-            batch.append((p, m, mutant))
-            if len(batch) >= bs:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
-
     def _predict_mutants(self, jobs, report: RunReport) -> None:
         """Model the mutants while a worker thread makes the next batch (torch and numpy release
         the GIL), so mutation costs hide behind inference."""
-        for batch in prefetch(self._mutant_batches(jobs), depth=PREFETCH_BATCHES):
+        made = mutant_batches(((p, p.sample.sample_id, p.image, p.target, m) for p, m in jobs),
+                              self.config.seed, self.config.batch_size)
+        for batch in prefetch(made, depth=PREFETCH_BATCHES):
             probs = self.model.predict([img for _, _, img in batch])
             report.forward_passes += len(batch)
             for (p, m, _), row in zip(batch, probs):
@@ -272,8 +193,7 @@ class Engine:
     def _commit(self, run_id: int, p: _Prepared, report: RunReport) -> None:
         report.processed += 1
         if p.skip is not None:
-            report.skipped[p.skip.code] += 1
-            report.skip_examples.setdefault(p.skip.code, str(p.skip))
+            report.count_skip(p.skip)
         elif p.tested:
             report.tested += 1
         else:
@@ -295,10 +215,11 @@ class Engine:
                    area_ratio=area_ratio(region), status="tested" if p.tested else "untested")
         preds = [{"sample_id": s.sample_id, "mutation_key": "source", "seed": None,
                   "prediction": p.source.to_dict()}]
-        verdict_rows, votes = [], []
+        verdict_rows: list[dict] = []
+        votes: list[dict] = []
         if p.tested:
             by_key = {}
-            dist: dict[str, dict[str, list[float]]] = {"MR-1": defaultdict(list), "MR-2": defaultdict(list)}
+            distances = Distances()
             for m in self.mutations:
                 res = p.mutants[m.key]
                 preds.append({"sample_id": s.sample_id, "mutation_key": m.key, "seed": str(p.seeds[m.key]),
@@ -310,21 +231,15 @@ class Engine:
                 else:
                     chk = R.check(m.relation, p.source, res)
                     d = self._distance(p, m.relation, res)
-                    if d is not None:
-                        dist[m.relation][m.operator].append(d)
+                    distances.add(m.relation, m.operator, d)
                     v = {"verdict": chk.verdict, "source_certainty": chk.source_certainty,
                          "mutant_certainty": chk.mutant_certainty, "label_changed": chk.label_changed,
                          "distance": d, "note": None}
                     by_key[m.key] = chk.verdict
                 verdict_rows.append({"sample_id": s.sample_id, "mutation_key": m.key, "operator": m.operator,
                                      "relation": m.relation, **v})
-            for g in self.plan.groups:
-                vt = R.vote(g.name, g.relation, [by_key[m.key] for m in g.mutations], g.k)
-                primary = self.plan.primary(g.relation)
-                votes.append({"sample_id": s.sample_id, "group_name": g.name, "relation": g.relation,
-                              "is_primary": primary is not None and primary.name == g.name, "k": vt.k, "n": vt.n,
-                              "applicable": vt.applicable, "violations": vt.violations, "flagged": vt.flagged})
-            rel = R.relevancy(dist["MR-2"], dist["MR-1"])
+            votes = vote_rows(self.plan, s.sample_id, by_key)
+            rel = distances.relevancy()
             row.update(s_p=rel.s_p, s_r=rel.s_r, s=rel.s)
         row["elapsed_ms"] = (time.perf_counter() - p.t0) * 1000.0
         return row, preds, verdict_rows, votes
@@ -333,67 +248,3 @@ class Engine:
         """Test ``samples`` now and return their rows without storing them (re-tests, previews)."""
         report = RunReport(run_id=-1, status="running")
         return [self.result_rows(p) for p in self._process_chunk(list(samples), report)]
-
-def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
-                progress: ProgressFn | None = None, stop_after: int | None = None) -> RunReport:
-    """The run loop shared by the classifier and detection engines.
-
-    ``worker`` has ``store``, ``config.batch_size``, ``samples``, ``create_run()``,
-    ``_process_chunk(chunk, report)`` and ``_commit(run_id, item, report)``; ``done_ids(run_id)``
-    gives the sample ids already stored.  Chunks of ``batch_size`` samples are processed and
-    committed one by one; a cancel request stops between chunks; an exception marks the run failed.
-    """
-    run_id = run_id if run_id is not None else worker.create_run()
-    store = worker.store
-    report = RunReport(run_id=run_id, status="running")
-    done = done_ids(run_id)
-    todo = [s for s in worker.samples if s.sample_id not in done]
-    if stop_after is not None:
-        todo = todo[:stop_after]
-    store.update_run(run_id, status="running", started_at=now(), pid=os.getpid(), error=None,
-                     cancel_requested=False)
-    t_start = time.perf_counter()
-    n_done = len(done)
-    total = len(worker.samples)
-    if progress:
-        progress(n_done, total)
-    status = "finished"
-    try:
-        bs = worker.config.batch_size
-        for i in range(0, len(todo), bs):
-            if store.cancel_requested(run_id):
-                status = "cancelled"
-                break
-            for item in worker._process_chunk(todo[i : i + bs], report):
-                worker._commit(run_id, item, report)
-                n_done += 1
-                if progress:
-                    progress(n_done, total)
-    except BaseException as exc:
-        store.update_run(run_id, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
-                         error=f"{type(exc).__name__}: {exc}", finished_at=now())
-        raise
-    report.seconds = time.perf_counter() - t_start
-    if stop_after is not None and n_done < total and status == "finished":
-        status = "pending"
-    report.status = status
-    store.update_run(run_id, status=status, finished_at=now() if status != "pending" else None,
-                     timings={"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes})
-    return report
-
-
-def run(config: RunConfig, store: Store | str | None = None, model: Classifier | None = None,
-        dataset: Dataset | None = None, progress: ProgressFn | None = None) -> RunReport:
-    """Create and execute a run; the one-call library entry point."""
-    st = store if isinstance(store, Store) else Store(store)
-    return Engine(st, config, model, dataset).execute(progress=progress)
-
-
-def resume(run_id: int, store: Store | str | None = None, model: Classifier | None = None,
-           dataset: Dataset | None = None, progress: ProgressFn | None = None) -> RunReport:
-    """Continue a stopped run with its stored configuration; finished samples are not redone."""
-    st = store if isinstance(store, Store) else Store(store)
-    rec = st.get_run(run_id)
-    config = RunConfig.from_dict(rec.config)
-    return Engine(st, config, model, dataset).execute(run_id=run_id, progress=progress)
-

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import sys
 
-from objrel.config import RunConfig
+from objrel.analysis.sweep import run_sweep
+from objrel.config import DetectionConfig, RunConfig
 from objrel.engine.classify import Engine
+from objrel.engine.detect import DetectionEngine
 from objrel.store import Store
 
 DEMO_STORE = "var/demo.db"
@@ -22,8 +24,6 @@ DEMO_RUNS = (
 def detection_demo_runs():
     """The demo's detection runs over ``assets/demo/faces.json`` (face and cat-face boxes) with seed 001's
     plan: OpenCV's frontal-face and cat-face Haar cascades together, and MTCNN (facenet-pytorch's weights)."""
-    from objrel.config import DetectionConfig
-
     return (
         DetectionConfig(detector="haar:frontalface_default+haar:frontalcatface", dataset="demo-faces",
                         name="OpenCV Haar face + cat face on demo photos (random erase + noise plan)"),
@@ -35,29 +35,34 @@ def detection_demo_sweeps():
     """The demo's sweep (seed 001 s5.1): MTCNN under random erase at ratios 0.1 ... 0.9.  Each ratio is a
     one-mutation vote group, the first (0.1) the primary MR-1 vote, so the faces MTCNN still finds after a
     small erase are flagged and reviewable with their boxes before and after."""
-    from objrel.config import DetectionConfig
-
     return ((DetectionConfig(detector="mtcnn", dataset="demo-faces",
                              name="MTCNN random-erase sweep on demo photos (seed 001 Table 3 layout)"),
              "random_erase"),)
 
 
+def _finished_names(store: Store) -> set[str]:
+    return {r.name for r in store.list_runs() if r.status == "finished"}
+
+
+def _already_there(config, finished: set[str], force: bool, log) -> bool:
+    """True (and says so) when a finished run of ``config``'s name is in the store and ``force`` is off."""
+    if config.name in finished and not force:
+        print(f"demo run already present: {config.name}", file=log)
+        return True
+    return False
+
+
 def build_detection_demo(store: Store, force: bool = False, log=sys.stderr) -> Store:
     """Add the detection demo runs and sweep unless the store already holds finished runs of the same names."""
-    from objrel.engine.detect import DetectionEngine
-    from objrel.analysis.sweep import run_sweep
-
-    have = {r.name for r in store.list_runs() if r.status == "finished"}
+    have = _finished_names(store)
     for cfg in detection_demo_runs():
-        if cfg.name in have and not force:
-            print(f"demo run already present: {cfg.name}", file=log)
+        if _already_there(cfg, have, force, log):
             continue
         report = DetectionEngine(store, cfg).execute()
         print(f"demo run {report.run_id}: {cfg.name}: {report.tested} units tested, "
               f"{sum(report.skipped.values())} images skipped, {report.seconds:.1f} s", file=log)
     for cfg, operator in detection_demo_sweeps():
-        if cfg.name in have and not force:
-            print(f"demo run already present: {cfg.name}", file=log)
+        if _already_there(cfg, have, force, log):
             continue
         result = run_sweep(store, cfg, operator)
         print(f"demo run {result.run_id}: {cfg.name}\n{result.table()}", file=log)
@@ -67,11 +72,10 @@ def build_detection_demo(store: Store, force: bool = False, log=sys.stderr) -> S
 def build_demo_store(url: str | None = None, force: bool = False, log=sys.stderr) -> Store:
     """Create the demo runs unless the store already holds finished runs of the same names."""
     store = Store(url or DEMO_STORE)
-    have = {r.name for r in store.list_runs() if r.status == "finished"}
+    have = _finished_names(store)
     model = None
     for cfg in DEMO_RUNS:
-        if cfg.name in have and not force:
-            print(f"demo run already present: {cfg.name}", file=log)
+        if _already_there(cfg, have, force, log):
             continue
         engine = Engine(store, cfg, model=model)
         model = engine.model  # load the network once for every demo run

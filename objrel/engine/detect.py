@@ -5,97 +5,50 @@ Flow per chunk of ``batch_size`` images (the classifier engine's, per detection 
 1. decode each image; keep its ground-truth objects whose label the detector reports (an image
    with none, or with a bad box, becomes a ``skipped`` row with its reason);
 2. detect on every source of the chunk in one batch;
-3. tie each record to its Associated Object and list the units (``matching.detection_units``):
+3. tie each record to its Associated Object and list the units (``objrel.relations.associate``):
    records with an associated object, then objects no record is associated with; test T on each;
 4. stream (unit, mutation) pairs through the detector in batches, each mutant made just before
-   its batch in a worker thread (``objrel.engine.classify.prefetch``), with the unit's associated object
+   its batch in a worker thread (``objrel.engine.loop.prefetch``), with the unit's associated object
    as the target region; MR-1 mutants of undetected units are not made (verdict ``n/a``);
-5. find rcd' on each mutant, check MR-1 / MR-2, vote, score S_p / S_r / S, and commit all rows
-   of the image in one transaction.
+5. find rcd' on each mutant, check MR-1 / MR-2, vote, score S_p / S_r / S, and commit the image with
+   its units, verdicts and votes in one transaction (``objrel.store.detections.write_image``).
 
-Store layout: one ``samples`` row per unit, ``sample_id = "<image id>/<unit key>"`` (``4/r0``,
-``4/o1``), whose ``objects`` is the associated object (so ``objrel.mutations.rebuild.rebuild_mutant`` and
-the review page rebuild the exact mutants), ``correct`` is T on the source, ``gt_labels`` /
-``predicted`` are label indices into the run's ``class_names``; a skipped image is one row with
-the image id.  ``predictions.prediction`` holds every record of the image plus the compared
-record (``unit_prediction``); verdict rows keep IoUs in the certainty columns and the outcome
-(``missing detection``, ``incorrect detection``, ...) in ``note``.  The run's ``n_total`` /
-``n_done`` count images, ``n_tested`` tested units, ``task`` is ``"detection"``.
+The store layout is ``objrel.store.detections``'s: one ``samples`` row per image, one
+``detection_units`` row per unit, one ``detection_verdicts`` row per (tested unit, mutation), votes
+keyed by the unit's ``unit_id``.  The run's ``n_total`` / ``n_done`` count images, ``n_tested``
+tested units, ``task`` is ``"detection"``.  Mutation seeds derive from (run seed, unit id, mutation).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import insert, update
-from sqlalchemy.exc import IntegrityError
 
 from objrel.relations import classify as R
 from objrel.data import Dataset, load_rgb
 from objrel.data.region import area_ratio
 from objrel.data.sample import Sample, TargetObject
-from objrel.engine.classify import PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, prefetch
+from objrel.engine.loop import PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, prefetch
 from objrel.errors import BadSampleError
 from objrel.mutations import Mutation, NotApplicable, Plan, Target, build_target, derive_seed, make_mutant
 from objrel.store import Store
-from objrel.store import schema as S
-from objrel.store.store import now
-from objrel.models.detector import DETECTION_TASK, Detector, load_detector
+from objrel.store.detection_records import DetectionUnit, DetectionVerdict, ImageResult, make_unit_id, unit_kind
+from objrel.store.detections import write_image
+from objrel.models import DETECTION_TASK, Detector, load_detector
 from objrel.config import DetectionConfig
 from objrel.relations.associate import RecordMatch, Unit, detection_units, match_record
 from objrel.models.detections import Detections
 from objrel.data.detector_regions import detector_regions, load_detection_dataset
 from objrel.relations.detect import check, iou_test
 
-UNIT_SEP = "/"
-_UNIT_RE = re.compile(r"^(?P<image>.+)/(?P<unit>[ro]\d+)$")
-
-
-def unit_id(image_id: str, key: str) -> str:
-    """Sample id of a unit: ``"<image id>/<unit key>"``."""
-    return f"{image_id}{UNIT_SEP}{key}"
-
-
-def image_of(sample_id: str) -> str:
-    """The image id of a unit's (or a skipped image's) sample id."""
-    m = _UNIT_RE.match(str(sample_id))
-    return m.group("image") if m else str(sample_id)
-
-
-def is_detection_run(run) -> bool:
-    return getattr(run, "task", None) == DETECTION_TASK
-
-
-def unit_prediction(detections: Detections, match: RecordMatch, t: int, label: str, class_names: list[str],
-                    iou_threshold: float) -> dict:
-    """What the store keeps of one image's detections for one unit (``predictions.prediction``).
-
-    ``detections``: every record (boxes xyxy pixels, labels, scores); ``record``: the compared record and
-    its IoU with the associated object; ``t``: test T.  The keys ``predicted``, ``top_labels``,
-    ``top_probs`` and ``probs`` summarise the compared record as a classifier prediction (label indices
-    into ``class_names``, the score as its probability), so the run's export reads like a classifier's.
-    """
-    idx = class_names.index(match.label) if match.found and match.label in class_names else None
-    unit_idx = class_names.index(label) if label in class_names else None
-    return {
-        "task": DETECTION_TASK, "detections": detections.to_dict(), "record": match.to_dict(), "t": int(t),
-        "label": label, "iou_threshold": iou_threshold,
-        "predicted": [unit_idx] if t and unit_idx is not None else [],
-        "top_labels": [idx] if idx is not None else [],
-        "top_probs": [match.score] if idx is not None else [],
-        "probs": {str(idx): match.score} if idx is not None else {},
-        "ranks": {}, "threshold": iou_threshold,
-    }
-
 
 @dataclass
 class _UnitState:
     unit: Unit
-    sample_id: str
+    unit_id: str
     obj: TargetObject
     target: Target
     t_source: int
@@ -158,14 +111,11 @@ class DetectionEngine:
             plan=self.plan.to_dict(), config=c.to_dict(), seed=c.seed, n_total=len(self.samples),
         )
 
-    def done_image_ids(self, run_id: int) -> set[str]:
-        return {image_of(sid) for sid in self.store.done_sample_ids(run_id)}
-
     def execute(self, run_id: int | None = None, progress: ProgressFn | None = None,
                 stop_after: int | None = None) -> RunReport:
         """Run (or resume) ``run_id``; counts in the report are images (processed, skipped) and units
         (tested, untested).  ``stop_after`` processes at most that many images (simulates a kill)."""
-        return execute_run(self, run_id, self.done_image_ids, progress, stop_after)
+        return execute_run(self, run_id, self.store.done_sample_ids, progress, stop_after)
 
     # ------------------------------------------------------------ the work
 
@@ -199,7 +149,7 @@ class DetectionEngine:
         img.source = detections
         for u in detection_units(detections, img.objects):
             t = iou_test(u.source, u.label, self.iou_threshold)
-            img.units.append(_UnitState(u, unit_id(img.sample.sample_id, u.key), img.objects[u.object],
+            img.units.append(_UnitState(u, make_unit_id(img.sample.sample_id, u.key), img.objects[u.object],
                                         img.targets[u.object], t, bool(t or not self.config.detected_only)))
 
     def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Image]:
@@ -219,7 +169,7 @@ class DetectionEngine:
         bs = self.config.batch_size
         batch: list = []
         for img, st, m in jobs:
-            seed = derive_seed(self.config.seed, st.sample_id, m.key)
+            seed = derive_seed(self.config.seed, st.unit_id, m.key)
             st.seeds[m.key] = seed
             try:
                 mutant = make_mutant(img.image, st.target, m, seed)
@@ -247,110 +197,75 @@ class DetectionEngine:
         if img.skip is not None:
             report.skipped[img.skip.code] += 1
             report.skip_examples.setdefault(img.skip.code, str(img.skip))
-        tested = sum(st.tested for st in img.units)
-        report.tested += tested
-        report.untested += len(img.units) - tested
-        write_image(self.store, run_id, self.result_rows(img), tested=tested, skipped=img.skip is not None)
+        result = self.image_result(img)
+        report.tested += result.tested
+        report.untested += len(result.units) - result.tested
+        write_image(self.store, run_id, result)
 
-    def _unit_rows(self, img: _Image, st: _UnitState, elapsed_ms: float):
-        s, names, thr = img.sample, self.class_names, self.iou_threshold
-        h, w = img.image.shape[:2]
-        label_idx = names.index(st.unit.label)
-        row = {"sample_id": st.sample_id, "rel_path": s.rel_path, "region_source": s.region_source,
-               "gt_categories": [st.unit.label], "width": w, "height": h, "gt_labels": [label_idx],
-               "predicted": [label_idx] if st.t_source else [], "correct": bool(st.t_source),
-               "objects": [st.obj.to_dict()], "area_ratio": area_ratio(st.target.region),
-               "status": "tested" if st.tested else "untested", "elapsed_ms": elapsed_ms}
-        preds = [{"sample_id": st.sample_id, "mutation_key": "source", "seed": None,
-                  "prediction": unit_prediction(img.source, st.unit.source, st.t_source, st.unit.label, names, thr)}]
-        verdicts, votes = [], []
-        if not st.tested:
-            return row, preds, verdicts, votes
-        by_key = {}
-        dist: dict[str, dict[str, list[float]]] = {"MR-1": defaultdict(list), "MR-2": defaultdict(list)}
-        for m in self.mutations:
-            res = st.mutants.get(m.key)
-            seed = st.seeds.get(m.key, derive_seed(self.config.seed, st.sample_id, m.key))
-            if isinstance(res, NotApplicable):
-                preds.append({"sample_id": st.sample_id, "mutation_key": m.key, "seed": str(seed), "prediction": None})
-                v = {"verdict": R.NOT_APPLICABLE, "source_certainty": st.unit.source.iou, "mutant_certainty": None,
-                     "label_changed": None, "distance": None, "note": str(res)}
-            else:
-                d, match = res if res is not None else (None, RecordMatch())
-                chk = check(m.relation, st.unit.source, match, st.unit.label, thr)
-                pred = None if d is None else unit_prediction(d, match, chk.t_mutant or 0, st.unit.label, names, thr)
-                preds.append({"sample_id": st.sample_id, "mutation_key": m.key, "seed": str(seed), "prediction": pred})
-                v = chk.verdict_columns()
-                if chk.distance is not None:
-                    dist[m.relation][m.operator].append(chk.distance)
-            by_key[m.key] = v["verdict"]
-            verdicts.append({"sample_id": st.sample_id, "mutation_key": m.key, "operator": m.operator,
-                             "relation": m.relation, **v})
-        for g in self.plan.groups:
-            vt = R.vote(g.name, g.relation, [by_key[m.key] for m in g.mutations], g.k)
-            primary = self.plan.primary(g.relation)
-            votes.append({"sample_id": st.sample_id, "group_name": g.name, "relation": g.relation,
-                          "is_primary": primary is not None and primary.name == g.name, "k": vt.k, "n": vt.n,
-                          "applicable": vt.applicable, "violations": vt.violations, "flagged": vt.flagged})
-        rel = R.relevancy(dist["MR-2"], dist["MR-1"])
-        row.update(s_p=rel.s_p, s_r=rel.s_r, s=rel.s)
-        return row, preds, verdicts, votes
+    def _unit_result(self, img: _Image, st: _UnitState) -> tuple[DetectionUnit, list[DetectionVerdict], list[dict]]:
+        """The unit record of one unit with its verdicts and vote rows (none when it is not tested)."""
+        image_id, key, src, label = img.sample.sample_id, st.unit.key, st.unit.source, st.unit.label
+        verdicts: list[DetectionVerdict] = []
+        votes: list[dict] = []
+        scores = R.Relevancy(None, None)
+        if st.tested:
+            by_key = {}
+            dist: dict[str, dict[str, list[float]]] = {"MR-1": defaultdict(list), "MR-2": defaultdict(list)}
+            for m in self.mutations:
+                res = st.mutants.get(m.key)
+                seed = st.seeds.get(m.key)
+                if isinstance(res, NotApplicable):
+                    v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, R.NOT_APPLICABLE, None,
+                                         st.t_source, None, src.iou, None, None, None, seed, note=str(res))
+                else:
+                    d, match = res if res is not None else (None, RecordMatch())
+                    chk = check(m.relation, src, match, label, self.iou_threshold)
+                    v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, chk.verdict, chk.outcome,
+                                         chk.t_source, chk.t_mutant, chk.iou_source, chk.iou_mutant,
+                                         chk.label_changed, chk.distance, seed, match.index, match.label,
+                                         match.score, match.box, None if d is None else d.to_dict())
+                    if chk.distance is not None:
+                        dist[m.relation][m.operator].append(chk.distance)
+                by_key[m.key] = v.verdict
+                verdicts.append(v)
+            for g in self.plan.groups:
+                vt = R.vote(g.name, g.relation, [by_key[m.key] for m in g.mutations], g.k)
+                primary = self.plan.primary(g.relation)
+                votes.append({"sample_id": st.unit_id, "group_name": g.name, "relation": g.relation,
+                              "is_primary": primary is not None and primary.name == g.name, "k": vt.k, "n": vt.n,
+                              "applicable": vt.applicable, "violations": vt.violations, "flagged": vt.flagged})
+            scores = R.relevancy(dist["MR-2"], dist["MR-1"])
+        unit = DetectionUnit(
+            image_id=image_id, key=key, unit_id=st.unit_id, kind=unit_kind(key), object_index=st.unit.object,
+            label=label, label_index=self.class_names.index(label), object=st.obj.to_dict(),
+            area_ratio=area_ratio(st.target.region), t_source=int(st.t_source), iou_source=float(src.iou),
+            record_index=src.index, record_label=src.label, record_score=src.score, record_box=src.box,
+            tested=st.tested, s_p=scores.s_p, s_r=scores.s_r, s=scores.s)
+        return unit, verdicts, votes
 
-    def result_rows(self, img: _Image) -> list[tuple[dict, list[dict], list[dict], list[dict]]]:
-        """The (sample, predictions, verdicts, votes) rows of every unit of one image; one sample row with
-        the image id when the image was skipped."""
+    def image_result(self, img: _Image) -> ImageResult:
+        """What one processed image writes: its ``samples`` row, the source's records, and the units with their
+        verdicts and votes; the ``samples`` row alone (status ``skipped``) when the image was skipped."""
         s = img.sample
+        row = {"sample_id": s.sample_id, "rel_path": s.rel_path, "region_source": s.region_source}
         if img.skip is not None:
-            row = {"sample_id": s.sample_id, "rel_path": s.rel_path, "region_source": s.region_source,
-                   "gt_categories": list(s.categories), "status": "skipped", "skip_code": img.skip.code,
-                   "skip_reason": str(img.skip), "elapsed_ms": (time.perf_counter() - img.t0) * 1000.0}
-            return [(row, [], [], [])]
-        elapsed = (time.perf_counter() - img.t0) * 1000.0 / max(1, len(img.units))
-        return [self._unit_rows(img, st, elapsed) for st in img.units]
+            row.update(gt_categories=list(s.categories), status="skipped", skip_code=img.skip.code,
+                       skip_reason=str(img.skip), elapsed_ms=(time.perf_counter() - img.t0) * 1000.0)
+            return ImageResult(row)
+        units, verdicts, votes = [], [], []
+        for st in img.units:
+            u, vs, vts = self._unit_result(img, st)
+            units.append(u)
+            verdicts += vs
+            votes += vts
+        h, w = img.image.shape[:2]
+        row.update(width=w, height=h, gt_labels=[o.class_index for o in img.objects],
+                   gt_categories=[o.category for o in img.objects], objects=[o.to_dict() for o in img.objects],
+                   status="tested" if any(u.tested for u in units) else "untested",
+                   elapsed_ms=(time.perf_counter() - img.t0) * 1000.0)
+        return ImageResult(row, img.source.to_dict(), tuple(units), tuple(verdicts), tuple(votes))
 
-    def test_samples(self, samples: list[Sample]) -> list[tuple[dict, list[dict], list[dict], list[dict]]]:
-        """Test ``samples`` now and return the rows of all their units without storing them."""
+    def test_samples(self, samples: list[Sample]) -> list[ImageResult]:
+        """Test ``samples`` now and return what each image would write, without storing it."""
         report = RunReport(run_id=-1, status="running")
-        return [r for img in self._process_chunk(list(samples), report) for r in self.result_rows(img)]
-
-
-def write_image(store: Store, run_id: int, rows, tested: int, skipped: bool) -> bool:
-    """Commit every row of one image in a single transaction (``Store.write_sample`` for several sample
-    rows).  ``n_done`` grows by one image, ``n_tested`` by the tested units.  Returns False and writes
-    nothing when the image is already stored, so a resumed run never duplicates rows."""
-    rid = int(run_id)
-    try:
-        with store.engine.begin() as c:
-            for row, preds, verdicts, votes in rows:
-                c.execute(insert(S.samples).values(run_id=rid, **row))
-                if preds:
-                    c.execute(insert(S.predictions), [{"run_id": rid, **p} for p in preds])
-                if verdicts:
-                    c.execute(insert(S.verdicts), [{"run_id": rid, **v} for v in verdicts])
-                if votes:
-                    c.execute(insert(S.votes), [{"run_id": rid, **v} for v in votes])
-            c.execute(update(S.runs).where(S.runs.c.id == rid).values(
-                n_done=S.runs.c.n_done + 1, n_skipped=S.runs.c.n_skipped + (1 if skipped else 0),
-                n_tested=S.runs.c.n_tested + int(tested), heartbeat_at=now()))
-    except IntegrityError:
-        return False
-    return True
-
-
-def run_detection(config: DetectionConfig, store: Store | str | None = None, detector: Detector | None = None,
-                  dataset: Dataset | None = None, progress: ProgressFn | None = None) -> RunReport:
-    """Create and execute a detection run; the one-call library entry point."""
-    st = store if isinstance(store, Store) else Store(store)
-    return DetectionEngine(st, config, detector, dataset).execute(progress=progress)
-
-
-def resume_detection(run_id: int, store: Store | str | None = None, detector: Detector | None = None,
-                     dataset: Dataset | None = None, progress: ProgressFn | None = None) -> RunReport:
-    """Continue a stopped detection run with its stored configuration; finished images are not redone."""
-    st = store if isinstance(store, Store) else Store(store)
-    rec = st.get_run(run_id)
-    if not is_detection_run(rec):
-        raise ValueError(f"run {run_id} is a {rec.task!r} run, not a detection run; "
-                         f"resume it with `objrel run --resume`")
-    return DetectionEngine(st, DetectionConfig.from_dict(rec.config), detector, dataset).execute(
-        run_id=run_id, progress=progress)
+        return [self.image_result(img) for img in self._process_chunk(list(samples), report)]

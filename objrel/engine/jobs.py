@@ -1,9 +1,9 @@
 """Runs started from the app: separate processes that outlive the page (ARCHITECTURE.md decision 7).
 
-``start_run`` launches ``python -m objrel run`` detached from the Streamlit process,
-waits until the child has created its run row, and returns the run id; progress,
-cancel and liveness then go through the store, so any page, in any session, sees
-the same state.
+``start_run`` launches ``python -m objrel.engine.background`` detached from the Streamlit
+process for a classifier or a detection run (or to resume a stopped one of either), waits
+until the child has created its run row, and returns the run id; progress, cancel and
+liveness then go through the store, so any page, in any session, sees the same state.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from objrel.config import RunConfig
+import pandas as pd
+
+from objrel.config import DetectionConfig, RunConfig
 from objrel.store import RunRecord, Store
 
 # How long start_run waits for the child to create its run row.
@@ -25,6 +27,13 @@ START_TIMEOUT_S = 120.0
 # A running run whose heartbeat is older than this and whose process is gone is "stalled".
 STALL_AFTER_S = 60.0
 LOG_DIR_ENV = "OBJREL_LOG_DIR"
+# The module a background run executes in (``python -m``).
+CHILD_MODULE = "objrel.engine.background"
+# The folder that holds the objrel package: the child imports objrel from here, as this process does.
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+# Runs shown with a progress bar, and stopped runs that can be resumed while samples are left.
+ACTIVE_STATUSES = ("running", "pending")
+STOPPED_STATUSES = ("stalled", "cancelled", "failed", "pending")
 
 
 @dataclass(frozen=True)
@@ -40,22 +49,24 @@ def _log_dir() -> Path:
     return d
 
 
-def start_run(store_url: str, config: RunConfig | None = None, resume: int | None = None,
+def start_run(store_url: str, config: RunConfig | DetectionConfig | None = None, resume: int | None = None,
               timeout: float = START_TIMEOUT_S) -> Job:
-    """Start a run (or resume run ``resume``) in a new process; return once its run row exists."""
+    """Start a classifier or detection run (``config``; a default classifier run when neither is given), or
+    resume run ``resume`` with its stored settings, in a new process; return once its run row exists."""
+    if config is not None and resume is not None:
+        raise ValueError("give a configuration for a new run or the id of a run to resume, not both")
     work = _log_dir()
     stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
     id_file = work / f"run-{stamp}.id"
     log = work / f"run-{stamp}.log"
-    cmd = [sys.executable, "-m", "objrel", "run", "--store", store_url, "--quiet", "--run-id-file", str(id_file)]
+    cmd = [sys.executable, "-m", CHILD_MODULE, "--store", store_url, "--run-id-file", str(id_file)]
     if resume is not None:
         cmd += ["--resume", str(int(resume))]
     else:
         cfg_file = work / f"run-{stamp}.json"
         cfg_file.write_text(json.dumps((config or RunConfig()).to_dict()))
         cmd += ["--config-json", str(cfg_file)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
-                                                                       os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))}
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True, cwd=os.getcwd())
@@ -108,3 +119,40 @@ def display_status(run: RunRecord, now_ts: float | None = None) -> str:
 def cancel(store: Store, run_id: int) -> None:
     """Ask a running run to stop after its current chunk (it marks itself cancelled)."""
     store.request_cancel(run_id)
+
+
+def is_active(run: RunRecord) -> bool:
+    """A run in progress (or waiting to go on): shown with a progress bar."""
+    return display_status(run) in ACTIVE_STATUSES
+
+
+def can_cancel(run: RunRecord) -> bool:
+    return run.status == "running"
+
+
+def is_resumable(run: RunRecord) -> bool:
+    """A run that stopped (cancelled, failed, stalled, or left pending) with samples still to do."""
+    return display_status(run) in STOPPED_STATUSES and run.n_done < run.n_total
+
+
+def active_runs(store: Store) -> list[RunRecord]:
+    return [r for r in store.list_runs() if is_active(r)]
+
+
+def resumable_runs(store: Store) -> list[RunRecord]:
+    return [r for r in store.list_runs() if is_resumable(r)]
+
+
+def progress_share(run: RunRecord) -> float:
+    """Share of the run's samples done, in [0, 1] (0 for a run with none)."""
+    return min(1.0, run.n_done / run.n_total) if run.n_total else 0.0
+
+
+def run_table(store: Store) -> pd.DataFrame:
+    """One row per run with its live status (``display_status``) and progress."""
+    rows = [{
+        "run": r.id, "name": r.name, "task": r.task, "model": r.model, "dataset": r.dataset,
+        "status": display_status(r), "samples": f"{r.n_done}/{r.n_total}", "tested": r.n_tested,
+        "skipped": r.n_skipped, "created": r.created_at.strftime("%Y-%m-%d %H:%M"),
+    } for r in store.list_runs()]
+    return pd.DataFrame(rows)

@@ -3,14 +3,13 @@
 Imperfect annotations cause most false positives (seed 000 s5.1.3).  A reviewer
 who sees that the box missed part of the object, or covered a second one, redraws
 it and re-tests that one sample at once with the run's model and primary votes;
-the result is kept in the ``retests`` table beside the original verdicts.
+the result is kept in the ``retests`` table beside the original verdicts
+(``objrel.store.reviews.retests`` reads them back).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from sqlalchemy import insert, select
 
 from objrel.config import RunConfig
 from objrel.data.dataset import Dataset
@@ -21,8 +20,7 @@ from objrel.engine.classify import Engine
 from objrel.models import Classifier, load_classifier
 from objrel.mutations import Plan
 from objrel.store import Store
-from objrel.store import schema as S
-from objrel.store.store import now
+from objrel.store import reviews as review_rows
 
 
 @dataclass(frozen=True)
@@ -86,14 +84,5 @@ def retest_with_box(store: Store, run_id: int, sample_id: str, box, reviewer: st
         predicted=list(srow["predicted"]),
         area_ratio=float(srow["area_ratio"]),
     )
-    with store.engine.begin() as c:
-        c.execute(insert(S.retests).values(run_id=int(run_id), sample_id=str(sample_id), reviewer=reviewer,
-                                           box=list(ibox), result=result.to_dict(), created_at=now()))
+    review_rows.add_retest(store, run_id, sample_id, reviewer, ibox, result.to_dict())
     return result
-
-
-def retests(store: Store, run_id: int, sample_id: str) -> list[dict]:
-    q = (select(S.retests).where(S.retests.c.run_id == int(run_id), S.retests.c.sample_id == str(sample_id))
-         .order_by(S.retests.c.id))
-    with store.engine.connect() as c:
-        return [dict(r._mapping) for r in c.execute(q)]

@@ -16,6 +16,7 @@ import torch
 from objrel.constants import MULTI_LABEL_THRESHOLD
 from objrel.relations.classify import TASKS
 from objrel.models.preprocess import Preprocess
+from objrel.models.inputs import check_rgb_batch
 
 
 class Classifier:
@@ -40,10 +41,7 @@ class Classifier:
     def predict(self, images) -> np.ndarray:
         if len(images) == 0:
             return np.zeros((0, self.num_classes), dtype=np.float32)
-        for im in images:
-            if not (isinstance(im, np.ndarray) and im.dtype == np.uint8 and im.ndim == 3 and im.shape[2] == 3):
-                got = f"{im.shape} {im.dtype}" if isinstance(im, np.ndarray) else type(im).__name__
-                raise ValueError(f"predict expects (H, W, 3) uint8 RGB arrays, got {got}")
+        check_rgb_batch(images, "predict")
         probs = np.asarray(self._probabilities(images), dtype=np.float32)
         if probs.shape != (len(images), self.num_classes):
             raise ValueError(

@@ -1,33 +1,20 @@
-"""The detector adapter protocol, the callable and combined adapters, and loading by name.
+"""The detector adapter protocol and the callable and combined adapters (loading by name: ``objrel.models.zoo``).
 
 Protocol (ARCHITECTURE.md decision 3): ``detect(images) -> list[Detections]``, where
 ``images`` is a list of ``(H, W, 3)`` uint8 RGB arrays (sizes may differ) and each
 ``Detections`` holds xyxy pixel boxes, label names and scores for one image.  Every
 adapter clips boxes to its image, drops records below its ``score_threshold`` and returns
 the records by descending score.
-
-Detectors by name (``load_detector``):
-
-* ``haar:<cascade>``: an OpenCV Haar cascade it ships (``haar:frontalface_default``,
-  ``haar:frontalcatface``, ``haar:fullbody``, ...) or ``haar:/path/to/cascade.xml``;
-* ``hog:people``: OpenCV's HOG + linear SVM people detector;
-* ``mtcnn``: the MTCNN face detector with the weights bundled in ``facenet-pytorch``;
-* ``torchvision:<arch>``: a torchvision Faster R-CNN, RetinaNet, SSD or FCOS model with
-  ``weights`` a local state-dict file or a torchvision weights name;
-* ``py:package.module:factory``: your own ``Detector`` or a callable (see ``CallableDetector``);
-* ``A+B``: several of the above at once, their records concatenated
-  (``haar:frontalface_default+haar:frontalcatface``).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable, Sequence
 
 import numpy as np
 
-from objrel.errors import ConfigError
 from objrel.models.detections import Detections
+from objrel.models.inputs import check_rgb_batch
 
 DETECTION_TASK = "detection"
 
@@ -61,10 +48,7 @@ class Detector:
         """Detections of each image (list of ``(H, W, 3)`` uint8 RGB), clipped, thresholded, by score."""
         if len(images) == 0:
             return []
-        for im in images:
-            if not (isinstance(im, np.ndarray) and im.dtype == np.uint8 and im.ndim == 3 and im.shape[2] == 3):
-                got = f"{im.shape} {im.dtype}" if isinstance(im, np.ndarray) else type(im).__name__
-                raise ValueError(f"detect expects (H, W, 3) uint8 RGB arrays, got {got}")
+        check_rgb_batch(images, "detect")
         raw = list(self._detect(images))
         if len(raw) != len(images):
             raise ValueError(f"detector {self.name} returned {len(raw)} results for {len(images)} images; "
@@ -154,79 +138,3 @@ class CombinedDetector(Detector):
             out = [a.concat(b) for a, b in zip(out, d.detect(images))]
         return out
 
-
-def _from_python(spec: str, score_threshold: float | None) -> Detector:
-    target = spec[len("py:"):]
-    mod_name, _, attr = target.partition(":")
-    if not mod_name or not attr:
-        raise ConfigError(f"python detector spec must look like py:package.module:factory, got {spec!r}")
-    try:
-        obj = getattr(importlib.import_module(mod_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot import {attr} from {mod_name}: {exc}") from exc
-    made = obj if isinstance(obj, Detector) else obj()  # a factory, called with no arguments
-    if isinstance(made, Detector):
-        if score_threshold is not None:
-            made.score_threshold = float(score_threshold)
-        return made
-    if callable(made):
-        return CallableDetector(made, score_threshold=score_threshold, name=spec)
-    raise ConfigError(f"{spec} returned {type(made).__name__}; expected a Detector or a callable")
-
-
-def load_detector(name: str, weights: str | None = None, score_threshold: float | None = None,
-                  **options) -> Detector:
-    """Build a detector adapter from its name (see the module docstring).
-
-    weights:         torchvision models only: a local state-dict file or a torchvision weights name.
-    score_threshold: overrides the adapter's default (torchvision 0.5, MTCNN 0.9, OpenCV none).
-    options:         passed to the adapter (``label=``, ``min_neighbors=``, ``class_names=``, ...).
-    """
-    name = str(name).strip()
-    if not name:
-        raise ConfigError(f"no detector named; choose one of {detector_choices()}")
-    if "+" in name and not name.startswith("py:"):
-        parts = [p.strip() for p in name.split("+") if p.strip()]
-        return CombinedDetector([load_detector(p, weights, score_threshold, **options) for p in parts], name=name)
-    if name.startswith("haar:"):
-        from objrel.models.opencv import HaarCascadeDetector
-
-        return HaarCascadeDetector(name[len("haar:"):], score_threshold=score_threshold, **options)
-    if name in ("hog", "hog:people"):
-        from objrel.models.opencv import HOGPeopleDetector
-
-        return HOGPeopleDetector(score_threshold=score_threshold, **options)
-    if name == "mtcnn":
-        from objrel.models.mtcnn import MTCNNDetector
-
-        kw = dict(options)
-        if score_threshold is not None:
-            kw["score_threshold"] = score_threshold
-        return MTCNNDetector(**kw)
-    if name.startswith("py:"):
-        return _from_python(name, score_threshold)
-    from objrel.models.torchvision import detection_architectures, torchvision_detector
-
-    arch = name[len("torchvision:"):] if name.startswith("torchvision:") else name
-    if name.startswith("torchvision:") or arch in detection_architectures():
-        kw = dict(options)
-        if score_threshold is not None:
-            kw["score_threshold"] = score_threshold
-        return torchvision_detector(arch, weights, **kw)
-    raise ConfigError(f"unknown detector {name!r}; choose one of {detector_choices()}")
-
-
-def detector_choices() -> list[str]:
-    """One line per detector family, for ``--help`` texts."""
-    from objrel.models.opencv import haar_cascades
-
-    cascades = haar_cascades()
-    shown = ", ".join(cascades) if cascades else "none shipped by this OpenCV build"
-    return [
-        f"haar:<cascade> (OpenCV Haar cascades: {shown}; or haar:/path/to/cascade.xml)",
-        "hog:people (OpenCV HOG people detector)",
-        "mtcnn (MTCNN faces, facenet-pytorch's bundled weights)",
-        "torchvision:<arch> (fasterrcnn_*, retinanet_*, ssd*, fcos_* with --weights FILE or a weights name)",
-        "py:<module>:<factory> (your Detector or callable)",
-        "A+B (several at once, e.g. haar:frontalface_default+haar:frontalcatface)",
-    ]

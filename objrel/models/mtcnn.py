@@ -8,14 +8,12 @@ with ``torch.load(weights_only=True)``.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
-import torch
 
 from objrel.errors import ConfigError
 from objrel.models.detector import Detector
 from objrel.models.detections import Detections
+from objrel.models.threads import torch_threads
 
 # Smallest face MTCNN looks for, in pixels; larger skips pyramid levels (faster, misses small faces).
 MTCNN_MIN_FACE_SIZE = 20
@@ -68,13 +66,3 @@ class MTCNNDetector(Detector):
             out.append(Detections.from_arrays(b, [self.labels[0]] * len(b), p))
         return out
 
-
-@contextmanager
-def torch_threads(n: int):
-    """Run the block with ``n`` torch intra-op threads, then restore the previous count."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(1, int(n)))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)

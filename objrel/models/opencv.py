@@ -79,6 +79,13 @@ def cascade_path(cascade: str) -> Path:
     return p
 
 
+def rect_detections(rects, scores, label: str) -> Detections:
+    """OpenCV's ``(x, y, w, h)`` rectangles and their scores as ``Detections`` of one label (xyxy pixels)."""
+    xywh = np.asarray(rects, dtype=np.float64).reshape(-1, 4)
+    boxes = np.column_stack([xywh[:, 0], xywh[:, 1], xywh[:, 0] + xywh[:, 2], xywh[:, 1] + xywh[:, 3]])
+    return Detections.from_arrays(boxes, [label] * len(xywh), np.asarray(scores, dtype=np.float64).reshape(-1))
+
+
 class HaarCascadeDetector(Detector):
     """An OpenCV Haar cascade (Viola-Jones) run on the grayscale image.
 
@@ -117,10 +124,7 @@ class HaarCascadeDetector(Detector):
             kw = {"minSize": self.min_size} if self.min_size else {}
             rects, _levels, weights = self._cascade.detectMultiScale3(
                 gray, scaleFactor=self.scale_factor, minNeighbors=self.min_neighbors, outputRejectLevels=True, **kw)
-            rects = np.asarray(rects, dtype=np.float64).reshape(-1, 4)
-            boxes = np.column_stack([rects[:, 0], rects[:, 1], rects[:, 0] + rects[:, 2], rects[:, 1] + rects[:, 3]])
-            out.append(Detections.from_arrays(boxes, [self.labels[0]] * len(rects),
-                                              np.asarray(weights, dtype=np.float64).reshape(-1)))
+            out.append(rect_detections(rects, weights, self.labels[0]))
         return out
 
 
@@ -155,8 +159,5 @@ class HOGPeopleDetector(Detector):
             rects, weights = self._hog.detectMultiScale(
                 np.ascontiguousarray(im), hitThreshold=self.hit_threshold, winStride=(self.win_stride,) * 2,
                 padding=(self.padding,) * 2, scale=self.scale)
-            rects = np.asarray(rects, dtype=np.float64).reshape(-1, 4)
-            boxes = np.column_stack([rects[:, 0], rects[:, 1], rects[:, 0] + rects[:, 2], rects[:, 1] + rects[:, 3]])
-            out.append(Detections.from_arrays(boxes, [self.labels[0]] * len(rects),
-                                              np.asarray(weights, dtype=np.float64).reshape(-1)))
+            out.append(rect_detections(rects, weights, self.labels[0]))
         return out

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import torch
 
-from objrel.errors import UnsafeWeightsError
+from objrel.errors import ConfigError, UnsafeWeightsError
+
+# Characters of torch's key-mismatch report kept in a WeightsMismatchError (it lists every key).
+MISMATCH_REPORT_CHARS = 400
+
+
+class WeightsMismatchError(ConfigError, RuntimeError):
+    """A state-dict file whose tensors do not fit the network (torch reports this as a RuntimeError)."""
 
 
 def load_state_dict(path) -> dict:
@@ -44,3 +51,18 @@ def load_state_dict(path) -> dict:
     if obj and all(k.startswith("module.") for k in obj):
         obj = {k[len("module."):]: v for k, v in obj.items()}
     return obj
+
+
+def load_weights_into(module: torch.nn.Module, path, what: str) -> torch.nn.Module:
+    """Load the state-dict file ``path`` into ``module`` (every key must match) and return the module.
+
+    what: the network as the error should name it (``"resnet18 with 3 classes"``).
+    """
+    try:
+        module.load_state_dict(load_state_dict(path), strict=True)
+    except RuntimeError as exc:
+        report = " ".join(line.strip() for line in str(exc).splitlines())
+        if len(report) > MISMATCH_REPORT_CHARS:
+            report = report[:MISMATCH_REPORT_CHARS] + " ..."
+        raise WeightsMismatchError(f"weights file {path} does not fit {what}: {report}") from exc
+    return module

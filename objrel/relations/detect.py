@@ -37,7 +37,7 @@ from objrel.relations.associate import RecordMatch
 # and small box shifts on a mutant flip T more easily.
 DEFAULT_IOU_THRESHOLD = 0.3
 
-# Outcomes (stored in the verdict's note).
+# Outcomes (detection_verdicts.outcome in the store).
 REMOVED = "removed"                          # MR-1 holds: T 1 -> 0
 STILL_DETECTED = "still detected"            # MR-1 violated: T 1 -> 1
 KEPT = "kept"                                # MR-2 holds: T 1 -> 1
@@ -101,11 +101,6 @@ class DetectionCheck:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-    def verdict_columns(self) -> dict:
-        """The generic verdict row: IoUs go in the certainty columns, the outcome in the note."""
-        return {"verdict": self.verdict, "source_certainty": self.iou_source, "mutant_certainty": self.iou_mutant,
-                "label_changed": self.label_changed, "distance": self.distance, "note": self.outcome}
 
 
 def _label_changed(src: RecordMatch, mut: RecordMatch) -> bool | None:

@@ -13,9 +13,9 @@ import cv2
 import numpy as np
 
 from objrel.mutations.rebuild import source_of
-from objrel.mutations import Mutation, NotApplicable, Plan, derive_seed, make_mutant
+from objrel.mutations import Mutation, NotApplicable, Plan, Target, derive_seed, make_mutant
 from objrel.relations.classify import Prediction
-from objrel.store import Store
+from objrel.store import RunRecord, Store
 
 THUMB_SIDE = 320            # longer side of every image sent to the browser, in pixels
 OUTLINE_RGB = (255, 215, 0)  # colour of the target-region outline on the source
@@ -62,6 +62,18 @@ class ReviewItem:
     size: tuple = (0, 0)                        # full-size (width, height)
     task: str = "single"                        # the run's task: single | multi | detection
 
+    @property
+    def is_detection(self) -> bool:
+        return self.task == DETECTION_TASK
+
+    def target_box(self) -> tuple:
+        """The first target box (xyxy, full-size pixels), or the whole image when the target has none."""
+        return tuple(self.boxes[0]) if self.boxes else (0, 0, *self.size)
+
+    def violating_mutant(self, relation: str) -> Panel:
+        """The first mutant of ``relation`` whose check is violated (the first mutant when none is)."""
+        return next((p for p in self.mutants if p.relation == relation and p.verdict == "violated"), self.mutants[0])
+
 
 def thumbnail(image: np.ndarray, side: int = THUMB_SIDE) -> np.ndarray:
     h, w = image.shape[:2]
@@ -104,47 +116,98 @@ def primary_mutations(plan: Plan, relation: str) -> list[Mutation]:
     return out
 
 
+@dataclass(frozen=True)
+class StoredSample:
+    """What the store holds about one tested sample of a run, with its source image decoded."""
+
+    run: RunRecord
+    sample_id: str
+    names: list                 # the run's class names
+    row: dict                   # the samples row
+    predictions: dict           # mutation key ("source" too) -> predictions row
+    verdicts: dict              # mutation key -> verdict row
+    votes: dict                 # group name -> vote row
+    plan: Plan
+    image: np.ndarray           # the full-size source, (h, w, 3) uint8
+    target: Target
+
+    def prediction(self, key: str) -> dict | None:
+        return self.predictions.get(key, {}).get("prediction")
+
+    def seed(self, key: str) -> int:
+        """The mutation's stored seed, or the one derived from (run seed, sample id, mutation)."""
+        stored = self.predictions.get(key, {}).get("seed")
+        return int(stored) if stored else derive_seed(self.run.seed, self.sample_id, key)
+
+
+def stored_sample(store: Store, run_id: int, sample_id: str) -> StoredSample:
+    run = store.get_run(run_id)
+    image, target = source_of(store, run_id, sample_id)
+    return StoredSample(
+        run=run, sample_id=str(sample_id), names=run_class_names(store, run_id), row=store.sample(run_id, sample_id),
+        predictions=store.predictions(run_id, sample_id),
+        verdicts={v["mutation_key"]: v for v in store.verdicts(run_id, sample_id)},
+        votes={v["group_name"]: v for v in store.votes(run_id, sample_id)},
+        plan=Plan.from_dict(run.plan), image=image, target=target)
+
+
+def _blank(image: np.ndarray, side: int) -> np.ndarray:
+    """A white thumbnail the size of ``image``'s: the panel of a mutation that was not applicable."""
+    return np.full_like(thumbnail(image, side), 255)
+
+
+def _mutant_panels(s: StoredSample, shown: list[Mutation], side: int, top, decorate=None, rows=None) -> list[Panel]:
+    """One panel per shown mutation: the mutant rebuilt from its recipe, ``decorate(mutant, prediction)``
+    drawn on it, ``top(prediction)`` and ``rows(prediction)`` (the detections table) beside it."""
+    panels = []
+    for m in shown:
+        v = s.verdicts.get(m.key, {})
+        pred = s.prediction(m.key)
+        try:
+            mutant = make_mutant(s.image, s.target, m, s.seed(m.key))
+            thumb = thumbnail(decorate(mutant, pred) if decorate else mutant, side)
+        except NotApplicable as exc:
+            thumb, v = _blank(s.image, side), {**v, "note": str(exc)}
+        panels.append(Panel(m.key, m.key, thumb, top(pred), m.relation, v.get("verdict"), v.get("source_certainty"),
+                            v.get("mutant_certainty"), v.get("note"), rows(pred) if rows else ()))
+    return panels
+
+
+def _other_mutations(s: StoredSample, shown: list[Mutation], describe) -> list[dict]:
+    """One row per verdict of a mutation not shown as a panel: ``describe(key, verdict row, prediction)``."""
+    shown_keys = {m.key for m in shown}
+    return [describe(key, v, s.prediction(key)) for key, v in s.verdicts.items() if key not in shown_keys]
+
+
+def _assemble(s: StoredSample, relation: str, source: Panel, panels: list, others: list, task: str) -> ReviewItem:
+    row, names = s.row, s.names
+    return ReviewItem(
+        run_id=s.run.id, sample_id=s.sample_id, relation=relation, rel_path=row["rel_path"],
+        ground_truth=[names[i] for i in (row["gt_labels"] or []) if 0 <= i < len(names)],
+        area_ratio=float(row["area_ratio"] or 0.0), s_p=row["s_p"], s_r=row["s_r"], s=row["s"], votes=s.votes,
+        source=source, mutants=panels, others=others, boxes=[list(b) for b in s.target.boxes],
+        size=(int(row["width"]), int(row["height"])), task=task,
+    )
+
+
 def review_item(store: Store, run_id: int, sample_id: str, relation: str, side: int = THUMB_SIDE) -> ReviewItem:
     """Rebuild the source and its primary mutants and pair them with the stored predictions and verdicts."""
-    run = store.get_run(run_id)
-    if run.task == DETECTION_TASK:
+    if store.get_run(run_id).task == DETECTION_TASK:
         return detection_review_item(store, run_id, sample_id, relation, side)
-    names = run_class_names(store, run_id)
-    row = store.sample(run_id, sample_id)
-    preds = store.predictions(run_id, sample_id)
-    verdicts = {v["mutation_key"]: v for v in store.verdicts(run_id, sample_id)}
-    votes = {v["group_name"]: v for v in store.votes(run_id, sample_id)}
-    plan = Plan.from_dict(run.plan)
-    image, target = source_of(store, run_id, sample_id)
-    src = Panel("source", "source", thumbnail(outline(image, target.region), side),
-                _top(preds.get("source", {}).get("prediction"), names))
-    panels = []
-    shown = primary_mutations(plan, relation)
-    for m in shown:
-        v = verdicts.get(m.key, {})
-        try:
-            mutant = make_mutant(image, target, m, derive_seed(run.seed, sample_id, m.key))
-            thumb = thumbnail(mutant, side)
-        except NotApplicable as exc:
-            thumb, v = thumbnail(image, side) * 0 + 255, {**v, "note": str(exc)}
-        panels.append(Panel(m.key, m.key, thumb, _top(preds.get(m.key, {}).get("prediction"), names),
-                            m.relation, v.get("verdict"), v.get("source_certainty"), v.get("mutant_certainty"),
-                            v.get("note")))
-    shown_keys = {m.key for m in shown}
-    others = []
-    for key, v in verdicts.items():
-        if key in shown_keys:
-            continue
-        top = _top(preds.get(key, {}).get("prediction"), names)
-        others.append({"mutation": key, "relation": v["relation"], "verdict": v["verdict"],
-                       "top-1": top[0][0] if top else None, "p": round(top[0][1], 4) if top else None})
-    return ReviewItem(
-        run_id=run_id, sample_id=str(sample_id), relation=relation, rel_path=row["rel_path"],
-        ground_truth=[names[i] for i in (row["gt_labels"] or []) if 0 <= i < len(names)],
-        area_ratio=float(row["area_ratio"] or 0.0), s_p=row["s_p"], s_r=row["s_r"], s=row["s"], votes=votes,
-        source=src, mutants=panels, others=others, boxes=[list(b) for b in target.boxes],
-        size=(int(row["width"]), int(row["height"])),
-    )
+    s = stored_sample(store, run_id, sample_id)
+
+    def top(pred):
+        return _top(pred, s.names)
+
+    def describe(key, v, pred):
+        best = top(pred)
+        return {"mutation": key, "relation": v["relation"], "verdict": v["verdict"],
+                "top-1": best[0][0] if best else None, "p": round(best[0][1], 4) if best else None}
+
+    source = Panel("source", "source", thumbnail(outline(s.image, s.target.region), side), top(s.prediction("source")))
+    shown = primary_mutations(s.plan, relation)
+    return _assemble(s, relation, source, _mutant_panels(s, shown, side, top), _other_mutations(s, shown, describe),
+                     task=s.run.task)
 
 
 # ---------------------------------------------------------------- detection runs
@@ -155,95 +218,90 @@ def _line_width(image: np.ndarray, side: int) -> int:
     return max(OUTLINE_PX, round(OUTLINE_PX * max(image.shape[:2]) / side))
 
 
-def draw_detections(image: np.ndarray, gt_box, prediction: dict | None, side: int = THUMB_SIDE) -> np.ndarray:
-    """A copy of ``image`` with the ground-truth box (gold), every stored record (blue) and the compared
-    record (magenta) drawn; boxes are xyxy full-size pixels from the stored detection prediction."""
+def draw_detections(image: np.ndarray, gt_box, detections: dict | None, compared: int | None,
+                    side: int = THUMB_SIDE) -> np.ndarray:
+    """A copy of ``image`` with the ground-truth box (gold), every record (blue) and the compared record
+    (magenta) drawn.  ``detections``: the image's records (``Detections.to_dict``, boxes xyxy full-size
+    pixels), None when there are none; ``compared``: the index of the record the relation compares, or None."""
     width = _line_width(image, side)
+    boxes = (detections or {}).get("boxes", [])
     out = image
-    if prediction:
-        det = prediction.get("detections") or {}
-        matched = (prediction.get("record") or {}).get("index")
-        for j, box in enumerate(det.get("boxes", [])):
-            if j != matched:
-                out = draw_box(out, box, DETECTION_RGB, max(1, width // 2))
+    for j, box in enumerate(boxes):
+        if j != compared:
+            out = draw_box(out, box, DETECTION_RGB, max(1, width // 2))
     if gt_box is not None:
         out = draw_box(out, gt_box, OUTLINE_RGB, width)
-    if prediction and (prediction.get("record") or {}).get("box") is not None:
-        out = draw_box(out, prediction["record"]["box"], MATCHED_RGB, width)
+    if compared is not None and 0 <= compared < len(boxes):
+        out = draw_box(out, boxes[compared], MATCHED_RGB, width)
     return out
 
 
-def _detection_top(pred: dict | None) -> list:
-    rec = (pred or {}).get("record") or {}
-    return [(rec["label"], float(rec["score"]))] if rec.get("index") is not None else []
+def _detection_top(index: int | None, label: str | None, score: float | None) -> list:
+    """The compared record as the panel's one "top" entry: ``[(label, score)]``, or ``[]`` when there is none."""
+    return [(label, float(score))] if index is not None else []
 
 
-def detection_rows(pred: dict | None, gt_box) -> tuple:
-    """One dict per stored record: label, score, box (rounded xyxy pixels), IoU with the ground-truth box and
+def detection_rows(detections: dict | None, compared: int | None, gt_box) -> tuple:
+    """One dict per record: label, score, box (rounded xyxy pixels), IoU with the ground-truth box and
     whether it is the record the relation compares."""
     from objrel.relations.associate import iou
 
-    if not pred:
-        return ()
-    det = pred.get("detections") or {}
-    matched = (pred.get("record") or {}).get("index")
+    det = detections or {}
     return tuple({"label": lab, "score": round(float(sc), 4), "box": [round(float(v), 1) for v in box],
                   "IoU with object": round(iou(box, gt_box), 3) if gt_box is not None else None,
-                  "compared": j == matched}
+                  "compared": j == compared}
                  for j, (box, lab, sc) in enumerate(zip(det.get("boxes", []), det.get("labels", []),
                                                         det.get("scores", []))))
 
 
-def detection_review_item(store: Store, run_id: int, sample_id: str, relation: str,
+def detection_review_item(store: Store, run_id: int, unit_id: str, relation: str,
                           side: int = THUMB_SIDE) -> ReviewItem:
-    """A detection unit: the source and the primary mutants with the associated object's box and the
-    detections drawn before and after mutation; IoUs with the object in the certainty fields, the outcome
-    (missing / incorrect detection, removed, ...) in the note."""
+    """A detection unit (``unit_id``, as the votes and the review queue name it): the source and the primary
+    mutants with the associated object's box and the records drawn before and after mutation; the IoUs of
+    rcd and rcd' with the object in the panels' certainty fields, the outcome (missing / incorrect
+    detection, removed, ...) in their notes."""
+    from objrel.mutations.rebuild import unit_source_of
+    from objrel.store import detections as D
+
     run = store.get_run(run_id)
-    names = run_class_names(store, run_id)
-    row = store.sample(run_id, sample_id)
-    preds = store.predictions(run_id, sample_id)
-    verdicts = {v["mutation_key"]: v for v in store.verdicts(run_id, sample_id)}
-    votes = {v["group_name"]: v for v in store.votes(run_id, sample_id)}
-    plan = Plan.from_dict(run.plan)
-    image, target = source_of(store, run_id, sample_id)
-    gt_box = (row["objects"] or [{}])[0].get("box")
-    src_pred = preds.get("source", {}).get("prediction")
-    src_rec = (src_pred or {}).get("record") or {}
-    src = Panel("source", "source", thumbnail(draw_detections(image, gt_box, src_pred, side), side),
-                _detection_top(src_pred), source_certainty=src_rec.get("iou"),
-                note="detected (T = 1)" if (src_pred or {}).get("t") else "not detected (T = 0)",
-                detections=detection_rows(src_pred, gt_box))
+    unit = D.unit(store, run_id, unit_id)
+    row = store.sample(run_id, unit.image_id)
+    checks = {v.mutation_key: v for v in D.unit_verdicts(store, run_id, unit)}
+    image, target = unit_source_of(store, run_id, unit_id)
+    gt_box = unit.object_box
+    found = D.source_detections(store, run_id, unit.image_id)
+    src = Panel("source", "source", thumbnail(draw_detections(image, gt_box, found, unit.record_index, side), side),
+                _detection_top(unit.record_index, unit.record_label, unit.record_score),
+                source_certainty=unit.iou_source,
+                note="detected (T = 1)" if unit.detected else "not detected (T = 0)",
+                detections=detection_rows(found, unit.record_index, gt_box))
+    shown = primary_mutations(Plan.from_dict(run.plan), relation)
     panels = []
-    shown = primary_mutations(plan, relation)
     for m in shown:
-        v = verdicts.get(m.key, {})
-        stored = preds.get(m.key, {})
-        pred = stored.get("prediction")
-        seed = int(stored["seed"]) if stored.get("seed") else derive_seed(run.seed, sample_id, m.key)
+        v = checks.get(m.key)
+        seed = v.seed if v is not None and v.seed is not None else derive_seed(run.seed, unit_id, m.key)
+        dets, idx = (v.detections, v.record_index) if v is not None else (None, None)
+        note = (v.outcome or v.note) if v is not None else None
         try:
-            mutant = make_mutant(image, target, m, seed)
-            thumb = thumbnail(draw_detections(mutant, gt_box, pred, side), side)
+            thumb = thumbnail(draw_detections(make_mutant(image, target, m, seed), gt_box, dets, idx, side), side)
         except NotApplicable as exc:
-            thumb, v = thumbnail(image, side) * 0 + 255, {**v, "note": str(exc)}
-        panels.append(Panel(m.key, m.key, thumb, _detection_top(pred), m.relation, v.get("verdict"),
-                            v.get("source_certainty"), v.get("mutant_certainty"), v.get("note"),
-                            detection_rows(pred, gt_box)))
+            thumb, note = np.full_like(thumbnail(image, side), 255), str(exc)
+        panels.append(Panel(m.key, m.key, thumb,
+                            _detection_top(idx, v.record_label, v.record_score) if v is not None else [],
+                            m.relation, v.verdict if v is not None else None,
+                            v.iou_source if v is not None else None, v.iou_mutant if v is not None else None,
+                            note, detection_rows(dets, idx, gt_box)))
     shown_keys = {m.key for m in shown}
-    others = []
-    for key, v in verdicts.items():
-        if key in shown_keys:
-            continue
-        top = _detection_top(preds.get(key, {}).get("prediction"))
-        others.append({"mutation": key, "relation": v["relation"], "verdict": v["verdict"], "outcome": v["note"],
-                       "IoU": None if v["mutant_certainty"] is None else round(v["mutant_certainty"], 3),
-                       "record": top[0][0] if top else None, "score": round(top[0][1], 4) if top else None})
+    others = [{"mutation": v.mutation_key, "relation": v.relation, "verdict": v.verdict,
+               "outcome": v.outcome or v.note, "IoU": None if v.iou_mutant is None else round(v.iou_mutant, 3),
+               "record": v.record_label, "score": None if v.record_score is None else round(v.record_score, 4)}
+              for v in checks.values() if v.mutation_key not in shown_keys]
     return ReviewItem(
-        run_id=run_id, sample_id=str(sample_id), relation=relation, rel_path=row["rel_path"],
-        ground_truth=[names[i] for i in (row["gt_labels"] or []) if 0 <= i < len(names)],
-        area_ratio=float(row["area_ratio"] or 0.0), s_p=row["s_p"], s_r=row["s_r"], s=row["s"], votes=votes,
-        source=src, mutants=panels, others=others, boxes=[list(b) for b in target.boxes],
-        size=(int(row["width"]), int(row["height"])), task=DETECTION_TASK,
+        run_id=run_id, sample_id=unit.unit_id, relation=relation, rel_path=row["rel_path"],
+        ground_truth=[unit.label], area_ratio=float(unit.area_ratio or 0.0), s_p=unit.s_p, s_r=unit.s_r, s=unit.s,
+        votes={v["group_name"]: v for v in store.votes(run_id, unit.unit_id)}, source=src, mutants=panels,
+        others=others, boxes=[list(b) for b in target.boxes], size=(int(row["width"]), int(row["height"])),
+        task=DETECTION_TASK,
     )
 
 

@@ -13,7 +13,8 @@ from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, Fore
 
 metadata = MetaData()
 
-SCHEMA_VERSION = 1
+# 2: detection units and verdicts in their own tables (objrel.store.detections.upgrade moves schema-1 runs)
+SCHEMA_VERSION = 2
 
 meta = Table(
     "objrel_meta", metadata,
@@ -199,3 +200,65 @@ retests = Table(
     Column("result", JSON, nullable=False),     # votes and verdicts of the re-test
     Column("created_at", DateTime(timezone=True), nullable=False),
 )
+
+# ---------------------------------------------------------------- detection runs (objrel.store.detections)
+# A detection run keeps one ``samples`` row per image and the source's records as that image's ``source``
+# prediction; what it tests is a *unit* (a source record tied to its Associated Object, or an object the
+# detector missed).  Votes stay in ``votes``, keyed by the unit's ``unit_id``, so review, judgments and
+# review samples treat a unit as one inference of either task.
+
+detection_units = Table(
+    "detection_units", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("image_id", String(300), nullable=False),    # samples.sample_id of the unit's image
+    Column("unit_key", String(16), nullable=False),     # "r<j>": source record j; "o<k>": missed object k
+    Column("unit_id", String(300), nullable=False),     # the inference id in votes, judgments, review rows
+    Column("kind", String(8), nullable=False),          # record | missed
+    Column("object_index", Integer, nullable=False),    # the associated object's index in samples.objects
+    Column("label", String(200), nullable=False),       # the object's category (= the record's label)
+    Column("label_index", Integer, nullable=False),     # index of label in runs.class_names
+    Column("object", JSON, nullable=False),             # TargetObject.to_dict: box xyxy pixels, mask
+    Column("area_ratio", Float),                        # object region pixels / image pixels
+    Column("t_source", Integer, nullable=False),        # test T on the source: 0 | 1
+    Column("iou_source", Float, nullable=False),        # IoU of rcd with the object; 0 without rcd
+    Column("record_index", Integer),                    # rcd: index in the source's records; null: none
+    Column("record_label", String(200)),
+    Column("record_score", Float),
+    Column("record_box", JSON),                         # xyxy pixels
+    Column("tested", Boolean, nullable=False),
+    Column("s_p", Float),
+    Column("s_r", Float),
+    Column("s", Float),
+    UniqueConstraint("run_id", "image_id", "unit_key", name="uq_detection_unit"),
+    UniqueConstraint("run_id", "unit_id", name="uq_detection_unit_id"),
+)
+Index("ix_detection_units_run", detection_units.c.run_id, detection_units.c.tested)
+
+detection_verdicts = Table(
+    "detection_verdicts", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("image_id", String(300), nullable=False),
+    Column("unit_key", String(16), nullable=False),
+    Column("mutation_key", String(200), nullable=False),
+    Column("operator", String(60), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("verdict", String(10), nullable=False),      # holds | violated | n/a
+    Column("outcome", String(40)),                      # objrel.relations.detect.OUTCOMES; null: no mutant
+    Column("t_source", Integer, nullable=False),
+    Column("t_mutant", Integer),                        # null when the check did not run
+    Column("iou_source", Float, nullable=False),
+    Column("iou_mutant", Float),                        # IoU of rcd' with the object
+    Column("label_changed", Boolean),
+    Column("distance", Float),                          # seed 002 V-B distance for this mutant
+    Column("seed", String(24)),                         # derived mutation seed (as text: 63-bit)
+    Column("record_index", Integer),                    # rcd': index in the mutant's records; null: none
+    Column("record_label", String(200)),
+    Column("record_score", Float),
+    Column("record_box", JSON),                         # xyxy pixels
+    Column("detections", JSON),                         # every record on the mutant; null: no mutant made
+    Column("note", Text),                               # why the mutation was not applicable
+    UniqueConstraint("run_id", "image_id", "unit_key", "mutation_key", name="uq_detection_verdict"),
+)
+Index("ix_detection_verdicts_run", detection_verdicts.c.run_id, detection_verdicts.c.relation)

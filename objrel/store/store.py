@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from objrel.constants import SQLITE_BUSY_TIMEOUT_MS
 from objrel.store import schema as S
+from objrel.store.migrations import upgrade as upgrade_detection_runs
 
 ENV_VAR = "OBJREL_STORE"
 DEFAULT_URL = "sqlite:///objrel.db"
@@ -99,6 +100,7 @@ class Store:
             with self.engine.begin() as c:
                 if c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first() is None:
                     c.execute(insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
+            upgrade_detection_runs(self.engine)
 
     def __repr__(self) -> str:
         return f"Store({make_url(self.url).render_as_string(hide_password=True)!r})"

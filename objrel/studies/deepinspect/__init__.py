@@ -20,16 +20,20 @@ Entry points: ``Inspector`` (stream any batches), ``inspect_dataset`` (an objrel
 dataset), ``run_planted`` (the benchmark); results are ``InspectResult`` JSON files.
 """
 
-from objrel.studies.deepinspect.constants import ACTIVATION_THRESHOLD, DEFAULT_BATCH_SIZE, FAR_STD, FLAG_STD, MIN_CLASS_IMAGES
+from objrel.studies.deepinspect.constants import (ACTIVATION_THRESHOLD, DEFAULT_BATCH_SIZE, FAR_STD, FLAG_STD,
+                                                  MIN_CLASS_IMAGES)
 from objrel.studies.deepinspect.coverage import ActivationCounter, ActivityHooks, layer_activity, predicted_members
-from objrel.studies.deepinspect.evaluation import (Evaluation, aucec, cost_effectiveness, last_linear, optimal_curve, precision_recall,
-                         weight_distances)
-from objrel.studies.deepinspect.groundtruth import ErrorCounter, avg_confusion_disparity, type1_confusion, type2_confusion
-from objrel.studies.deepinspect.metrics import avg_bias, bias, far_cutoff, flag_high, flag_low, napvd, pair_indices, pair_values
+from objrel.studies.deepinspect.evaluation import (Evaluation, aucec, cost_effectiveness, last_linear, optimal_curve,
+                                                   precision_recall, weight_distances)
+from objrel.studies.deepinspect.examples import example_images
+from objrel.studies.deepinspect.groundtruth import (ErrorCounter, avg_confusion_disparity, type1_confusion,
+                                                    type2_confusion)
+from objrel.studies.deepinspect.metrics import (avg_bias, bias, far_cutoff, flag_high, flag_low, napvd, pair_indices,
+                                                pair_values)
 from objrel.studies.deepinspect.pipeline import Inspector, analyse, dataset_batches, inspect_dataset
 from objrel.studies.deepinspect.planted import BIAS_PAIR, CONFUSION_PAIR, PlantedSpec, run_planted
-from objrel.studies.deepinspect.result import (GroundTruth, InspectResult, WeightBaseline, bias_table, confusion_table, evaluation_table,
-                     example_images, pair_rank)
+from objrel.studies.deepinspect.result import (GroundTruth, InspectResult, WeightBaseline, bias_table, confusion_table,
+                                               evaluation_table, pair_rank)
 
 __all__ = [
     "ACTIVATION_THRESHOLD", "DEFAULT_BATCH_SIZE", "FAR_STD", "FLAG_STD", "MIN_CLASS_IMAGES",

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from objrel.studies.deepinspect.constants import TOP_FRACTION
+from objrel.studies.deepinspect.metrics import rank_order
 
 # The stored curve has at most this many points (the AUCEC itself uses every point).
 CURVE_POINTS = 201
@@ -136,8 +137,6 @@ def _gain(area: float | None) -> float | None:
 def evaluate_ranking(error: str, method: str, scores: np.ndarray, ascending: bool, flagged: np.ndarray,
                      truth: np.ndarray) -> Evaluation:
     """Judge one method's pair scores: ascending=True when low scores are suspicious (NAPVD)."""
-    from objrel.studies.deepinspect.metrics import rank_order
-
     s, t = _check_pairs(np.asarray(scores, dtype=np.float64), truth)
     order = rank_order(s, ascending)
     tp, fp, precision, recall = precision_recall(flagged, t)

@@ -16,6 +16,9 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 from torch import nn
 
+from objrel.data import load_rgb
+from objrel.engine.classify import resolve_objects
+from objrel.errors import BadSampleError
 from objrel.studies.deepinspect.constants import (ACTIVATION_THRESHOLD, DEFAULT_BATCH_SIZE, EXAMPLES_PER_CLASS, FAR_STD, FLAG_STD,
                         MIN_CLASS_IMAGES)
 from objrel.studies.deepinspect.coverage import ActivationCounter, ActivityHooks, predicted_members
@@ -228,10 +231,6 @@ def dataset_batches(dataset, class_names, batch_size: int = DEFAULT_BATCH_SIZE, 
     no class of the model: the image still counts for coverage).  Unreadable samples are
     reported to ``on_skip(code, reason)`` and left out.
     """
-    from objrel.data import load_rgb
-    from objrel.engine.classify import resolve_objects
-    from objrel.errors import BadSampleError
-
     if batch_size < 1:
         raise ValueError(f"batch size must be >= 1, got {batch_size}")
     images, truths, refs = [], [], []

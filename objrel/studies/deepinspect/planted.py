@@ -36,14 +36,16 @@ CPU in a few seconds with fixed seeds; ``run_planted`` inspects it on a held-out
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
+from objrel.models import Preprocess, TorchClassifier, torch_threads
 from objrel.studies.deepinspect.constants import ACTIVATION_THRESHOLD
+from objrel.studies.deepinspect.pipeline import Inspector
+from objrel.studies.deepinspect.result import pair_rank
 
 CLASSES = ("disc", "blush", "tagged", "stripes", "square", "triangle", "cross")
 CONFUSION_PAIR = ("disc", "blush")
@@ -213,34 +215,17 @@ def tiny_cnn(n_classes: int = len(CLASSES)) -> nn.Sequential:
 TRAIN_THREADS = 1
 
 
-@contextmanager
-def torch_threads(n: int):
-    """Run a block with ``n`` intra-op threads, then restore the previous setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def planted_preprocess():
-    from objrel.models import Preprocess
-
     return Preprocess(size=SIZE, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
 
 
 def train_planted_model(spec: PlantedSpec, log=None):
     """Train the small CNN on the train split; returns a ``TorchClassifier`` (CPU, eval mode)."""
-    from objrel.models import TorchClassifier
-
     with torch_threads(TRAIN_THREADS):
         return _train(spec, log)
 
 
 def _train(spec: PlantedSpec, log=None):
-    from objrel.models import TorchClassifier
-
     torch.manual_seed(spec.seed)
     pre = planted_preprocess()
     n = split_size(spec, "train")
@@ -289,8 +274,6 @@ def example_image(spec: PlantedSpec, ref: str) -> np.ndarray:
 def run_planted(spec: PlantedSpec | None = None, threshold: float = ACTIVATION_THRESHOLD, batch_size: int = 64,
                 log=None):
     """Train, inspect the test split, and return the ``InspectResult`` (``result.planted`` names the pairs)."""
-    from objrel.studies.deepinspect.pipeline import Inspector
-
     spec = spec or PlantedSpec()
     t0 = time.perf_counter()
     with torch_threads(TRAIN_THREADS):
@@ -315,8 +298,6 @@ def planted_ranks(result) -> dict:
     ``avg_cd``) and whether DeepInspect flags it; ranks are 1-based, None when a class of
     the pair was never predicted (then it has no activation column).
     """
-    from objrel.studies.deepinspect.result import pair_rank
-
     out = {}
     n_pairs = result.n_classes * (result.n_classes - 1) // 2
     for kind, pair, score, truth in (("confusion", CONFUSION_PAIR, "napvd", "error"),

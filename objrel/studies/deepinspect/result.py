@@ -331,34 +331,6 @@ def pair_rank(result: InspectResult, a: str, b: str, score: str = "napvd") -> in
     return int(r[np.flatnonzero((ia == i) & (ib == j))[0]])
 
 
-def example_images(result: InspectResult, class_name: str, limit: int = 4) -> list:
-    """Up to ``limit`` example images ``(H, W, 3) uint8`` the model labelled ``class_name``.
-
-    Rebuilt from their references: planted images from their recipe, dataset images from
-    the dataset root (a file that is gone or unreadable is left out).
-    """
-    idx = result.class_index[result.position(class_name)]
-    refs = list(result.examples.get(int(idx), ()))[:limit]
-    kind = result.source.get("kind")
-    out = []
-    if kind == "planted":
-        from objrel.studies.deepinspect.planted import PlantedSpec, example_image
-
-        spec = PlantedSpec.from_dict(result.source.get("spec", {}))
-        return [example_image(spec, r) for r in refs]
-    if kind == "dataset":
-        from objrel.data import load_rgb, resolve_inside
-        from objrel.errors import BadSampleError
-
-        root = result.source.get("root")
-        for r in refs:
-            try:
-                out.append(load_rgb(resolve_inside(root, r)))
-            except BadSampleError:
-                continue
-    return out
-
-
 def heatmap_classes(result: InspectResult, limit: int = 40) -> list[str]:
     """At most ``limit`` class names for a readable NAPVD heatmap: the classes of the most
     confused pairs first (all classes when there are few), in model order."""

@@ -1,0 +1,63 @@
+"""The store at a glance: each run's headline row and the striking examples that make the point.
+
+Plain functions over the store (no Streamlit); the Overview page draws what they return.
+"""
+
+from __future__ import annotations
+
+from objrel.analysis.summary import summarize
+from objrel.store import RunRecord, Store
+from objrel.store import detections as D
+
+MR1, MR2, BOTH = "MR-1", "MR-2", "MR-1&2"
+# Striking examples shown by default.
+STRIKING_EXAMPLES = 4
+
+
+def tested_runs(store: Store) -> list[RunRecord]:
+    """Runs with at least one tested inference: the ones that can be reviewed or reported on."""
+    return [r for r in store.list_runs() if r.n_tested > 0]
+
+
+def summary_table(store: Store) -> list[dict]:
+    """One headline row per run with results (seed 000 Tables 5/6), with its correct and evaluated counts."""
+    out = []
+    for r in store.list_runs():
+        if r.n_done == 0:
+            continue
+        s = summarize(store, r.id)
+        out.append({"run": r.id, **s.table_row(), "correct": s.correct, "evaluated": s.evaluated})
+    return out
+
+
+def striking_examples(store: Store, limit: int = STRIKING_EXAMPLES) -> list[dict]:
+    """Flagged inferences, those flagged by both relations first, then by the lowest object-relevancy
+    score S: the examples that make the point to a stakeholder.
+
+    Each: ``run_id``, ``sample_id``, ``relation`` (MR-1, MR-2 or MR-1&2), ``review_relation`` (the one
+    relation to open it under: MR-2 when MR-2 flags it), ``image`` (its path in the dataset), ``s``, ``both``.
+    """
+    out = []
+    for r in store.list_runs():
+        f1 = set(store.flagged_sample_ids(r.id, MR1))
+        f2 = set(store.flagged_sample_ids(r.id, MR2))
+        if not (f1 | f2):
+            continue
+        for sid, image, score in _tested_inferences(store, r):
+            if sid not in f1 and sid not in f2:
+                continue
+            both = sid in f1 and sid in f2
+            relation = BOTH if both else (MR1 if sid in f1 else MR2)
+            out.append({"run_id": r.id, "sample_id": sid, "relation": relation,
+                        "review_relation": MR2 if sid in f2 else MR1, "image": image, "s": score, "both": both})
+    out.sort(key=lambda d: (not d["both"], d["s"] if d["s"] is not None else 1.0))
+    return out[:limit]
+
+
+def _tested_inferences(store: Store, run: RunRecord) -> list[tuple[str, str, float | None]]:
+    """(inference id, image path, S) of every tested inference: a classifier run's samples, a detection
+    run's units (named by unit id, as their votes are)."""
+    if D.is_detection_run(run):
+        images = {s["sample_id"]: s["rel_path"] for s in store.samples(run.id)}
+        return [(u.unit_id, images[u.image_id], u.s) for u in D.units(store, run.id, tested=True)]
+    return [(s["sample_id"], s["rel_path"], s["s"]) for s in store.samples(run.id, status="tested")]

@@ -1,0 +1,152 @@
+"""Captions and labels the pages build from data, as Streamlit markdown strings (no Streamlit import).
+
+User text (names, notes, labels) is passed through as it is; the pages show it with ``st.markdown``
+or ``st.caption``, which render no HTML.
+"""
+
+from __future__ import annotations
+
+from objrel.app.formats import MISSING
+
+# The reviewer's own call as the Review page names it.
+CALL_LABELS = {"tp": "True positive", "fp": "False positive", "uncertain": "Uncertain"}
+NOT_JUDGED = "not yet"
+VERDICT_MARKS = {"violated": ":red[violated]", "holds": ":green[holds]"}
+SOURCE_KEY = "source"
+NO_RECORD = "no record"
+
+
+def run_label(run) -> str:
+    """``#3 name (status)`` for a run record."""
+    return f"#{run.id} {run.name} ({run.status})"
+
+
+# ---------------------------------------------------------------- Runs page
+
+
+def model_help() -> str:
+    from objrel.models import model_choices
+
+    return ", ".join(model_choices())
+
+
+def detector_help() -> str:
+    from objrel.models import detector_choices
+
+    return "  \n".join(detector_choices())
+
+
+def run_progress(run) -> str:
+    return f"{run_label(run)}: {run.n_done}/{run.n_total} samples, {run.n_skipped} skipped"
+
+
+# ---------------------------------------------------------------- Review page
+
+
+def panel_caption(panel, detection: bool) -> str:
+    """What the model said about one image: its top label (or compared record) and score, the relation's
+    verdict, the certainty (classifiers) or IoU with the object (detectors) before -> after, and a note."""
+    top = panel.top[0] if panel.top else ((NO_RECORD, None) if detection else (MISSING, 0.0))
+    text = f"**{top[0]}**" + ("" if top[1] is None else f" {top[1]:.3f}")
+    if panel.verdict:
+        text += f" - {panel.relation} {VERDICT_MARKS.get(panel.verdict, panel.verdict)}"
+    measure = "IoU with the object" if detection else "certainty"
+    if panel.source_certainty is not None and panel.mutant_certainty is not None:
+        text += f"  \n{measure} {panel.source_certainty:.3f} -> {panel.mutant_certainty:.3f}"
+    elif detection and panel.source_certainty is not None and panel.key == SOURCE_KEY:
+        text += f"  \n{measure} {panel.source_certainty:.3f}"
+    if panel.note:
+        text += f"  \n{panel.note}"
+    return text
+
+
+def source_image_caption(detection: bool) -> str:
+    return ("source: object (gold), detections (blue), compared record (magenta)" if detection
+            else "source (target outlined)")
+
+
+def detection_thumb_caption(panel) -> str:
+    """A detection mutant's thumbnail caption: key, outcome and IoU with the object."""
+    iou = MISSING if panel.mutant_certainty is None else f"{panel.mutant_certainty:.2f}"
+    return f"{panel.key}: {panel.note} (IoU {iou})"
+
+
+def detection_source_caption(panel) -> str:
+    return f"source: {panel.note}; object gold, detections blue, compared record magenta"
+
+
+def vote_text(item, relation: str) -> str:
+    """``2/3 violated`` for the relation's primary vote, MISSING when the item has none."""
+    vote = next((v for v in item.votes.values() if v["is_primary"] and v["relation"] == relation), None)
+    return MISSING if vote is None else f"{vote['violations']}/{vote['n']} violated"
+
+
+def my_call(verdict: str | None) -> str:
+    return f"Your call: **{CALL_LABELS.get(verdict, NOT_JUDGED)}**"
+
+
+def queue_caption(queue) -> str:
+    return f"{len(queue)} of {queue.n_flagged} flagged inferences drawn for review."
+
+
+def queue_progress(queue, position: int) -> str:
+    return f"Item {position + 1} of {len(queue)} - you judged {queue.n_judged}"
+
+
+def retest_lines(result) -> list[str]:
+    """One line per relation of a box re-test: its votes and whether the sample is flagged now."""
+    return [f"{rel}: {v['violations']} of {v['n']} violated -> {'flagged' if v['flagged'] else 'not flagged'}"
+            for rel, v in result.votes.items()]
+
+
+def example_caption(example: dict, item, mutant) -> str:
+    """A striking example: its relation and the top label before -> after the mutation."""
+    before = item.source.top[0][0] if item.source.top else MISSING
+    after = mutant.top[0][0] if mutant.top else MISSING
+    return f"**{example['relation']}**: {before} -> {after}"
+
+
+# ---------------------------------------------------------------- Agreement page
+
+
+def call_text(verdict: str, reasons, note: str | None) -> str:
+    """A reviewer's call in words: verdict, false-positive reasons, and the note in quotes."""
+    from objrel import review
+
+    text = review.VERDICT_LABELS[verdict]
+    if reasons:
+        text += " (" + ", ".join(review.REASON_LABELS[r] for r in reasons) + ")"
+    if note:
+        text += f": \u201c{note}\u201d"
+    return text
+
+
+def disagreement_heading(d) -> str:
+    where = f"#{d.position + 1} of the review sample" if d.position is not None else "outside the review sample"
+    return f"**{d.sample_id}** ({where}; they differ in the {d.kind})"
+
+
+def disagreement_calls(d, name_a: str, name_b: str) -> str:
+    return (f"- {name_a}: {call_text(d.verdict_a, d.reasons_a, d.note_a)}\n"
+            f"- {name_b}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}")
+
+
+def decision_text(d) -> str:
+    return f"Decided by {d.resolved_by}: {call_text(d.resolved_verdict, d.resolved_reasons, d.resolved_note)}"
+
+
+# ---------------------------------------------------------------- Inspect and Shortcut pages
+
+
+def inspect_summary(result) -> str:
+    source = result.source.get("name", result.source.get("kind"))
+    return (f"**{result.model.get('name', '?')}** on **{source}**, Th = {result.activation_threshold}, "
+            f"{result.task}-label; computed in {result.seconds:.1f} s.")
+
+
+def shortcut_summary(results: dict) -> str:
+    cfg = results["config"]
+    times = ", ".join(f"{k} {v:.0f} s" for k, v in results["timings"].items())
+    return (f"**{'Quick' if cfg['quick'] else 'Full'} run**: {len(results['seeds'])} seed(s), K = {cfg['n_classes']} "
+            f"classes, rho = {cfg['rho']} vs 1/K, {cfg['n_train']} training / {cfg['n_test']} test scenes, "
+            f"plan `{cfg['plan']}`. Times: {times}")

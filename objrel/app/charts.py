@@ -1,0 +1,183 @@
+"""The pages' plotly figures, built from the tables objrel computes (no Streamlit: the pages draw them
+with ``objrel.app.tables.chart``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+PERCENT_AXIS = ".0%"
+# Size-histogram bars: bins are 5 % wide; a bar 4.5 % wide leaves a gap, centred in its bin.
+SIZE_BIN_WIDTH = 0.05
+SIZE_BAR_WIDTH = 0.045
+SIZE_HIST_HEIGHT = 260
+HEATMAP_MIN_HEIGHT = 320
+HEATMAP_ROW_PX = 18
+AUCEC_HEIGHT = 380
+METHOD_STYLE = {"deepinspect": "solid", "weights": "dashdot", "random": "dash", "optimal": "dot"}
+SCORE_COLOURS = (("precision", "#1f77b4"), ("recall", "#ff7f0e"))
+MEAN_SEED = "mean"
+
+
+def _counts(flagged, total) -> list[str]:
+    """Bar labels ``flagged/total`` (blank where the total is 0)."""
+    return [f"{k}/{n}" if n else "" for k, n in zip(flagged, total)]
+
+
+def _labels_outside(fig: go.Figure) -> go.Figure:
+    fig.update_traces(textposition="outside", cliponaxis=False)
+    return fig
+
+
+# ---------------------------------------------------------------- Review
+
+
+def size_histogram(bins: pd.DataFrame, area_ratio: float, relation: str) -> go.Figure:
+    """Share flagged per object-size bin with a line at this item's target area ratio."""
+    fig = go.Figure(go.Bar(x=bins["lower"] + SIZE_BIN_WIDTH / 2, y=bins["share"].fillna(0.0), width=SIZE_BAR_WIDTH,
+                           customdata=bins[["tested", "flagged"]], name="share flagged",
+                           hovertemplate="area %{x:.3f}: %{customdata[1]} of %{customdata[0]} flagged"))
+    fig.add_vline(x=area_ratio, line_color="orange", annotation_text="this item")
+    fig.update_layout(height=SIZE_HIST_HEIGHT, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="target area ratio",
+                      yaxis_title=f"share flagged by {relation}")
+    return fig
+
+
+# ---------------------------------------------------------------- Explore
+
+
+def per_label_bars(labels: pd.DataFrame, stem: str, relation: str) -> go.Figure:
+    """Share of each class's correct answers flagged (``stem`` is the relation's column stem)."""
+    fig = px.bar(labels, x="class_name", y=f"{stem}_ratio", text=_counts(labels[stem], labels["correct"]),
+                 labels={"class_name": "label", f"{stem}_ratio": f"share flagged ({relation})"})
+    fig.update_layout(yaxis_tickformat=PERCENT_AXIS, xaxis={"categoryorder": "array",
+                                                            "categoryarray": list(labels["class_name"])})
+    return _labels_outside(fig)
+
+
+def size_bars(bins: pd.DataFrame, relation: str) -> go.Figure:
+    fig = px.bar(bins, x="interval", y="share", text=_counts(bins["flagged"], bins["tested"]),
+                 labels={"interval": "object area / image area", "share": f"share flagged ({relation})"})
+    fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
+    return _labels_outside(fig)
+
+
+def overlap_bars(overlap: pd.DataFrame) -> go.Figure:
+    fig = px.bar(overlap, x="n_models", y="share", text="inputs",
+                 labels={"n_models": "number of runs flagging the image", "share": "share of flagged images"})
+    fig.update_layout(yaxis_tickformat=PERCENT_AXIS, xaxis_dtick=1)
+    return _labels_outside(fig)
+
+
+def reliable_accuracy_bars(table: pd.DataFrame, run_labels: dict) -> go.Figure:
+    """Original, unreliable and reliable accuracy per run (``run_labels``: run id -> label)."""
+    long = table.melt(id_vars=["run", "model"], value_vars=["original", "unreliable_accuracy", "reliable_accuracy"],
+                      var_name="subset", value_name="accuracy")
+    long["run"] = [run_labels[r] for r in long["run"]]
+    fig = px.bar(long, x="run", y="accuracy", color="subset", barmode="group")
+    fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
+    return fig
+
+
+def accuracy_scatter(corr, relation: str) -> go.Figure:
+    """Each run's accuracy against its flagged share, with the least-squares line of ``corr``."""
+    table = corr.table
+    fig = px.scatter(table, x="accuracy", y="ratio", hover_name="model", hover_data=["run"],
+                     labels={"ratio": f"share of correct answers flagged ({relation})"})
+    xs = [table["accuracy"].min(), table["accuracy"].max()]
+    fig.add_trace(go.Scatter(x=xs, y=[corr.slope * x + corr.intercept for x in xs], mode="lines",
+                             name="least-squares line"))
+    fig.update_layout(xaxis_tickformat=PERCENT_AXIS, yaxis_tickformat=PERCENT_AXIS)
+    return fig
+
+
+# ---------------------------------------------------------------- Inspect
+
+
+def napvd_heatmap(frame: pd.DataFrame) -> go.Figure:
+    fig = px.imshow(frame, color_continuous_scale="Viridis_r", aspect="auto",
+                    labels={"color": "NAPVD", "x": "", "y": ""})
+    fig.update_layout(height=max(HEATMAP_MIN_HEIGHT, HEATMAP_ROW_PX * len(frame)))
+    return fig
+
+
+def aucec_figure(result, error: str) -> go.Figure:
+    """Cost-effectiveness curves of every method for ``error`` (confusion or bias), with DeepInspect's
+    one-standard-deviation cut-off."""
+    from objrel.studies.deepinspect.result import aucec_curves
+
+    fig = go.Figure()
+    for method, part in aucec_curves(result, error).groupby("method", sort=False):
+        ev = result.evaluation(error, method)
+        label = f"{method} (AUCEC {ev.aucec:.3f})" if ev and ev.aucec is not None else method
+        fig.add_trace(go.Scatter(x=part["inspected"], y=part["found"], mode="lines", name=label,
+                                 line={"dash": METHOD_STYLE.get(method, "solid")}))
+    di = result.evaluation(error, "deepinspect")
+    if di and di.n_pairs:
+        fig.add_vline(x=di.n_flagged / di.n_pairs, line_color="red", line_dash="dash",
+                      annotation_text="1-std cut-off")
+    fig.update_layout(xaxis_title="share of pairs inspected", yaxis_title="share of true errors found",
+                      height=AUCEC_HEIGHT, xaxis_range=[0, 1], yaxis_range=[0, 1.02])
+    return fig
+
+
+# ---------------------------------------------------------------- Shortcut
+
+
+def _per_seed(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["seed"].astype(str) != MEAN_SEED]
+
+
+def flag_ratio_bars(ratios: pd.DataFrame) -> go.Figure:
+    """Flag ratios and the true reliant share per model: the mean over seeds where there is one."""
+    is_mean = ratios["seed"].astype(str) == MEAN_SEED
+    means = ratios[is_mean] if is_mean.any() else ratios
+    long = means.melt(id_vars=["model"], value_vars=["MR-1 ratio", "MR-2 ratio", "MR-1&2 ratio", "reliant (truth)"],
+                      var_name="measure", value_name="share")
+    fig = px.bar(long, x="measure", y="share", color="model", barmode="group",
+                 labels={"share": "share of correct inferences", "measure": ""})
+    fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
+    return fig
+
+
+def precision_recall_bars(scores: pd.DataFrame) -> go.Figure:
+    """Precision and recall per detector with their Wilson 95 % intervals as error bars."""
+    fig = go.Figure()
+    for metric, colour in SCORE_COLOURS:
+        v = scores[metric].astype(float)
+        fig.add_bar(name=metric, x=scores["detector"], y=v, marker_color=colour,
+                    error_y={"type": "data", "symmetric": False,
+                             "array": (scores[f"{metric}_hi"].astype(float) - v).clip(lower=0),
+                             "arrayminus": (v - scores[f"{metric}_lo"].astype(float)).clip(lower=0)})
+    fig.update_layout(barmode="group", yaxis_tickformat=PERCENT_AXIS, yaxis_range=[0, 1.05],
+                      yaxis_title="with Wilson 95% interval")
+    return fig
+
+
+def repair_bars(repair: pd.DataFrame) -> go.Figure:
+    long = _per_seed(repair).melt(id_vars=["seed", "when"], value_vars=["MR-2 ratio", "swapped accuracy", "accuracy"],
+                                  var_name="measure", value_name="value")
+    long["seed"] = long["seed"].astype(str)
+    fig = px.bar(long, x="seed", y="value", color="when", facet_col="measure", barmode="group",
+                 category_orders={"when": ["before", "control", "after"]})
+    fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
+    return fig
+
+
+def share_search_lines(sweep: pd.DataFrame) -> go.Figure:
+    tuned = sweep[sweep["share asked"].astype(str) != "original"].copy()
+    tuned["seed"] = tuned["seed"].astype(str)
+    fig = px.line(tuned, x="share", y=["val MR-2 ratio", "test MR-2 ratio", "swapped accuracy"], line_dash="seed",
+                  markers=True, labels={"share": "share of added mutants in the training set", "value": ""})
+    fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
+    return fig
+
+
+ATTACK_SCENARIOS = {1: "1: object not recognised", 2: "2: label without object"}
+
+
+def attack_bars(attack: pd.DataFrame) -> go.Figure:
+    named = attack.assign(scenario=attack["scenario"].map(ATTACK_SCENARIOS))
+    return px.bar(named, x="scenario", y="successes", color="strategy", facet_col="model", barmode="group",
+                  text="successes")

@@ -1,0 +1,39 @@
+"""Tables with their CSV download and charts with their PNG download, drawn the same way on every page.
+
+Widget keys derive from one ``key``: ``{key}_table`` and ``{key}_csv`` for a table, ``{key}_chart`` for a chart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+import streamlit as st
+
+CSV_MIME = "text/csv"
+PNG_HINT = "Download a chart as PNG with the camera icon in its toolbar (top right of the chart)."
+
+
+def share_columns(df: pd.DataFrame, columns: Iterable[str]) -> dict:
+    """Column settings that show shares in [0, 1] as percentages, for those of ``columns`` in ``df``."""
+    return {c: st.column_config.NumberColumn(format="percent") for c in columns if c in df.columns}
+
+
+def percent_columns(df: pd.DataFrame, columns: Iterable[str]) -> dict:
+    """Column settings for values already in percent (62.5 -> ``62.5%``)."""
+    return {c: st.column_config.NumberColumn(format="%.1f%%") for c in columns if c in df.columns}
+
+
+def table(df: pd.DataFrame, key: str, file_name: str, column_config: dict | None = None,
+          download: pd.DataFrame | None = None) -> None:
+    """``df`` as a table with a CSV download button; ``download`` replaces what the CSV holds (the full
+    table behind a shortened view)."""
+    st.dataframe(df, hide_index=True, width="stretch", key=f"{key}_table", column_config=column_config)
+    csv = (df if download is None else download).to_csv(index=False)
+    st.download_button("Download CSV", csv, file_name=file_name, mime=CSV_MIME, key=f"{key}_csv", on_click="ignore")
+
+
+def chart(fig, key: str, file_name: str) -> None:
+    """A plotly figure whose toolbar camera saves ``file_name``.png."""
+    st.plotly_chart(fig, width="stretch", key=f"{key}_chart",
+                    config={"toImageButtonOptions": {"format": "png", "filename": file_name}})

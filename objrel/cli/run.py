@@ -1,0 +1,177 @@
+"""Classifier runs and what is read from a store: ``run``, ``runs``, ``summary``, ``export``, ``report``,
+``operators`` and ``demo``.
+
+    objrel run --model efficientnet-lite0 --dataset ann.json --images DIR --store URL
+    objrel run --config run.toml          objrel run --resume 3
+    objrel runs                           objrel summary 3
+    objrel export 3 --format csv          objrel operators
+    objrel demo --store var/demo.db       (builds the embedded demo store)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from objrel.analysis.export import export_run
+from objrel.analysis.summary import summarize
+from objrel.cli.common import (CLASSIFIER_WORDS, add_store_option, comma_list, execute_with_progress,
+                               print_run_report, stored_config)
+from objrel.config import RunConfig
+from objrel.data import FORMATS
+from objrel.engine.classify import Engine
+from objrel.engine.demo import build_demo_store
+from objrel.models import detector_choices, model_choices
+from objrel.mutations import PRESETS, operators
+from objrel.store import Store
+
+# Run settings that command-line flags override, as (config field, argparse destination).
+RUN_OVERRIDES = (
+    ("model", "model"), ("weights", "weights"), ("task", "task"), ("threshold", "threshold"),
+    ("dataset", "dataset"), ("images", "images"), ("fmt", "format"), ("padding", "padding"),
+    ("synset_mapping", "synset_mapping"), ("plan", "plan"), ("vote_k", "vote_k"), ("dilate", "dilate"),
+    ("seed", "seed"), ("batch_size", "batch_size"), ("limit", "limit"), ("name", "name"),
+)
+
+
+def run_config(args) -> RunConfig:
+    """The run's settings: the TOML file (or the defaults), then every flag given."""
+    config = RunConfig.from_toml(args.config) if args.config else RunConfig()
+    overrides = {field: getattr(args, dest) for field, dest in RUN_OVERRIDES}
+    if args.operators:
+        overrides["operators"] = comma_list(args.operators)
+    if args.all:
+        overrides["test_all"] = True
+    return config.replace(**overrides)
+
+
+def cmd_run(args) -> int:
+    store = Store(args.store)
+    config = stored_config(store, args.resume, RunConfig) if args.resume is not None else run_config(args)
+    engine = Engine(store, config)
+    report = execute_with_progress(engine, args.resume, engine.model.name, CLASSIFIER_WORDS, args.quiet)
+    print_run_report(report, CLASSIFIER_WORDS)
+    return 0
+
+
+def cmd_runs(args) -> int:
+    runs = Store(args.store).list_runs()
+    if args.json:
+        print(json.dumps([r.to_dict() for r in runs], indent=2, default=str))
+        return 0
+    if not runs:
+        print("no runs in this store; start one with `objrel run`")
+        return 0
+    print(f"{'id':>4}  {'status':<10} {'model':<22} {'dataset':<18} {'done':>11} {'skipped':>7}  created")
+    for r in runs:
+        print(f"{r.id:>4}  {r.status:<10} {r.model[:22]:<22} {r.dataset[:18]:<18} {r.n_done:>5}/{r.n_total:<5} "
+              f"{r.n_skipped:>7}  {r.created_at:%Y-%m-%d %H:%M}")
+    return 0
+
+
+def cmd_summary(args) -> int:
+    s = summarize(Store(args.store), args.run)
+    if args.json:
+        print(json.dumps(s.to_dict(), indent=2))
+        return 0
+    row = s.table_row()
+    print(f"run {s.run_id}: {s.model} on {s.dataset}: {s.samples} samples, {s.skipped} skipped, "
+          f"{s.evaluated} evaluated, {s.correct} correct")
+    width = max(len(k) for k in row)
+    for k, v in row.items():
+        print(f"  {k:<{width}}  {v}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    text = export_run(Store(args.store), args.run, args.format)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_report(args) -> int:
+    # imported here: the report's charts (plotly) add over a second to every command's start-up
+    from objrel.analysis.report import build_report
+
+    out = Path(args.output or f"objrel-run{args.run}.html")
+    out.write_text(build_report(Store(args.store), args.run), encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_operators(args) -> int:
+    for op in operators():
+        print(f"{op.name:<22} {op.kind:<9} {op.relation}  {len(op.grid):>2} settings  {op.description} [{op.source}]")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    build_demo_store(args.store, force=args.force, log=sys.stderr)
+    return 0
+
+
+def add_run_commands(subparsers) -> None:
+    """Add ``run``, ``runs``, ``summary``, ``export``, ``report``, ``operators`` and ``demo``."""
+    p = subparsers.add_parser("run", help="test a model on an annotated dataset",
+                              epilog="Object detectors are tested with `objrel detect` and swept with "
+                                     "`objrel sweep`: " + "; ".join(detector_choices()))
+    p.add_argument("--config", help="TOML file with run settings (a [run] table or top-level keys)")
+    p.add_argument("--resume", type=int, metavar="RUN", help="continue a stopped run with its stored settings")
+    p.add_argument("--model", help=f"model name: {', '.join(model_choices())} (default efficientnet-lite0)")
+    p.add_argument("--weights", help="local state-dict file (loaded with weights_only=True) or torchvision weights name")
+    p.add_argument("--task", choices=["single", "multi"], help="single-label (softmax) or multi-label (sigmoid)")
+    p.add_argument("--threshold", type=float, help="multi-label decision threshold (default 0.5)")
+    p.add_argument("--dataset", help="COCO JSON, manifest JSON, VOC XML file/folder, or 'demo'")
+    p.add_argument("--images", help="dataset root folder (default: the annotation file's folder)")
+    p.add_argument("--format", choices=list(FORMATS), help="annotation format (default auto)")
+    p.add_argument("--padding", type=int, help="pixels added around VOC/ImageNet boxes")
+    p.add_argument("--synset-mapping", help="LOC_synset_mapping.txt for ILSVRC wnids")
+    p.add_argument("--plan", choices=list(PRESETS), help="mutation preset (default colours3)")
+    p.add_argument("--operators", help="comma-separated operators added to the 3-colour plan (see `objrel operators`)")
+    p.add_argument("--vote-k", type=int, help="violations needed out of 3 colours to flag (default 2)")
+    p.add_argument("--dilate", type=int, help="grow the target region by N pixels before mutating")
+    p.add_argument("--all", action="store_true", help="test incorrect inferences too (default: correct only)")
+    p.add_argument("--seed", type=int, help="run seed (default 0)")
+    p.add_argument("--batch-size", type=int, help="images per forward pass (default 16)")
+    p.add_argument("--limit", type=int, help="test only the first N samples")
+    p.add_argument("--name", help="display name of the run")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_store_option(p)
+    p.set_defaults(fn=cmd_run)
+
+    p = subparsers.add_parser("runs", help="list the runs in a store")
+    p.add_argument("--json", action="store_true")
+    add_store_option(p)
+    p.set_defaults(fn=cmd_runs)
+
+    p = subparsers.add_parser("summary", help="accuracy and MR-1 / MR-2 / MR-1&2 counts (seed 000 Tables 5-6)")
+    p.add_argument("run", type=int)
+    p.add_argument("--json", action="store_true")
+    add_store_option(p)
+    p.set_defaults(fn=cmd_summary)
+
+    p = subparsers.add_parser("export", help="one row per tested inference")
+    p.add_argument("run", type=int)
+    p.add_argument("--format", choices=["csv", "json"], default="csv")
+    p.add_argument("--output", "-o", help="file to write (default: standard output)")
+    add_store_option(p)
+    p.set_defaults(fn=cmd_export)
+
+    p = subparsers.add_parser("report", help="one self-contained HTML report of a run (charts, precision, examples)")
+    p.add_argument("run", type=int)
+    p.add_argument("--output", "-o", help="HTML file to write (default objrel-runN.html)")
+    add_store_option(p)
+    p.set_defaults(fn=cmd_report)
+
+    p = subparsers.add_parser("operators", help="list the mutation operators")
+    p.set_defaults(fn=cmd_operators)
+
+    p = subparsers.add_parser("demo", help="build the embedded demo store (EfficientNet-Lite0 on the bundled photos)")
+    p.add_argument("--force", action="store_true", help="rebuild even if the store already has the demo runs")
+    add_store_option(p)
+    p.set_defaults(fn=cmd_demo)

@@ -1,0 +1,155 @@
+"""The run loop both engines share: chunks of samples, processed and committed one by one, resumable.
+
+``execute_run`` drives a worker (the classifier ``Engine`` or the ``DetectionEngine``): it skips the
+samples already stored, processes the rest in chunks of ``batch_size``, commits each sample's rows
+as one transaction, stops between chunks when a cancel is requested and marks a crashed run failed.
+``prefetch`` makes the next batch of mutants in a worker thread while the model runs on this one.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from objrel.mutations import NotApplicable, derive_seed, make_mutant
+from objrel.store.store import now
+
+ProgressFn = Callable[[int, int], None]
+
+# Mutant batches made ahead of the model; each holds batch_size full-size images.
+PREFETCH_BATCHES = 2
+
+
+def prefetch(iterable, depth: int = PREFETCH_BATCHES):
+    """Run ``iterable`` in a worker thread, ``depth`` items ahead; its exceptions re-raise here."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def work():
+        try:
+            for item in iterable:
+                if stop.is_set():
+                    return
+                q.put(item)
+        except BaseException as exc:  # handed to the consumer
+            q.put(exc)
+            return
+        q.put(done)
+
+    t = threading.Thread(target=work, name="objrel-mutants", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                pass
+            t.join(timeout=0.05)
+
+
+@dataclass
+class RunReport:
+    """What ``execute`` returns: counts of this invocation plus the run's totals."""
+
+    run_id: int
+    status: str
+    processed: int = 0
+    tested: int = 0
+    untested: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    skip_examples: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    forward_passes: int = 0
+
+    def count_skip(self, error) -> None:
+        """Count a skipped sample (a ``BadSampleError``) under its code, keeping the first message as the example."""
+        self.skipped[error.code] += 1
+        self.skip_examples.setdefault(error.code, str(error))
+
+
+def mutant_batches(jobs, run_seed: int, batch_size: int):
+    """Make the mutants of ``jobs`` and yield them in lists of at most ``batch_size`` ``(holder, mutation,
+    mutant)``.
+
+    jobs: ``(holder, sample_id, image, target, mutation)``; the holder (a sample's or unit's state) gets
+    ``holder.seeds[key]``, the seed derived from (run seed, sample id, mutation), and for a mutation that
+    does not apply ``holder.mutants[key] = NotApplicable(...)``: those never reach the model.
+    """
+    batch: list = []
+    for holder, sample_id, image, target, mutation in jobs:
+        seed = derive_seed(run_seed, sample_id, mutation.key)
+        holder.seeds[mutation.key] = seed
+        try:
+            mutant = make_mutant(image, target, mutation, seed)
+        except NotApplicable as exc:
+            holder.mutants[mutation.key] = exc
+            continue
+        batch.append((holder, mutation, mutant))
+        if len(batch) >= batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
+                progress: ProgressFn | None = None, stop_after: int | None = None) -> RunReport:
+    """The run loop shared by the classifier and detection engines.
+
+    ``worker`` has ``store``, ``config.batch_size``, ``samples``, ``create_run()``,
+    ``_process_chunk(chunk, report)`` and ``_commit(run_id, item, report)``; ``done_ids(run_id)``
+    gives the sample ids already stored.  Chunks of ``batch_size`` samples are processed and
+    committed one by one; a cancel request stops between chunks; an exception marks the run failed.
+    """
+    run_id = run_id if run_id is not None else worker.create_run()
+    store = worker.store
+    report = RunReport(run_id=run_id, status="running")
+    done = done_ids(run_id)
+    todo = [s for s in worker.samples if s.sample_id not in done]
+    if stop_after is not None:
+        todo = todo[:stop_after]
+    store.update_run(run_id, status="running", started_at=now(), pid=os.getpid(), error=None,
+                     cancel_requested=False)
+    t_start = time.perf_counter()
+    n_done = len(done)
+    total = len(worker.samples)
+    if progress:
+        progress(n_done, total)
+    status = "finished"
+    try:
+        bs = worker.config.batch_size
+        for i in range(0, len(todo), bs):
+            if store.cancel_requested(run_id):
+                status = "cancelled"
+                break
+            for item in worker._process_chunk(todo[i : i + bs], report):
+                worker._commit(run_id, item, report)
+                n_done += 1
+                if progress:
+                    progress(n_done, total)
+    except BaseException as exc:
+        store.update_run(run_id, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
+                         error=f"{type(exc).__name__}: {exc}", finished_at=now())
+        raise
+    report.seconds = time.perf_counter() - t_start
+    if stop_after is not None and n_done < total and status == "finished":
+        status = "pending"
+    report.status = status
+    store.update_run(run_id, status=status, finished_at=now() if status != "pending" else None,
+                     timings={"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes})
+    return report

@@ -1,0 +1,433 @@
+"""Agreement between reviewers, the decided calls, and precision (seed 000 s5.1.2, Tables 1-3).
+
+``agreement`` computes Cohen's kappa (Landis & Koch bands) over the items two reviewers both
+judged; ``disagreements`` lists the items that need discussion.  An item is decided when an
+adjudicator recorded a verdict for it (``adjudicate``), or, without one, when at least two
+reviewers judged it and all of them agree on the verdict and, for ``fp``, on the reasons.  The
+agreed items are *computed on read*, never stored, so a reviewer who changes a call later can
+never leave a stale consensus behind; an adjudication always wins.  ``precision_table`` counts
+the decided calls of the drawn items per run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import numbers
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from objrel.review.accounts import check_name
+from objrel.review.judgments import (VERDICTS, Judgment, check_call, check_relation, check_run_id, check_sample_id,
+                                     iso, judgments)
+from objrel.review.sampling import review_sample_info
+from objrel.store import Store
+from objrel.store import reviews as review_rows
+
+if TYPE_CHECKING:  # pandas is imported lazily: the review workers do not need it
+    import pandas as pd
+
+# Confidence level of the kappa interval.
+KAPPA_CI_LEVEL = 0.95
+# Landis & Koch (1977): upper bound (inclusive) of each band; kappa < 0 is "poor".
+LANDIS_KOCH_BANDS = ((0.20, "slight"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"),
+                     (1.00, "almost perfect"))
+POOR_BAND = "poor"
+UNDEFINED_BAND = "undefined"
+# Judgments needed before an unadjudicated item can count as agreed.
+MIN_CONSENSUS_REVIEWERS = 2
+# Floating-point slack for p_e == 1 and for band edges such as kappa = 0.2.
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Kappa:
+    """Cohen's kappa of two raters over ``n`` items.
+
+    observed (p_o) and expected (p_e) agreement are fractions in [0, 1]; kappa =
+    (p_o - p_e) / (1 - p_e); se is the large-sample standard error
+    sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)); ci_low/ci_high is kappa -+ z se at ``ci_level``,
+    clipped to [-1, 1].  kappa, se and the interval are None (band ``undefined``) when
+    p_e == 1, i.e. both raters used one and the same category for every item.
+    confusion[i][j] counts items rater A called categories[i] and rater B categories[j].
+    """
+
+    kappa: float | None
+    observed: float
+    expected: float
+    n: int
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_level: float
+    band: str
+    categories: tuple[str, ...]
+    confusion: tuple[tuple[int, ...], ...]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["categories"] = list(self.categories)
+        d["confusion"] = [list(r) for r in self.confusion]
+        return d
+
+    def confusion_frame(self, name_a: str = "A", name_b: str = "B") -> pd.DataFrame:
+        """The confusion table as a DataFrame: rows ``name_a``'s calls, columns ``name_b``'s."""
+        import pandas as pd
+
+        return pd.DataFrame([list(r) for r in self.confusion],
+                            index=pd.Index([f"{name_a}: {c}" for c in self.categories]),
+                            columns=[f"{name_b}: {c}" for c in self.categories])
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement of two reviewers on one run and relation.
+
+    n_a / n_b: items each judged; n_both: items both judged (kappa's n); pairs: (sample_id,
+    verdict_a, verdict_b) of those items, by sample id; kappa: None when n_both == 0.
+    """
+
+    run_id: int
+    relation: str
+    reviewer_a: str
+    reviewer_b: str
+    n_a: int
+    n_b: int
+    n_both: int
+    pairs: tuple[tuple[str, str, str], ...]
+    kappa: Kappa | None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["pairs"] = [list(p) for p in self.pairs]
+        d["kappa"] = self.kappa.to_dict() if self.kappa else None
+        return d
+
+    def calls_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame([{"sample": s, self.reviewer_a: a, self.reviewer_b: b, "agree": a == b}
+                             for s, a, b in self.pairs],
+                            columns=["sample", self.reviewer_a, self.reviewer_b, "agree"])
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """The decided call of one item.
+
+    source: ``adjudicated`` (a row of the consensus table; ``adjudicator`` says who) or
+    ``agreed`` (computed on read: every reviewer who judged it made the same call).
+    """
+
+    run_id: int
+    sample_id: str
+    relation: str
+    verdict: str
+    reasons: tuple[str, ...]
+    note: str | None
+    source: str
+    adjudicator: str | None
+    reviewers: tuple[str, ...]
+    decided_at: dt.datetime | None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["reasons"], d["reviewers"] = list(self.reasons), list(self.reviewers)
+        d["decided_at"] = iso(self.decided_at)
+        return d
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """An item two reviewers called differently: ``kind`` is ``verdict`` or ``reasons``
+    (both said fp, for different reasons).  ``resolved_*`` is the adjudication, if any."""
+
+    sample_id: str
+    position: int | None
+    kind: str
+    verdict_a: str
+    reasons_a: tuple[str, ...]
+    note_a: str | None
+    verdict_b: str
+    reasons_b: tuple[str, ...]
+    note_b: str | None
+    resolved_verdict: str | None
+    resolved_reasons: tuple[str, ...]
+    resolved_note: str | None
+    resolved_by: str | None
+
+    @property
+    def resolved(self) -> bool:
+        return self.resolved_verdict is not None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("reasons_a", "reasons_b", "resolved_reasons"):
+            d[k] = list(d[k])
+        d["resolved"] = self.resolved
+        return d
+
+
+# ---------------------------------------------------------------- kappa
+
+
+def landis_koch_band(kappa: float | None) -> str:
+    """Landis & Koch (1977): < 0 poor, 0-0.20 slight, 0.21-0.40 fair, 0.41-0.60 moderate,
+    0.61-0.80 substantial, 0.81-1 almost perfect (upper bounds inclusive); None -> undefined."""
+    if kappa is None or math.isnan(kappa):
+        return UNDEFINED_BAND
+    if kappa < -_EPS:
+        return POOR_BAND
+    for upper, name in LANDIS_KOCH_BANDS:
+        if kappa <= upper + _EPS:
+            return name
+    return LANDIS_KOCH_BANDS[-1][1]
+
+
+def cohen_kappa(calls_a: Sequence[str], calls_b: Sequence[str], categories: Sequence[str] = VERDICTS,
+                ci_level: float = KAPPA_CI_LEVEL) -> Kappa:
+    """Cohen's kappa of two raters who each called the same ``n`` items.
+
+    p_o = share of items with the same call; p_e = sum over categories of the product of the
+    two raters' marginal shares; kappa = (p_o - p_e) / (1 - p_e).  Standard error (the usual
+    large-sample approximation, e.g. Cohen 1960):  se = sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)),
+    and the interval kappa -+ z se (z = Phi^-1(1 - (1 - ci_level) / 2) = 1.96 for 95%), clipped to
+    [-1, 1].  When p_e == 1 (both raters used one and the same category throughout, so p_o == 1
+    too) kappa is 0/0: kappa, se and the interval are None and the band is ``undefined``; we do
+    not report 1, because such data cannot show agreement beyond chance.
+
+    Raises ValueError for lists of different lengths, no items, or a call outside ``categories``.
+    """
+    a, b = list(calls_a), list(calls_b)
+    cats = tuple(categories)
+    if len(cats) < 2 or len(set(cats)) != len(cats):
+        raise ValueError(f"categories must be at least two distinct values; got {list(cats)}")
+    if len(a) != len(b):
+        raise ValueError(f"both raters must call the same items: {len(a)} calls against {len(b)}")
+    if not a:
+        raise ValueError("kappa needs at least one item both raters called; got none")
+    for who, calls in (("A", a), ("B", b)):
+        bad = sorted({c for c in calls if c not in cats}, key=str)
+        if bad:
+            raise ValueError(f"rater {who} made calls outside the categories {list(cats)}: {bad}")
+    if not 0 < ci_level < 1:
+        raise ValueError(f"ci_level must lie strictly between 0 and 1; got {ci_level!r}")
+    idx = {c: i for i, c in enumerate(cats)}
+    k = len(cats)
+    table = [[0] * k for _ in range(k)]
+    for x, y in zip(a, b):
+        table[idx[x]][idx[y]] += 1
+    n = len(a)
+    p_o = sum(table[i][i] for i in range(k)) / n
+    row = [sum(table[i]) / n for i in range(k)]
+    col = [sum(table[i][j] for i in range(k)) / n for j in range(k)]
+    p_e = sum(r * c for r, c in zip(row, col))
+    confusion = tuple(tuple(r) for r in table)
+    if 1 - p_e < _EPS:
+        return Kappa(kappa=None, observed=p_o, expected=p_e, n=n, se=None, ci_low=None, ci_high=None,
+                     ci_level=ci_level, band=UNDEFINED_BAND, categories=cats, confusion=confusion)
+    from scipy.stats import norm
+
+    kappa = (p_o - p_e) / (1 - p_e)
+    se = math.sqrt(p_o * (1 - p_o) / (n * (1 - p_e) ** 2))
+    z = float(norm.ppf(1 - (1 - ci_level) / 2))
+    return Kappa(kappa=kappa, observed=p_o, expected=p_e, n=n, se=se, ci_low=max(-1.0, kappa - z * se),
+                 ci_high=min(1.0, kappa + z * se), ci_level=ci_level, band=landis_koch_band(kappa),
+                 categories=cats, confusion=confusion)
+
+
+def _two_reviewers(reviewer_a: str, reviewer_b: str) -> tuple[str, str]:
+    a, b = check_name(reviewer_a), check_name(reviewer_b)
+    if a == b:
+        raise ValueError(f"agreement needs two different reviewers; got {a!r} twice")
+    return a, b
+
+
+def agreement(store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str) -> Agreement:
+    """Cohen's kappa of two reviewers' verdicts over the items both judged (any flagged item,
+    drawn or not); ``kappa`` is None when they have no item in common."""
+    rid = check_run_id(run_id)
+    relation = check_relation(relation)
+    a, b = _two_reviewers(reviewer_a, reviewer_b)
+    ja = {j.sample_id: j.verdict for j in judgments(store, rid, relation, reviewer=a)}
+    jb = {j.sample_id: j.verdict for j in judgments(store, rid, relation, reviewer=b)}
+    both = sorted(ja.keys() & jb.keys())
+    pairs = tuple((s, ja[s], jb[s]) for s in both)
+    kappa = cohen_kappa([p[1] for p in pairs], [p[2] for p in pairs]) if pairs else None
+    return Agreement(run_id=rid, relation=relation, reviewer_a=a, reviewer_b=b, n_a=len(ja), n_b=len(jb),
+                     n_both=len(both), pairs=pairs, kappa=kappa)
+
+
+# ---------------------------------------------------------------- consensus
+
+
+def disagreements(store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str) -> list[Disagreement]:
+    """Items both reviewers judged with different verdicts (``kind='verdict'``) or, both calling
+    them fp, different reasons (``kind='reasons'``); resolved ones carry the adjudication.
+    Ordered by draw position (items outside the draw last), then sample id."""
+    rid = check_run_id(run_id)
+    relation = check_relation(relation)
+    a, b = _two_reviewers(reviewer_a, reviewer_b)
+    ja = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=a)}
+    jb = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=b)}
+    adj = review_rows.adjudications(store, rid, relation)
+    draw = review_sample_info(store, rid, relation)
+    pos = {sid: i for i, sid in enumerate(draw.sample_ids)} if draw else {}
+    out = []
+    for sid in sorted(ja.keys() & jb.keys(), key=lambda s: (pos.get(s, math.inf), s)):
+        x, y = ja[sid], jb[sid]
+        if x.verdict != y.verdict:
+            kind = "verdict"
+        elif x.reasons != y.reasons:
+            kind = "reasons"
+        else:
+            continue
+        r = adj.get(sid)
+        out.append(Disagreement(sample_id=sid, position=pos.get(sid), kind=kind,
+                                verdict_a=x.verdict, reasons_a=x.reasons, note_a=x.note,
+                                verdict_b=y.verdict, reasons_b=y.reasons, note_b=y.note,
+                                resolved_verdict=r["verdict"] if r else None,
+                                resolved_reasons=tuple(r["reasons"] or ()) if r else (),
+                                resolved_note=r["note"] if r else None,
+                                resolved_by=r["adjudicator"] if r else None))
+    return out
+
+
+def _adjudicated(row: dict) -> Consensus:
+    return Consensus(run_id=int(row["run_id"]), sample_id=row["sample_id"], relation=row["relation"],
+                     verdict=row["verdict"], reasons=tuple(row["reasons"] or ()), note=row["note"],
+                     source="adjudicated", adjudicator=row["adjudicator"], reviewers=(), decided_at=row["created_at"])
+
+
+def adjudicate(store: Store, run_id: int, sample_id: str, relation: str, verdict: str, reasons: Iterable[str],
+               note: str | None, adjudicator: str) -> Consensus:
+    """Record (or replace) the decided call of a flagged item; it overrides the reviewers' calls.
+
+    Same checks as ``record_judgment``; ``adjudicator`` must have an account.  A second call
+    replaces verdict, reasons, note and adjudicator, and sets ``created_at`` to the new decision time.
+    """
+    rid = check_run_id(run_id)
+    relation = check_relation(relation)
+    sample_id = check_sample_id(sample_id)
+    verdict, reasons, note = check_call(verdict, reasons, note)
+    who = check_name(adjudicator, "adjudicator name")
+    return _adjudicated(review_rows.save_adjudication(store, run_id=rid, sample_id=sample_id, relation=relation,
+                                                      verdict=verdict, reasons=reasons, note=note,
+                                                      adjudicator=who))
+
+
+def _agreed(run_id: int, relation: str, calls: list[Judgment]) -> Consensus | None:
+    """The computed consensus of one item's judgments, or None (too few, or they differ)."""
+    if len(calls) < MIN_CONSENSUS_REVIEWERS:
+        return None
+    first = calls[0]
+    if any(j.verdict != first.verdict or j.reasons != first.reasons for j in calls[1:]):
+        return None
+    notes = [f"{j.reviewer}: {j.note}" for j in calls if j.note]
+    return Consensus(run_id=run_id, sample_id=first.sample_id, relation=relation, verdict=first.verdict,
+                     reasons=first.reasons, note=" | ".join(notes) or None, source="agreed", adjudicator=None,
+                     reviewers=tuple(j.reviewer for j in calls), decided_at=max(j.updated_at for j in calls))
+
+
+def consensus(store: Store, run_id: int, relation: str) -> list[Consensus]:
+    """Every decided item of a run and relation, by sample id.
+
+    An adjudication (the consensus table) wins; otherwise an item is decided when at least
+    ``MIN_CONSENSUS_REVIEWERS`` reviewers judged it and all of them made the same call
+    (verdict, and for fp the same reasons).  The agreed items are computed on read, not stored.
+    """
+    rid = check_run_id(run_id)
+    relation = check_relation(relation)
+    by_item: dict[str, list[Judgment]] = defaultdict(list)
+    for j in judgments(store, rid, relation):
+        by_item[j.sample_id].append(j)
+    out = {sid: _adjudicated(r) for sid, r in review_rows.adjudications(store, rid, relation).items()}
+    for sid, calls in by_item.items():
+        if sid not in out:
+            agreed = _agreed(rid, relation, calls)
+            if agreed is not None:
+                out[sid] = agreed
+    return [out[s] for s in sorted(out)]
+
+
+# ---------------------------------------------------------------- precision (seed 000 Tables 1-3)
+
+PRECISION_COLUMNS = (
+    "run", "model", "dataset", "task", "relation",
+    "flagged",                # Total: inferences the primary vote flagged
+    "sample size",            # items drawn for review (Cochran); 0 when nothing was drawn
+    "reviewed",               # items of the sample with a consensus (uncertain included)
+    "true positive", "true positive %",
+    "false positive", "false positive %",
+    "multiple objects",       # fp items with this reason (shared ones included, as in Table 1)
+    "incomplete removal",
+    "multiple & incomplete",  # fp items with both reasons: Table 1's number in parentheses
+    "other",
+    "fp without reason",
+    "uncertain",
+    "unresolved",             # judged by two or more reviewers who disagree, not adjudicated yet
+    "pending",                # not enough judgments yet
+)
+# Columns of the Total row that are not sums of the run rows.
+_NOT_SUMMED = ("run", "model", "dataset", "task", "relation", "true positive %", "false positive %")
+
+
+def _pct(k: int, n: int) -> float:
+    return round(100.0 * k / n, 1) if n else math.nan
+
+
+def _precision_row(store: Store, run_id: int, relation: str) -> dict:
+    try:
+        rec = store.get_run(run_id)
+    except KeyError:
+        raise ValueError(f"no run {run_id} in the store") from None
+    flagged = store.flagged_sample_ids(run_id, relation)
+    draw = review_sample_info(store, run_id, relation)
+    universe = set(draw.sample_ids) if draw else set(flagged)
+    decided = {x.sample_id: x for x in consensus(store, run_id, relation) if x.sample_id in universe}
+    judged: dict[str, int] = defaultdict(int)
+    for j in judgments(store, run_id, relation):
+        if j.sample_id in universe:
+            judged[j.sample_id] += 1
+    open_items = universe - decided.keys()
+    unresolved = sum(1 for s in open_items if judged[s] >= MIN_CONSENSUS_REVIEWERS)
+    fps = [x for x in decided.values() if x.verdict == "fp"]
+    has = lambda reason: sum(1 for x in fps if reason in x.reasons)  # noqa: E731
+    tp = sum(1 for x in decided.values() if x.verdict == "tp")
+    n = len(decided)
+    return {
+        "run": run_id, "model": rec.model, "dataset": rec.dataset, "task": rec.task, "relation": relation,
+        "flagged": len(flagged), "sample size": draw.size if draw else 0, "reviewed": n,
+        "true positive": tp, "true positive %": _pct(tp, n),
+        "false positive": len(fps), "false positive %": _pct(len(fps), n),
+        "multiple objects": has("multiple-objects"), "incomplete removal": has("incomplete-removal"),
+        "multiple & incomplete": sum(1 for x in fps if {"multiple-objects", "incomplete-removal"} <= set(x.reasons)),
+        "other": has("other"), "fp without reason": sum(1 for x in fps if not x.reasons),
+        "uncertain": sum(1 for x in decided.values() if x.verdict == "uncertain"),
+        "unresolved": unresolved, "pending": len(open_items) - unresolved,
+    }
+
+
+def precision_table(store: Store, run_ids: int | Iterable[int], relation: str) -> pd.DataFrame:
+    """Seed 000 Tables 1-3 from consensus only: one row per run, plus a ``Total`` row for several.
+
+    Counts are over the drawn review sample (over every flagged item when nothing was drawn):
+    the random draw is what makes the precision an unbiased estimate.  Percentages (0-100, one
+    decimal) divide by ``reviewed``, the decided items including uncertain ones, which equals the
+    sample size once every drawn item is decided (the paper's denominator); NaN when nothing
+    is decided.  Columns: ``PRECISION_COLUMNS``.
+    """
+    import pandas as pd
+
+    relation = check_relation(relation)
+    ids = [run_ids] if isinstance(run_ids, numbers.Integral) else list(run_ids)
+    rows = [_precision_row(store, check_run_id(r), relation) for r in ids]
+    if len(rows) > 1:
+        total = {k: sum(r[k] for r in rows) for k in PRECISION_COLUMNS if k not in _NOT_SUMMED}
+        total.update(run=None, model="Total", dataset="", task="", relation=relation,
+                     **{"true positive %": _pct(total["true positive"], total["reviewed"]),
+                        "false positive %": _pct(total["false positive"], total["reviewed"])})
+        rows.append(total)
+    return pd.DataFrame(rows, columns=list(PRECISION_COLUMNS))

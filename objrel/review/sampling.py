@@ -1,0 +1,165 @@
+"""The review sample: which flagged inferences get reviewed, in which order (seed 000 s5.1.2).
+
+``draw_review_sample`` draws ``cochran_sample_size(N)`` of the N inferences the primary vote
+flagged for one relation of one run (95% confidence, 5% margin, p = 0.5) and stores the draw,
+so every reviewer sees the same items in the same order.  ``review_queue`` is that order as
+one reviewer sees it: with their own calls only, never another reviewer's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from objrel.review.accounts import check_name
+from objrel.review.judgments import check_relation, check_run_id, judgments
+from objrel.store import Store
+from objrel.store import reviews as review_rows
+
+# Cochran's formula defaults (seed 000 s5.1.2): 95% confidence, +-5% margin, p = 0.5 (the
+# most conservative proportion: it gives the largest sample).
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_MARGIN = 0.05
+DEFAULT_PROPORTION = 0.5
+# Seed of the review draw when none is given; the draw is stored, so the seed only matters once.
+DEFAULT_REVIEW_SEED = 0
+# Slack below an integer that still rounds down: N = 1 gives n = 1.0000000000000002, which must stay 1.
+_CEIL_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class SampleDraw:
+    """The stored review sample of one run and relation: ``sample_ids`` in draw order, drawn
+    with ``seed`` from ``population`` flagged inferences."""
+
+    run_id: int
+    relation: str
+    seed: int
+    population: int
+    sample_ids: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.sample_ids)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["sample_ids"] = list(self.sample_ids)
+        return d
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One drawn item as one reviewer sees it: only their own call, never another reviewer's."""
+
+    sample_id: str
+    position: int
+    judged_by_me: bool
+    my_verdict: str | None
+    my_reasons: tuple[str, ...] = ()
+    my_note: str | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["my_reasons"] = list(self.my_reasons)
+        return d
+
+
+def cochran_sample_size(population: int, confidence: float = DEFAULT_CONFIDENCE, margin: float = DEFAULT_MARGIN,
+                        p: float = DEFAULT_PROPORTION) -> int:
+    """Cochran's (1963) sample size for a proportion, with the finite population correction.
+
+    n0 = z^2 p (1 - p) / e^2 with z = Phi^-1(1 - (1 - confidence) / 2); n = n0 / (1 + (n0 - 1) / N),
+    rounded up (never above N); 0 for an empty population.  Defaults (95%, e = 0.05, p = 0.5)
+    give n0 = 384.15, e.g. N = 1,000 -> 278, N = 10,000 -> 370.
+    """
+    if isinstance(population, bool) or not isinstance(population, int) or population < 0:
+        raise ValueError(f"population must be a non-negative integer; got {population!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1; got {confidence!r}")
+    if not 0 < margin < 1:
+        raise ValueError(f"margin must lie strictly between 0 and 1; got {margin!r}")
+    if not 0 < p < 1:
+        raise ValueError(f"p must lie strictly between 0 and 1; got {p!r}")
+    if population == 0:
+        return 0
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    n0 = z * z * p * (1 - p) / (margin * margin)
+    n = n0 / (1 + (n0 - 1) / population)
+    return min(population, max(1, math.ceil(n - _CEIL_SLACK)))
+
+
+def _draw(run_id: int, relation: str, stored: dict) -> SampleDraw:
+    return SampleDraw(run_id=run_id, relation=relation, seed=stored["seed"], population=stored["population"],
+                      sample_ids=tuple(stored["sample_ids"]))
+
+
+def review_sample_info(store: Store, run_id: int, relation: str) -> SampleDraw | None:
+    """The stored draw (seed, population N, ids in order), or None when none was drawn yet."""
+    rid, relation = check_run_id(run_id), check_relation(relation)
+    stored = review_rows.review_sample(store, rid, relation)
+    return _draw(rid, relation, stored) if stored is not None else None
+
+
+def _seed_mismatch(draw: SampleDraw, seed: int) -> ValueError:
+    return ValueError(f"run {draw.run_id} already has a {draw.relation} review sample drawn with seed {draw.seed} "
+                      f"({draw.size} of {draw.population}); asked for seed {seed}. Pass redraw=True to replace it "
+                      "(judgments stay; items outside the new draw leave the queue)")
+
+
+def draw_review_sample(store: Store, run_id: int, relation: str, seed: int = DEFAULT_REVIEW_SEED,
+                       redraw: bool = False) -> list[str]:
+    """The review sample of a run's flagged inferences for ``relation``, drawn once and stored.
+
+    The first call draws ``cochran_sample_size(N)`` of the N flagged sample ids (sorted, then
+    ``numpy.random.default_rng(seed).choice(N, n, replace=False)``) and stores them with their
+    positions; later calls return the stored draw in the same order, even when the flagged set
+    has changed since (the stored ``population`` says what N was).  Concurrent first calls are
+    serialised, so all of them get the one stored draw.  A seed other than the stored one raises
+    ValueError unless ``redraw=True``, which replaces the draw.
+    """
+    rid = check_run_id(run_id)
+    relation = check_relation(relation)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    if not redraw:
+        stored = review_sample_info(store, rid, relation)
+        if stored is not None:
+            if stored.seed != seed:
+                raise _seed_mismatch(stored, seed)
+            return list(stored.sample_ids)
+
+    def pick(population: list[str]) -> list[str]:
+        import numpy as np
+
+        n = cochran_sample_size(len(population))
+        picks = np.random.default_rng(seed).choice(len(population), size=n, replace=False) if n else []
+        return [population[int(i)] for i in picks]
+
+    draw = _draw(rid, relation, review_rows.store_review_sample(store, rid, relation, seed, pick, replace=redraw))
+    if draw.seed != seed:  # a concurrent caller drew first, with another seed
+        raise _seed_mismatch(draw, seed)
+    return list(draw.sample_ids)
+
+
+def review_queue(store: Store, run_id: int, relation: str, reviewer: str) -> list[QueueItem]:
+    """The drawn items in draw order, each with ``reviewer``'s own call (if any).
+
+    Blind by construction: only ``reviewer``'s judgments are read.  When nothing was drawn yet
+    the sample is drawn with ``DEFAULT_REVIEW_SEED`` (and stored) first.
+    """
+    rid = check_run_id(run_id)
+    relation = check_relation(relation)
+    who = check_name(reviewer)
+    draw = review_sample_info(store, rid, relation)
+    ids = list(draw.sample_ids) if draw else draw_review_sample(store, rid, relation, DEFAULT_REVIEW_SEED)
+    mine = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=who)}
+    out = []
+    for pos, sid in enumerate(ids):
+        j = mine.get(sid)
+        out.append(QueueItem(sample_id=sid, position=pos, judged_by_me=j is not None,
+                             my_verdict=j.verdict if j else None, my_reasons=j.reasons if j else (),
+                             my_note=j.note if j else None))
+    return out

@@ -1,0 +1,193 @@
+"""Review rows: judgments, adjudications (``consensus``), the stored review sample, re-tests.
+
+Every function takes plain Python values and returns dicts of column -> value (datetimes are
+timezone-aware; ``reasons`` lists of strings).  Checking verdicts, reasons and names is
+``objrel.review``'s job; what only the database can answer is checked here, inside the write's
+own transaction: that the reviewer has an account and that the item is flagged by the run's
+primary vote.  Writes go through ``transactions.write``, so two reviewers (two processes)
+writing to one SQLite file at the same moment lose no judgment.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.engine import Connection
+
+from objrel.store import schema as S
+from objrel.store.accounts import has_reviewer
+from objrel.store.store import Store, now
+from objrel.store.transactions import lock_run, upsert, write
+
+# ---------------------------------------------------------------- checks inside a transaction
+
+
+def _require_reviewer(c: Connection, name: str, what: str) -> None:
+    if not has_reviewer(c, name):
+        raise ValueError(f"no {what} account named {name!r}; create it (or sign in) on the Review page first")
+
+
+def _flagged_ids(c: Connection, run_id: int, relation: str) -> list[str]:
+    q = select(S.votes.c.sample_id).where(S.votes.c.run_id == run_id, S.votes.c.relation == relation,
+                                          S.votes.c.is_primary.is_(True), S.votes.c.flagged.is_(True))
+    return sorted(set(c.execute(q).scalars()))
+
+
+def _require_flagged(c: Connection, run_id: int, sample_id: str, relation: str) -> None:
+    q = select(S.votes.c.id).where(S.votes.c.run_id == run_id, S.votes.c.sample_id == sample_id,
+                                   S.votes.c.relation == relation, S.votes.c.is_primary.is_(True),
+                                   S.votes.c.flagged.is_(True))
+    if c.execute(q.limit(1)).first() is None:
+        raise ValueError(f"sample {sample_id!r} of run {run_id} is not flagged by the primary {relation} vote; "
+                         "only flagged inferences are reviewed")
+
+
+# ---------------------------------------------------------------- judgments
+
+
+def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, reviewer: str, verdict: str,
+                  reasons: Sequence[str], note: str | None) -> dict:
+    """Insert or update ``reviewer``'s judgment of (run, sample, relation) and return its row.
+
+    A new row gets ``created_at`` = ``updated_at`` = now; an update keeps ``created_at``.
+    Raises ValueError when ``reviewer`` has no account or the item is not flagged by the run's
+    primary ``relation`` vote.  Safe to call from several processes at once.
+    """
+    key = {"run_id": run_id, "sample_id": sample_id, "relation": relation, "reviewer": reviewer}
+
+    def work(c: Connection) -> dict:
+        _require_reviewer(c, reviewer, "reviewer")
+        _require_flagged(c, run_id, sample_id, relation)
+        ts = now()
+        upsert(c, S.judgments, key, {"verdict": verdict, "reasons": list(reasons), "note": note, "updated_at": ts},
+               {"created_at": ts})
+        return dict(c.execute(select(S.judgments).where(*(S.judgments.c[k] == v for k, v in key.items())))
+                    .one()._mapping)
+
+    return write(store, work, retry_on_integrity=True)
+
+
+def judgment_rows(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None) -> list[dict]:
+    """The judgment rows of a run, optionally of one relation and one reviewer, ordered by
+    sample id, relation, reviewer."""
+    q = select(S.judgments).where(S.judgments.c.run_id == run_id)
+    if relation is not None:
+        q = q.where(S.judgments.c.relation == relation)
+    if reviewer is not None:
+        q = q.where(S.judgments.c.reviewer == reviewer)
+    with store.engine.connect() as c:
+        rows = c.execute(q.order_by(S.judgments.c.sample_id, S.judgments.c.relation, S.judgments.c.reviewer)).all()
+    return [dict(r._mapping) for r in rows]
+
+
+def judged_runs(store: Store) -> list[dict]:
+    """Every stored run with at least one judgment, by run id:
+    ``{"run_id", "name", "model", "dataset", "task", "reviewers": {relation: set of reviewer names}}``."""
+    q = select(S.judgments.c.run_id, S.judgments.c.relation, S.judgments.c.reviewer).distinct()
+    by_run: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    with store.engine.connect() as c:
+        for run_id, relation, who in c.execute(q):
+            by_run[int(run_id)][relation].add(who)
+        runs = {int(r.id): r for r in c.execute(select(S.runs).where(S.runs.c.id.in_(list(by_run))))}
+    return [{"run_id": rid, "name": runs[rid].name, "model": runs[rid].model, "dataset": runs[rid].dataset,
+             "task": runs[rid].task, "reviewers": dict(by_run[rid])}
+            for rid in sorted(by_run) if rid in runs]
+
+
+# ---------------------------------------------------------------- adjudications
+
+
+def save_adjudication(store: Store, *, run_id: int, sample_id: str, relation: str, verdict: str,
+                      reasons: Sequence[str], note: str | None, adjudicator: str) -> dict:
+    """Insert or replace the decided call of (run, sample, relation) and return its row
+    (``created_at`` = the time of this decision).  Raises ValueError when ``adjudicator`` has no
+    account or the item is not flagged by the run's primary ``relation`` vote."""
+    key = {"run_id": run_id, "sample_id": sample_id, "relation": relation}
+
+    def work(c: Connection) -> dict:
+        _require_reviewer(c, adjudicator, "adjudicator")
+        _require_flagged(c, run_id, sample_id, relation)
+        upsert(c, S.consensus, key, {"verdict": verdict, "reasons": list(reasons), "note": note,
+                                     "adjudicator": adjudicator, "created_at": now()}, {})
+        return dict(c.execute(select(S.consensus).where(*(S.consensus.c[k] == v for k, v in key.items())))
+                    .one()._mapping)
+
+    return write(store, work, retry_on_integrity=True)
+
+
+def adjudications(store: Store, run_id: int, relation: str) -> dict[str, dict]:
+    """The adjudicated items of a run and relation: sample id -> consensus row."""
+    q = select(S.consensus).where(S.consensus.c.run_id == run_id, S.consensus.c.relation == relation)
+    with store.engine.connect() as c:
+        return {r.sample_id: dict(r._mapping) for r in c.execute(q)}
+
+
+# ---------------------------------------------------------------- the review sample
+
+
+def _stored_draw(c: Connection, run_id: int, relation: str) -> dict | None:
+    rows = c.execute(select(S.review_samples).where(S.review_samples.c.run_id == run_id,
+                                                    S.review_samples.c.relation == relation)
+                     .order_by(S.review_samples.c.position)).all()
+    if not rows:
+        return None
+    return {"seed": int(rows[0].seed), "population": int(rows[0].population),
+            "sample_ids": tuple(r.sample_id for r in rows)}
+
+
+def review_sample(store: Store, run_id: int, relation: str) -> dict | None:
+    """The stored draw ``{"seed", "population", "sample_ids" (tuple, in draw order)}``, or None."""
+    with store.engine.connect() as c:
+        return _stored_draw(c, run_id, relation)
+
+
+def store_review_sample(store: Store, run_id: int, relation: str, seed: int,
+                        pick: Callable[[list[str]], list[str]], *, replace: bool) -> dict:
+    """Draw the review sample of a run and relation once, under the run's lock; return the stored draw.
+
+    In one transaction that holds the run's lock (so concurrent first draws are serialised):
+    when a draw is stored and ``replace`` is False, that draw comes back untouched, whatever
+    its seed (the caller compares it).  Otherwise the old draw is deleted, ``pick`` is called
+    with the run's flagged sample ids (primary vote, sorted) and must return the chosen ids in
+    draw order, and those are stored with their positions, ``seed`` and the population size.
+    Returns ``{"seed", "population", "sample_ids"}``.  Raises ValueError for an unknown run.
+    """
+
+    def work(c: Connection) -> dict:
+        lock_run(c, run_id)
+        stored = _stored_draw(c, run_id, relation)
+        if stored is not None and not replace:  # drawn before, or by a concurrent caller just now
+            return stored
+        if stored is not None:
+            c.execute(delete(S.review_samples).where(S.review_samples.c.run_id == run_id,
+                                                     S.review_samples.c.relation == relation))
+        population = _flagged_ids(c, run_id, relation)
+        ids = list(pick(population))
+        if ids:
+            c.execute(insert(S.review_samples), [
+                {"run_id": run_id, "relation": relation, "sample_id": sid, "position": pos, "seed": seed,
+                 "population": len(population)} for pos, sid in enumerate(ids)])
+        return {"seed": seed, "population": len(population), "sample_ids": tuple(ids)}
+
+    return write(store, work, retry_on_integrity=True)
+
+
+# ---------------------------------------------------------------- re-tests with a redrawn box
+
+
+def add_retest(store: Store, run_id: int, sample_id: str, reviewer: str, box: Sequence[int], result: dict) -> None:
+    """Keep one re-test: ``box`` the redrawn xyxy pixels, ``result`` its votes and verdicts (JSON-able)."""
+    with store.engine.begin() as c:
+        c.execute(insert(S.retests).values(run_id=int(run_id), sample_id=str(sample_id), reviewer=reviewer,
+                                           box=list(box), result=result, created_at=now()))
+
+
+def retests(store: Store, run_id: int, sample_id: str) -> list[dict]:
+    """The re-tests of one sample, oldest first: rows ``{"id", "run_id", "sample_id", "reviewer",
+    "box", "result", "created_at"}``."""
+    q = (select(S.retests).where(S.retests.c.run_id == int(run_id), S.retests.c.sample_id == str(sample_id))
+         .order_by(S.retests.c.id))
+    with store.engine.connect() as c:
+        return [dict(r._mapping) for r in c.execute(q)]

@@ -1,0 +1,81 @@
+"""What the pages print, built by objrel.app.formats, objrel.app.captions and objrel.app.charts (no Streamlit)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from objrel.app import captions, charts
+from objrel.app.formats import decimals, percent, pvalue
+from objrel.review.agreement import Disagreement
+from objrel.review.items import Panel, ReviewItem
+
+IMG = np.zeros((2, 2, 3), np.uint8)
+
+
+def test_number_formats():
+    assert percent(0.1234) == "12.3%" and percent(0.95, 0) == "95%"
+    assert percent(None) == percent(math.nan) == decimals(None) == pvalue(math.nan) == "-"
+    assert decimals(0.58333) == "0.583" and decimals(2.0, 1) == "2.0"
+    assert (pvalue(0), pvalue(0.0000231), pvalue(0.0123)) == ("0", "2.31e-05", "0.012")
+
+
+def test_a_classifier_panel_caption():
+    panel = Panel("fill_object(colour=gray)", "", IMG, [("red", 0.91), ("green", 0.05)], "MR-1", "violated", 0.9,
+                  0.85, None)
+    assert captions.panel_caption(panel, detection=False) == \
+        "**red** 0.910 - MR-1 :red[violated]  \ncertainty 0.900 -> 0.850"
+    assert captions.panel_caption(Panel("source", "source", IMG, []), detection=False) == "**-** 0.000"
+
+
+def test_a_detection_panel_caption():
+    source = Panel("source", "source", IMG, [("face", 0.4)], source_certainty=1.0, note="detected (T = 1)")
+    assert captions.panel_caption(source, detection=True) == \
+        "**face** 0.400  \nIoU with the object 1.000  \ndetected (T = 1)"
+    missed = Panel("fill_background(colour=black)", "", IMG, [], "MR-2", "violated", 1.0, 0.0, "missing detection")
+    assert captions.panel_caption(missed, detection=True) == ("**no record** - MR-2 :red[violated]  \n"
+                                                              "IoU with the object 1.000 -> 0.000  \nmissing detection")
+    assert captions.detection_thumb_caption(missed) == "fill_background(colour=black): missing detection (IoU 0.00)"
+
+
+def test_review_item_texts():
+    source = Panel("source", "source", IMG, [("red", 0.9)])
+    mutant = Panel("fill_background(colour=gray)", "", IMG, [("green", 0.6)], "MR-2", "violated")
+    votes = {"MR-2 3 colours": {"relation": "MR-2", "is_primary": True, "violations": 2, "n": 3},
+             "MR-2 15 colours": {"relation": "MR-2", "is_primary": False, "violations": 9, "n": 15}}
+    item = ReviewItem(1, "s1", "MR-2", "a.png", ["red"], 0.2, None, None, None, votes, source, [mutant],
+                      size=(40, 30))
+    assert captions.vote_text(item, "MR-2") == "2/3 violated" and captions.vote_text(item, "MR-1") == "-"
+    assert captions.example_caption({"relation": "MR-1&2"}, item, item.violating_mutant("MR-2")) == \
+        "**MR-1&2**: red -> green"
+    assert item.target_box() == (0, 0, 40, 30) and not item.is_detection
+    assert captions.my_call("fp") == "Your call: **False positive**" and captions.my_call(None) == \
+        "Your call: **not yet**"
+    result = SimpleNamespace(votes={"MR-2": {"violations": 0, "n": 3, "flagged": False}})
+    assert captions.retest_lines(result) == ["MR-2: 0 of 3 violated -> not flagged"]
+
+
+def test_calls_in_words():
+    d = Disagreement("s5", 2, "verdict", "tp", (), None, "fp", ("other",), "a second cat", "fp",
+                     ("multiple-objects",), None, "carol")
+    assert captions.disagreement_heading(d) == "**s5** (#3 of the review sample; they differ in the verdict)"
+    assert captions.disagreement_calls(d, "alice", "bob") == \
+        "- alice: true positive\n- bob: false positive (other): \u201ca second cat\u201d"
+    assert captions.decision_text(d) == "Decided by carol: false positive (multiple target objects)"
+
+
+def test_size_histogram_marks_the_item():
+    bins = pd.DataFrame({"lower": [0.0, 0.05], "share": [0.5, float("nan")], "tested": [2, 0], "flagged": [1, 0]})
+    fig = charts.size_histogram(bins, 0.03, "MR-2")
+    assert list(fig.data[0].x) == pytest.approx([0.025, 0.075]) and list(fig.data[0].y) == [0.5, 0.0]
+    assert fig.layout.shapes[0].x0 == 0.03 and fig.layout.yaxis.title.text == "share flagged by MR-2"
+
+
+def test_bar_labels_count_flagged_of_total():
+    bins = pd.DataFrame({"interval": ["[0, .05)", "[.05, .1)"], "share": [0.5, 0.0], "flagged": [1, 0],
+                         "tested": [2, 0]})
+    assert list(charts.size_bars(bins, "MR-1").data[0].text) == ["1/2", ""]

@@ -1,0 +1,146 @@
+"""AppTest of the Agreement page on a temporary store with two reviewers' judgments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from streamlit.testing.v1 import AppTest
+
+from objrel import review as R
+from objrel.store import Store
+from objrel.store import schema as S
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "agreement.py")
+SIDS = [f"s{i:03d}" for i in range(10)]
+# a = tp x6, fp x4; b = tp x5, fp, fp x3, tp: p_o = 0.8, p_e = 0.6^2 + 0.4^2 = 0.52,
+# kappa = 0.28 / 0.48 = 0.583; se = sqrt(0.16 / (10 * 0.48^2)) = 0.26352, so the 95% CI is
+# 0.583 -+ 1.96 * 0.26352 = [0.067, 1.100] -> [0.067, 1.000]; Landis & Koch: moderate.
+CALLS_A = ["tp"] * 6 + ["fp"] * 4
+CALLS_B = ["tp"] * 5 + ["fp"] + ["fp"] * 3 + ["tp"]
+
+
+@pytest.fixture(autouse=True)
+def fast_scrypt(monkeypatch):
+    monkeypatch.setattr(R.accounts, "SCRYPT_N", 2 ** 10)
+
+
+def make_run(store: Store, flagged: list[str]) -> int:
+    rid = store.create_run(name="colour run", model="ResNet", model_config={}, task="single", class_names=["a"],
+                           dataset="d", dataset_config={"root": "/"}, plan={"groups": []}, config={}, seed=0,
+                           n_total=len(flagged))
+    for sid in flagged:
+        votes = [{"sample_id": sid, "group_name": g, "relation": rel, "is_primary": True, "k": 2, "n": 3,
+                  "applicable": 3, "violations": 2 if rel == "MR-1" else 0, "flagged": rel == "MR-1"}
+                 for g, rel in (("fill_object", "MR-1"), ("fill_background", "MR-2"))]
+        store.write_sample(rid, {"sample_id": sid, "rel_path": f"{sid}.png", "status": "tested", "correct": True},
+                           [], [], votes)
+    store.update_run(rid, status="finished")
+    return rid
+
+
+@pytest.fixture
+def judged_store(tmp_path, monkeypatch):
+    db = tmp_path / "agreement.db"
+    store = Store(db)
+    for name in ("alice", "bob", "carol"):
+        R.create_reviewer(store, name, f"{name}-passphrase")
+    rid = make_run(store, SIDS)
+    assert len(R.draw_review_sample(store, rid, "MR-1")) == 10  # 384.1459 / 39.31459 = 9.77 -> 10: all
+    for sid, a, b in zip(SIDS, CALLS_A, CALLS_B):
+        R.record_judgment(store, rid, sid, "MR-1", "alice", a, ["multiple-objects"] if a == "fp" else ())
+        R.record_judgment(store, rid, sid, "MR-1", "bob", b, ["multiple-objects"] if b == "fp" else ())
+    monkeypatch.setenv("OBJREL_STORE", str(db))
+    return store, rid
+
+
+def run_page(reviewer: str | None = None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    if reviewer:
+        at.session_state["reviewer"] = reviewer
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def table_with(at: AppTest, column: str):
+    """The first table with ``column`` (read-only st.dataframe elements carry no key in AppTest)."""
+    return next(df.value for df in at.dataframe if column in df.value.columns)
+
+
+def test_shows_hand_computed_kappa_and_asks_to_sign_in(judged_store):
+    at = run_page()
+    assert metric(at, "Cohen's kappa") == "0.583"
+    assert metric(at, "95% CI") == "[0.067, 1.000]"
+    assert metric(at, "Landis & Koch") == "moderate"
+    assert metric(at, "Items both judged") == "10"
+    confusion = table_with(at, "bob: tp")
+    assert confusion.loc["alice: tp", "bob: tp"] == 5 and confusion.loc["alice: tp", "bob: fp"] == 1
+    assert confusion.loc["alice: fp", "bob: tp"] == 1 and confusion.loc["alice: fp", "bob: fp"] == 3
+    # precision from consensus: s000-s004 agreed tp, s006-s008 agreed fp (multiple objects) -> 8 decided,
+    # tp 5/8 = 62.5%, fp 3/8 = 37.5%; s005 and s009 unresolved
+    mr1 = table_with(at, "true positive %").iloc[0]
+    assert (mr1["flagged"], mr1["sample size"], mr1["reviewed"], mr1["true positive"]) == (10, 10, 8, 5)
+    assert (mr1["true positive %"], mr1["false positive %"], mr1["unresolved"]) == (62.5, 37.5, 2)
+    assert at.download_button(key="agreement_precision_MR-1_csv") is not None
+    # statistics shown, but no adjudication without a signed-in reviewer
+    assert any("Sign in on the Review page" in i.value for i in at.info)
+    assert not any(r.key.startswith("adj_verdict_") for r in at.radio)
+
+
+def test_adjudication_through_the_form_creates_a_consensus_row(judged_store):
+    store, rid = judged_store
+    at = run_page("carol")
+    keys = sorted(r.key for r in at.radio if r.key.startswith("adj_verdict_"))
+    assert keys == [f"adj_verdict_{rid}_MR-1_s005", f"adj_verdict_{rid}_MR-1_s009"]
+    at.radio(key=f"adj_verdict_{rid}_MR-1_s005").set_value("fp")
+    at.multiselect(key=f"adj_reasons_{rid}_MR-1_s005").set_value(["incomplete-removal"])
+    at.text_area(key=f"adj_note_{rid}_MR-1_s005").set_value("only half the object was annotated")
+    at.button(key=f"adj_submit_{rid}_MR-1_s005").click()
+    at.run()
+    assert not at.exception
+    with store.engine.connect() as c:
+        rows = c.execute(select(S.consensus.c.sample_id, S.consensus.c.verdict, S.consensus.c.reasons,
+                                S.consensus.c.adjudicator)).all()
+    assert [tuple(r) for r in rows] == [("s005", "fp", ["incomplete-removal"], "carol")]
+    assert any("Saved: s005" in s.value for s in at.success)
+    # s005 left the open queue; the precision table now has 9 decided items: fp 4/9 = 44.4%
+    open_keys = [r.key for r in at.radio if r.key.startswith("adj_verdict_") and r.value is None]
+    assert open_keys == [f"adj_verdict_{rid}_MR-1_s009"]
+    mr1 = table_with(at, "true positive %").iloc[0]
+    assert (mr1["reviewed"], mr1["false positive"], mr1["false positive %"], mr1["incomplete removal"]) \
+        == (9, 4, 44.4, 1)
+
+
+def test_invalid_decision_shows_the_error_and_writes_nothing(judged_store):
+    store, rid = judged_store
+    at = run_page("carol")
+    at.radio(key=f"adj_verdict_{rid}_MR-1_s009").set_value("fp")
+    at.multiselect(key=f"adj_reasons_{rid}_MR-1_s009").set_value(["other"])  # "other" without a note
+    at.button(key=f"adj_submit_{rid}_MR-1_s009").click()
+    at.run()
+    assert any("needs a note" in e.value for e in at.error)
+    with store.engine.connect() as c:
+        assert c.execute(select(S.consensus.c.id)).first() is None
+    assert "s009" not in {x.sample_id for x in R.consensus(store, rid, "MR-1")}
+
+
+def test_empty_store_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("OBJREL_STORE", str(tmp_path / "empty.db"))
+    at = run_page()
+    assert any("No runs" in i.value for i in at.info)
+    assert not at.metric
+
+
+def test_runs_without_judgments_point_to_the_review_page(tmp_path, monkeypatch):
+    db = tmp_path / "unjudged.db"
+    make_run(Store(db), SIDS[:3])
+    monkeypatch.setenv("OBJREL_STORE", str(db))
+    at = run_page()
+    assert any("No judgments yet" in i.value for i in at.info)
+    assert not at.metric

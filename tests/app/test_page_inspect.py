@@ -1,0 +1,130 @@
+"""AppTest of pages/inspect.py.
+
+The results file is the four-colour COCO set of tests/studies/test_deepinspect.py inspected with the
+mean-colour model, whose numbers are worked out by hand there: NAPVD(green, blue) = 1 is the
+smallest, avg_bias(red, green) = |1.5 - 1| / (1.5 + 1) = .2 the largest (third class blue), and the
+orange image (truly green, predicted red) is the one error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from objrel.data import load_dataset
+from objrel.studies.deepinspect import inspect_dataset
+
+from tests.studies import test_deepinspect as di
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "inspect.py")
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("inspect_page")
+    ann = di.write_four_colour_coco(root / "data")
+    result = inspect_dataset(di.mean_colour_classifier(), load_dataset(ann))
+    result.save(root / "results" / "colours.json")
+    return root / "results"
+
+
+def open_page(monkeypatch, results: Path, **state) -> AppTest:
+    monkeypatch.setenv("OBJREL_INSPECT_DIR", str(results))
+    at = AppTest.from_file(PAGE, default_timeout=90)
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def table(at: AppTest, column: str):
+    hits = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(hits) == 1, f"expected one table with column {column}, found {len(hits)}"
+    return hits[0]
+
+
+def test_without_a_results_file_the_page_says_how_to_make_one(monkeypatch, tmp_path):
+    at = open_page(monkeypatch, tmp_path / "empty")
+    assert any("objrel inspect" in i.value for i in at.info)
+    assert len(at.dataframe) == 0
+
+
+def test_results_file_shows_ranked_pairs_examples_and_aucec(monkeypatch, results_dir):
+    at = open_page(monkeypatch, results_dir)
+    assert at.text_input(key="inspect_path").value.endswith("colours.json")       # the newest file, filled in
+    raw = json.loads((results_dir / "colours.json").read_text())
+    names, d = raw["class_names"], np.asarray(raw["napvd"])
+    iu = np.triu_indices(len(names), 1)
+    k = int(np.argmin(d[iu]))
+    conf = table(at, "napvd")
+    assert (conf.iloc[0]["a"], conf.iloc[0]["b"]) == (names[iu[0][k]], names[iu[1][k]]) == ("green", "blue")
+    assert conf.iloc[0]["napvd"] == pytest.approx(1.0)
+    bias = table(at, "avg_bias")
+    assert (bias.iloc[0]["a"], bias.iloc[0]["b"], bias.iloc[0]["third"]) == ("red", "green", "blue")
+    assert bias.iloc[0]["avg_bias"] == pytest.approx(0.2)
+    assert [m.value for m in at.metric][:3] == ["4", "3", "3"]                     # images, neurons, classes
+    # the heatmap and the AUCEC plot; the evaluation table has deepinspect, weights, random, optimal x 2
+    assert len(at.get("plotly_chart")) == 2
+    assert len(table(at, "aucec")) == 8
+    # examples of the most confused pair: c3.png is the one green, c4.png the one blue image
+    assert at.selectbox(key="inspect_pair").value.startswith("confusion #1: green / blue")
+    assert len(at.get("image")) == 2
+    # a bias pair shows its third class too
+    option = next(o for o in at.selectbox(key="inspect_pair").options if o.startswith("bias #1"))
+    at.selectbox(key="inspect_pair").set_value(option).run()
+    assert not at.exception
+    assert [m.value for m in at.markdown if m.value.startswith("**")][:3] == ["**red**", "**green**",
+                                                                             "**blue** (third class)"]
+    assert len(at.get("image")) == 3
+
+
+def test_a_file_that_is_not_a_result_shows_an_error(monkeypatch, tmp_path, results_dir):
+    bad = tmp_path / "other.json"
+    bad.write_text('{"images": []}')
+    at = open_page(monkeypatch, results_dir, inspect_path=str(bad))
+    assert any("objrel-deepinspect" in e.value for e in at.error)
+
+
+def test_planted_benchmark_on_demand(monkeypatch, results_dir):
+    at = open_page(monkeypatch, results_dir, inspect_source="Planted benchmark")
+    assert any("Train and inspect" in i.value for i in at.info)                     # nothing trained yet
+    at.button(key="inspect_planted_run").click().run()
+    assert not at.exception, at.exception
+    lines = [s.value for s in at.success]
+    assert any(line.startswith("planted confusion (disc, blush): rank 1 of 21") for line in lines), lines
+    assert any(line.startswith("planted bias (tagged, stripes): rank 1 of 21") for line in lines), lines
+
+
+def test_pairs_offered_for_examples(results_dir):
+    from objrel.studies.deepinspect import InspectResult, bias_table, confusion_table
+    from objrel.studies.deepinspect.browse import pair_choices
+
+    result = InspectResult.load(str(results_dir / "colours.json"))
+    conf, bias = confusion_table(result), bias_table(result)
+    choices = pair_choices(conf, bias, 2)
+    assert [c.label for c in choices][:1] == ["confusion #1: green / blue"] and len(choices) == 4
+    assert choices[0].classes == ("green", "blue") and choices[0].third is None
+    assert choices[2].label.startswith("bias #1: red / green") and choices[2].classes == ("red", "green", "blue")
+    assert choices[2].third == "blue"
+
+
+def test_newest_result_and_upload_limit(tmp_path, monkeypatch):
+    import os
+
+    from objrel.studies.deepinspect.browse import MB, check_upload_size, newest_result, results_dir
+
+    monkeypatch.setenv("OBJREL_INSPECT_DIR", str(tmp_path))
+    assert results_dir() == tmp_path and newest_result() == ""
+    for i, name in enumerate(("old.json", "new.json")):
+        (tmp_path / name).write_text("{}")
+        os.utime(tmp_path / name, (1000 + i, 1000 + i))
+    assert newest_result() == str(tmp_path / "new.json")
+    assert newest_result(tmp_path / "missing") == ""
+    check_upload_size("ok.json", 2 * MB, limit_mb=2)
+    with pytest.raises(ValueError, match="big.json is 3 MB; the limit is 2 MB"):
+        check_upload_size("big.json", 3 * MB, limit_mb=2)

@@ -1,0 +1,165 @@
+"""Background runs started from the app, and the reviewer's box re-test."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from objrel.engine import jobs
+from objrel.config import RunConfig
+from objrel.engine.classify import Engine
+from objrel.engine.retest import retest_with_box
+from objrel.store.reviews import retests
+from objrel.store import Store
+
+from tests.fixtures.colour_model import factory
+
+
+def wait_for(pred, timeout=90.0, step=0.1):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return False
+
+
+def test_background_run_finishes_and_reports_progress(tmp_path, colour_set):
+    store = Store(tmp_path / "bg.db")
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3")
+    job = jobs.start_run(store.url, cfg)
+    assert store.get_run(job.run_id).n_total == 10
+    assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
+    run = store.get_run(job.run_id)
+    assert (run.n_done, run.n_skipped) == (10, 4)
+    assert jobs.display_status(run) == "finished"
+
+
+def test_background_run_can_be_cancelled(tmp_path, colour_set):
+    store = Store(tmp_path / "cancel.db")
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:slow_factory", dataset=str(colour_set), plan="colours3",
+                    batch_size=1)
+    job = jobs.start_run(store.url, cfg)
+    assert wait_for(lambda: store.get_run(job.run_id).n_done >= 1)
+    jobs.cancel(store, job.run_id)
+    assert wait_for(lambda: store.get_run(job.run_id).status == "cancelled")
+    assert store.get_run(job.run_id).n_done < 10
+    # and it can be resumed to the end
+    again = jobs.start_run(store.url, resume=job.run_id)
+    assert again.run_id == job.run_id
+    assert wait_for(lambda: store.get_run(job.run_id).status == "finished", timeout=120)
+    assert len(store.samples(job.run_id)) == 10
+
+
+def test_dead_process_shows_as_stalled(tmp_path):
+    store = Store(tmp_path / "stall.db")
+    rid = store.create_run(name="x", model="m", model_config={}, task="single", class_names=["a"], dataset="d",
+                           dataset_config={}, plan={"groups": []}, config={}, seed=0, n_total=3)
+    store.update_run(rid, status="running", pid=2**22 + 12345)  # no such process
+    run = store.get_run(rid)
+    assert jobs.display_status(run, now_ts=time.time() + jobs.STALL_AFTER_S + 5) == "stalled"
+
+
+def test_start_failure_is_reported(tmp_path):
+    store = Store(tmp_path / "fail.db")
+    with pytest.raises(RuntimeError, match="exited with code 2"):
+        jobs.start_run(store.url, RunConfig(model="py:nowhere:nothing", dataset=str(tmp_path / "none.json")))
+
+
+def test_retest_with_a_box_over_the_whole_image(tmp_path):
+    """The background-driven image of test_engine (greenish object labelled red on a red field) is flagged
+    by both relations.  Redrawn to cover the whole 40x40 image, there is no background left: filling it
+    changes nothing, so MR-2 holds 3/3; filling the "object" (everything) with a gray level makes all three
+    channels equal, the label stays red (first of three ties) with certainty 0 < source: MR-1 holds 3/3."""
+    img = np.zeros((40, 40, 3), np.uint8)
+    img[:] = (250, 0, 0)
+    img[10:30, 10:30] = (100, 150, 100)
+    root = tmp_path / "bg"
+    root.mkdir()
+    Image.fromarray(img).save(root / "a.png")
+    coco = {"images": [{"id": 1, "file_name": "a.png", "width": 40, "height": 40}],
+            "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20]}],
+            "categories": [{"id": 1, "name": "red"}]}
+    (root / "ann.json").write_text(json.dumps(coco))
+    store = Store(tmp_path / "rt.db")
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(root / "ann.json"), plan="all")
+    rep = Engine(store, cfg, model=factory()).execute()
+    assert set(store.flagged_sample_ids(rep.run_id, "MR-2")) == {"1"}
+    res = retest_with_box(store, rep.run_id, "1", (0, 0, 40, 40), "alice", model=factory())
+    assert res.box == (0, 0, 40, 40) and res.area_ratio == 1.0
+    assert res.votes["MR-2"]["violations"] == 0 and not res.votes["MR-2"]["flagged"]
+    assert res.votes["MR-1"]["violations"] == 0
+    assert set(res.verdicts) == {f"fill_{w}(colour={c})" for w in ("object", "background")
+                                 for c in ("black", "gray", "white")}  # primary votes only
+    stored = retests(store, rep.run_id, "1")
+    assert len(stored) == 1 and stored[0]["reviewer"] == "alice" and stored[0]["box"] == [0, 0, 40, 40]
+    # the original verdicts are untouched
+    assert set(store.flagged_sample_ids(rep.run_id, "MR-2")) == {"1"}
+    with pytest.raises(ValueError, match="outside the 40x40 image"):
+        retest_with_box(store, rep.run_id, "1", (0, 0, 90, 40), "alice", model=factory())
+
+
+FACES = dict(detector="haar:frontalface_default", dataset="demo-faces")
+
+
+def test_background_detection_run_finishes(tmp_path):
+    from objrel.config import DetectionConfig
+
+    store = Store(tmp_path / "det.db")
+    job = jobs.start_run(store.url, DetectionConfig(**FACES, limit=1, name="faces"))
+    run = store.get_run(job.run_id)
+    assert (run.task, run.model, run.n_total, run.name) == ("detection", "haar:frontalface_default", 1, "faces")
+    assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
+    assert jobs.display_status(store.get_run(job.run_id)) == "finished"
+
+
+def test_stopped_detection_run_resumes_in_the_background(tmp_path):
+    """A detection run stopped after two of three images is resumed by a background process: it does the third
+    image only and ends with the rows of an uninterrupted run."""
+    from objrel.config import DetectionConfig
+    from objrel.engine.detect import DetectionEngine
+
+    config = DetectionConfig(**FACES, limit=3)
+    store = Store(tmp_path / "resume.db")
+    stopped = DetectionEngine(store, config).execute(stop_after=2)
+    run = store.get_run(stopped.run_id)
+    assert stopped.status == "pending" and (run.n_done, run.n_total) == (2, 3)
+    assert jobs.is_resumable(run) and [r.id for r in jobs.resumable_runs(store)] == [stopped.run_id]
+    job = jobs.start_run(store.url, resume=stopped.run_id)
+    assert job.run_id == stopped.run_id
+    assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
+    assert store.get_run(job.run_id).n_done == 3 and not jobs.is_resumable(store.get_run(job.run_id))
+    whole = Store(tmp_path / "whole.db")
+    whole_id = DetectionEngine(whole, config).execute().run_id
+
+    def votes(s, rid):   # one row per tested unit and vote group, for either task
+        return sorted((v["sample_id"], v["group_name"], v["violations"], v["flagged"]) for v in s.votes(rid))
+
+    assert sorted(r["sample_id"] for r in store.samples(job.run_id)) == \
+        sorted(r["sample_id"] for r in whole.samples(whole_id)) == ["1", "2", "3"]
+    assert votes(store, job.run_id) == votes(whole, whole_id)
+    assert any(v[0].startswith("3/") for v in votes(whole, whole_id))   # the resumed image has tested units
+
+
+def test_start_run_takes_a_config_or_a_run_to_resume(tmp_path):
+    with pytest.raises(ValueError, match="not both"):
+        jobs.start_run(Store(tmp_path / "x.db").url, RunConfig(), resume=1)
+
+
+def test_run_states_for_the_runs_page(tmp_path):
+    store = Store(tmp_path / "states.db")
+    rid = store.create_run(name="x", model="m", model_config={}, task="single", class_names=["a"], dataset="d",
+                           dataset_config={}, plan={"groups": []}, config={}, seed=0, n_total=4)
+    store.update_run(rid, status="cancelled", n_done=1)
+    run = store.get_run(rid)
+    assert jobs.progress_share(run) == 0.25 and jobs.is_resumable(run)
+    assert not jobs.is_active(run) and not jobs.can_cancel(run)
+    store.update_run(rid, status="finished", n_done=4)
+    run = store.get_run(rid)
+    assert jobs.progress_share(run) == 1.0 and not jobs.is_resumable(run)
+    table = jobs.run_table(store)
+    assert table.loc[0, ["task", "status", "samples"]].tolist() == ["single", "finished", "4/4"]

@@ -1,0 +1,142 @@
+"""Model adapters: safe weight loading, torchvision by name, preprocessing, task heads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from objrel.errors import ConfigError, UnsafeWeightsError
+from objrel.models import CallableClassifier, Preprocess, load_classifier, load_state_dict
+from objrel.models.preprocess import LITE_MEAN, LITE_STD
+
+RNG = np.random.default_rng(0)
+
+
+def images(n=3, h=50, w=70):
+    return [RNG.integers(0, 256, (h, w, 3), dtype=np.uint8) for _ in range(n)]
+
+
+class Pickled(torch.nn.Module):
+    """A module saved whole (not as a state dict): loading it needs full unpickling."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 2)
+
+
+def test_whole_pickled_module_is_refused_with_an_explanation(tmp_path):
+    path = tmp_path / "model.pt"
+    torch.save(Pickled(), path)
+    with pytest.raises(UnsafeWeightsError, match="needs full unpickling.*state_dict"):
+        load_state_dict(path)
+
+
+def test_non_tensor_payload_is_refused(tmp_path):
+    path = tmp_path / "odd.pt"
+    torch.save({"epoch": 3, "lr": 0.1}, path)
+    with pytest.raises(UnsafeWeightsError, match="not a state dict of tensors"):
+        load_state_dict(path)
+
+
+def test_checkpoint_wrappers_and_dataparallel_prefix_are_unwrapped(tmp_path):
+    lin = torch.nn.Linear(3, 2)
+    path = tmp_path / "ckpt.pt"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in lin.state_dict().items()}}, path)
+    sd = load_state_dict(path)
+    assert set(sd) == {"weight", "bias"} and torch.equal(sd["weight"], lin.weight.detach())
+
+
+def test_missing_weights_file_names_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.pt"):
+        load_state_dict(tmp_path / "nope.pt")
+
+
+def test_torchvision_architecture_with_local_state_dict(tmp_path):
+    import torchvision
+
+    net = torchvision.models.get_model("resnet18", weights=None, num_classes=3)
+    path = tmp_path / "resnet18.pt"
+    torch.save(net.state_dict(), path)
+    clf = load_classifier("torchvision:resnet18", weights=str(path), class_names=["a", "b", "c"])
+    probs = clf.predict(images())
+    assert probs.shape == (3, 3) and np.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    # the loaded weights are the saved ones
+    assert torch.equal(clf.module.fc.weight, net.fc.weight)
+
+
+def test_multi_label_head_uses_sigmoid(tmp_path):
+    import torchvision
+
+    net = torchvision.models.get_model("resnet18", weights=None, num_classes=4)
+    path = tmp_path / "r.pt"
+    torch.save(net.state_dict(), path)
+    clf = load_classifier("resnet18", weights=str(path), class_names=list("abcd"), task="multi", threshold=0.4)
+    batch = images(2)
+    probs = clf.predict(batch)
+    x = clf.preprocess(batch)
+    # same input through the raw network, then a sigmoid by hand
+    with torch.no_grad():
+        expected = torch.sigmoid(net.eval()(x)).numpy()
+    assert probs.shape == (2, 4) and clf.threshold == 0.4
+    assert np.allclose(probs, expected, atol=1e-5)
+    assert not np.allclose(probs.sum(axis=1), 1.0)
+
+
+def test_wrong_state_dict_for_architecture_fails_loudly(tmp_path):
+    path = tmp_path / "small.pt"
+    torch.save(torch.nn.Linear(2, 2).state_dict(), path)
+    with pytest.raises(RuntimeError, match="Missing key"):
+        load_classifier("resnet18", weights=str(path), class_names=["a", "b"])
+
+
+def test_unknown_model_names_are_refused():
+    with pytest.raises(ConfigError, match="unknown torchvision classification model"):
+        load_classifier("torchvision:not-a-net")
+    with pytest.raises(ConfigError, match="py:package.module:factory"):
+        load_classifier("py:nothing")
+
+
+def test_python_factory_models_load_by_spec():
+    clf = load_classifier("py:tests.fixtures.colour_model:factory")
+    assert clf.class_names == ["red", "green", "blue"]
+    red = np.zeros((4, 4, 3), np.uint8)
+    red[..., 0] = 255
+    assert clf.predict([red]).argmax() == 0
+
+
+def test_callable_with_wrong_output_shape_is_reported():
+    clf = CallableClassifier(lambda ims: np.ones((len(ims), 2)), ["a", "b", "c"], name="bad")
+    with pytest.raises(ValueError, match=r"returned shape \(1, 2\), expected \(1, 3\)"):
+        clf.predict(images(1))
+
+
+def test_predict_rejects_non_uint8_images():
+    clf = CallableClassifier(lambda ims: np.ones((len(ims), 1)), ["a"])
+    with pytest.raises(ValueError, match="uint8"):
+        clf.predict([np.zeros((4, 4, 3), np.float32)])
+
+
+def test_preprocess_stretch_and_crop_shapes_and_lite_normalisation():
+    img = np.full((30, 90, 3), 127, np.uint8)
+    pre = Preprocess(size=32, mean=LITE_MEAN, std=LITE_STD)
+    x = pre([img, img])
+    assert tuple(x.shape) == (2, 3, 32, 32)
+    assert torch.allclose(x, torch.zeros_like(x), atol=1e-6)  # (127 - 127) / 128
+    crop = Preprocess(size=32, resize="shorter-crop")
+    assert crop.resize_one(np.zeros((30, 90, 3), np.uint8)).shape == (32, 32, 3)
+    with pytest.raises(ValueError, match="resize must be one of"):
+        Preprocess(resize="squash")
+
+
+@pytest.mark.slow
+def test_efficientnet_lite0_is_real_and_offline():
+    """ARCHITECTURE.md: the skimage cat is class 285 (Egyptian cat), the coffee photo 967 (espresso)."""
+    import skimage.data
+
+    clf = load_classifier("efficientnet-lite0")
+    probs = clf.predict([skimage.data.chelsea(), skimage.data.coffee()])
+    assert probs.shape == (2, 1000)
+    assert probs[0].argmax() == 285 and probs[0, 285] > 0.6
+    assert probs[1].argmax() == 967 and probs[1, 967] > 0.6
+    assert clf.class_names[285] == "Egyptian cat"

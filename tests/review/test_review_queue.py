@@ -1,0 +1,71 @@
+"""The reviewer's queue (objrel.review.queue): deep links, positions, the two queues and recording a call."""
+
+from __future__ import annotations
+
+import pytest
+
+from objrel import review
+from objrel.review.queue import (ALL_FLAGGED, DEFAULT_RELATION, REVIEW_SAMPLE, Queue, ReviewLink, link_params,
+                                 open_queue, record_call)
+
+
+@pytest.fixture(autouse=True)
+def fast_hash(monkeypatch):
+    # scrypt at full cost takes ~0.5 s per account; the cost parameter is not what these tests check
+    monkeypatch.setattr(review.accounts, "SCRYPT_N", 2**10)
+
+
+def test_a_link_names_run_relation_queue_and_item():
+    link = ReviewLink.parse({"run": "2", "relation": "MR-1", "queue": "all", "item": "s7"}, [1, 2, 3])
+    assert link == ReviewLink(2, "MR-1", ALL_FLAGGED, "s7")
+
+
+@pytest.mark.parametrize("params", [{}, {"run": "9", "relation": "MR-3", "queue": "x"}, {"run": "two", "item": ""}])
+def test_what_a_link_does_not_name_validly_falls_back(params):
+    assert ReviewLink.parse(params, [1, 2, 3]) == ReviewLink(3, DEFAULT_RELATION, REVIEW_SAMPLE, None)
+
+
+def test_a_link_needs_a_run():
+    with pytest.raises(ValueError, match="no run"):
+        ReviewLink.parse({}, [])
+
+
+def test_link_params_reopen_the_item():
+    assert link_params(4, "MR-2", "s1") == {"run": "4", "relation": "MR-2", "item": "s1"}
+
+
+def test_positions_start_at_the_first_open_item_and_stop_at_both_ends():
+    q = Queue(("a", "b", "c", "d"), {"a": "tp", "b": "fp"}, n_flagged=10)
+    assert q.start() == 2 and q.start("d") == 3 and q.start("zz") == 2
+    assert Queue(("a",), {"a": "tp"}).start() == 0          # everything judged: the first item
+    assert q.step(2, 1) == 3 and q.step(3, 1) == 3 and q.step(0, -1) == 0 and q.step(1, -5) == 0
+    assert q.clamp(99) == 3 and q.at(99) == "d"
+    assert q.is_first(0) and not q.is_first(1) and q.is_last(3) and q.is_last(7) and not q.is_last(2)
+    assert q.judged_share == 0.5 and q.n_judged == 2 and len(q) == 4
+    assert q.my_call("b") == "fp" and q.my_call("c") is None
+
+
+def test_both_queues_of_a_run(flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "ann", "ann-passphrase")
+    flagged = store.flagged_sample_ids(run_id, "MR-2")
+    every = open_queue(store, run_id, "MR-2", "ann", ALL_FLAGGED)
+    assert every.sample_ids == tuple(flagged) and every.n_flagged == len(flagged) == 6 and not every.mine
+    drawn = open_queue(store, run_id, "MR-2", "ann", REVIEW_SAMPLE, flagged)
+    assert set(drawn.sample_ids) <= set(flagged) and drawn.sample_ids == tuple(review.draw_review_sample(
+        store, run_id, "MR-2"))
+    with pytest.raises(ValueError, match="queue mode"):
+        open_queue(store, run_id, "MR-2", "ann", "mine")
+
+
+def test_record_call_keeps_reasons_only_with_a_false_positive(flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "ben", "ben-passphrase")
+    first, second = store.flagged_sample_ids(run_id, "MR-1")[:2]
+    record_call(store, run_id, first, "MR-1", "ben", "tp", reasons=["multiple-objects"], note="  ")
+    record_call(store, run_id, second, "MR-1", "ben", "fp", reasons=["multiple-objects"], note="two cats")
+    calls = {j.sample_id: j for j in review.judgments(store, run_id, "MR-1", reviewer="ben")}
+    assert (calls[first].verdict, calls[first].reasons, calls[first].note) == ("tp", (), None)
+    assert (calls[second].reasons, calls[second].note) == (("multiple-objects",), "two cats")
+    queue = open_queue(store, run_id, "MR-1", "ben", ALL_FLAGGED)
+    assert queue.mine == {first: "tp", second: "fp"} and queue.start() == 2

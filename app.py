@@ -2,7 +2,11 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="objrel", page_icon=":material/center_focus_strong:", layout="wide")
+from objrel.app.icon import page_icon
+
+# The icon is an image drawn here and served by this server: a ":material/...:" or emoji icon would make the
+# browser fetch the favicon from a font or emoji CDN.
+st.set_page_config(page_title="objrel", page_icon=page_icon(), layout="wide")
 
 PAGES = [
     st.Page("pages/overview.py", title="Overview", url_path="overview", default=True, icon=":material/dashboard:"),
@@ -12,5 +16,6 @@ PAGES = [
     st.Page("pages/runs.py", title="Runs", url_path="runs", icon=":material/play_circle:"),
     st.Page("pages/inspect.py", title="Inspect", url_path="inspect", icon=":material/hub:"),
     st.Page("pages/shortcut.py", title="Shortcut", url_path="shortcut", icon=":material/science:"),
+    st.Page("pages/users.py", title="Users", url_path="users", icon=":material/group:"),
 ]
 st.navigation(PAGES, position="top").run()

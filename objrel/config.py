@@ -26,6 +26,8 @@ PATH_SETTINGS = ("dataset", "images", "weights", "synset_mapping")
 DETECTION_BATCH_SIZE = 8
 # The classifier tasks a RunConfig accepts (the detection task is a DetectionConfig).
 CLASSIFIER_TASKS = ("single", "multi")
+# Where a classifier run executes: this process, or a Ray Data actor pool.
+ENGINES = ("local", "ray")
 
 
 class _Codec:
@@ -103,6 +105,11 @@ class RunConfig(_Codec):
     seed:       run seed; each mutation's seed derives from (seed, sample id, mutation).
     batch_size: images per forward pass.
     limit:      test only the first N samples (0 = all).
+    lazy:       stop making a sample's mutants once every vote group of the sample is decided (flags
+                equal the full evaluation's; the skipped mutations are stored as ``not evaluated`` and the
+                continuous scores S_p / S_r / S as None).  False: every mutation runs and S is stored.
+    compile:    run a torch model through ``torch.compile`` (once per process; the first batch pays).
+    engine:     ``local`` (this process) or ``ray`` (Ray Data, an actor pool with one model per actor).
     """
 
     TOML_TABLE: ClassVar[str] = "run"
@@ -126,11 +133,16 @@ class RunConfig(_Codec):
     batch_size: int = DEFAULT_BATCH_SIZE
     limit: int = 0
     name: str | None = None
+    lazy: bool = True
+    compile: bool = False
+    engine: str = "local"
 
     def __post_init__(self):
         self._check_common()
         if self.task not in CLASSIFIER_TASKS:
             raise ConfigError(f"task must be one of {CLASSIFIER_TASKS}, got {self.task!r}")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
 
     def build_plan(self) -> Plan:
         if self.operators:

@@ -31,3 +31,30 @@ class UnsafeWeightsError(ObjrelError):
 
 class ConfigError(ObjrelError, ValueError):
     """A run configuration, model name or operator name is invalid."""
+
+
+class NotAllowed(ObjrelError, PermissionError):
+    """An account asked for something its roles do not permit.
+
+    ``who``: the account (None: nobody signed in); ``action``: what was asked; ``needed``: the
+    roles any one of which would permit it; ``held``: the roles the account has.
+    """
+
+    def __init__(self, who: str | None, action: str, needed: tuple[str, ...], held: tuple[str, ...],
+                 reason: str | None = None):
+        self.who, self.action, self.needed, self.held = who, action, tuple(needed), tuple(held)
+        account = f"{who!r}" if who else "nobody signed in"
+        if reason is not None:
+            msg = f"{account} may not {action}: {reason}"
+        else:
+            has = ", ".join(self.held) if self.held else "no role"
+            msg = f"{account} may not {action}: it needs the role {' or '.join(self.needed)}; {who or 'it'} has {has}"
+        super().__init__(msg)
+
+
+class SignInThrottled(ObjrelError):
+    """Too many failed sign-ins for a name or a client: try again in ``wait_s`` seconds."""
+
+    def __init__(self, wait_s: float):
+        self.wait_s = float(wait_s)
+        super().__init__(f"too many failed sign-ins; try again in {max(1, round(wait_s))} s")

@@ -2,18 +2,22 @@
 precision of the flags from the consensus (seed 000 s5.1, Tables 1-3).
 
 Every figure comes from objrel.review.agreement; this page only picks the run, relation and reviewers,
-draws, and passes the adjudication forms on to ``review.adjudicate``.
+draws, and passes the adjudication forms on to ``review.adjudicate``.  Anyone (signed in or not) sees the
+precision tables; only adjudicators and admins see the pair's calls, kappa details and disagreements
+(``review.pair_view`` checks the signed-in account's role, not this page).
 """
 
 import streamlit as st
 
 from objrel import review
 from objrel.app import captions
+from objrel.app.captions import plain
 from objrel.app.caches import open_store
 from objrel.app.formats import decimals, percent
 from objrel.app.state import keep_choice
 from objrel.app.tables import percent_columns, table
-from objrel.app.widgets import signed_in, use_app_navigation
+from objrel.app.widgets import sign_in_box, use_app_navigation
+from objrel.errors import NotAllowed
 
 use_app_navigation()
 
@@ -42,14 +46,14 @@ def adjudication_form(d, run_id, relation, name_a, name_b, who):
         submitted = st.form_submit_button("Save decision", key=f"adj_submit_{key}")
     if submitted:
         if verdict is None:
-            st.error(f"{d.sample_id}: choose a decision first.")
+            st.error(f"{plain(d.sample_id)}: choose a decision first.")
             return
         try:
             review.adjudicate(store, run_id, d.sample_id, relation, verdict, reasons, note, who)
-        except ValueError as exc:
-            st.error(f"{d.sample_id}: {exc}")
+        except (ValueError, NotAllowed) as exc:
+            st.error(f"{plain(d.sample_id)}: {plain(exc)}")
             return
-        st.session_state[FLASH_KEY] = f"Saved: {d.sample_id} is a {review.VERDICT_LABELS[verdict]} ({who})."
+        st.session_state[FLASH_KEY] = f"Saved: {plain(d.sample_id)} is a {review.VERDICT_LABELS[verdict]} ({plain(who)})."
         st.rerun()
 
 
@@ -61,6 +65,7 @@ if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))
 
 store = open_store()
+who = sign_in_box(store)
 if not store.list_runs():
     st.info(f"No runs in {store!r} yet. Start one with `objrel run --dataset demo` or `make run`.")
     st.stop()
@@ -68,6 +73,26 @@ judged = review.judged_runs(store)
 if not judged:
     st.info("No judgments yet. Reviewers judge flagged inferences on the Review page; come back when two of them "
             "have judged the same items.")
+    st.stop()
+
+# ---------------------------------------------------------------- precision (Tables 1-3): for everyone
+
+st.subheader("Precision of the flags (seed 000 Tables 1-3)")
+st.caption("From decided items only (agreed by every reviewer, or adjudicated), counted over the drawn "
+           "review sample. Table 1 is MR-1 and Table 2 MR-2 for single-label models; Table 3 is both for a "
+           "multi-label model (see the task column). Percentages divide by the decided items, uncertain ones "
+           "included; unresolved items await a decision, pending ones a second judgment.")
+for rel in review.RELATIONS:
+    rel_runs = [r.run_id for r in judged if rel in r.relations]
+    if not rel_runs:
+        continue
+    precision = review.precision_table(store, rel_runs, rel)
+    st.markdown(f"**{rel}**")
+    table(precision, f"agreement_precision_{rel}", f"precision_{rel}.csv", percent_columns(precision, PERCENT_COLUMNS))
+
+if not review.has_role(store, who, (review.ADJUDICATOR, review.ADMIN)):
+    st.info("The two reviewers' calls, their kappa and their disagreements are shown to adjudicators and admins "
+            "only: review stays blind. Sign in (sidebar) with such an account to see them.")
     st.stop()
 
 # ---------------------------------------------------------------- run, relation, reviewers
@@ -84,7 +109,7 @@ keep_choice("agreement_relation", relations[0], relations)
 relation = c2.radio("Relation", relations, key="agreement_relation")
 names = list(run.reviewers_of(relation))
 if len(names) < 2:
-    st.info(f"Only {names[0]} has judged {relation} flags of run {run_id}; agreement needs a second reviewer.")
+    st.text(f"Only {names[0]} has judged {relation} flags of run {run_id}; agreement needs a second reviewer.")
     st.stop()
 keep_choice("agreement_reviewer_a", names[0], names)
 name_a = c3.selectbox("Reviewer A", names, key="agreement_reviewer_a")
@@ -92,9 +117,20 @@ others = [n for n in names if n != name_a]
 keep_choice("agreement_reviewer_b", others[0], others)
 name_b = c4.selectbox("Reviewer B", others, key="agreement_reviewer_b")
 
-ag = review.agreement(store, run_id, relation, name_a, name_b)
+try:
+    view = review.pair_view(store, run_id, relation, name_a, name_b, who)
+except NotAllowed as exc:
+    st.error(str(exc))
+    st.stop()
+ag, state = view.agreement, view.state
+if state.closed:
+    st.caption(f"The review sample ({state.drawn} items) is closed: {plain(', '.join(state.closed_by))} judged every item. "
+               "Changes from now on are kept as new versions.")
+else:
+    st.caption(f"The review sample ({state.drawn} items) is still open: reviewers see only their own calls until "
+               f"two of them have judged every item.")
 if ag.kappa is None:
-    st.info(f"{name_a} ({ag.n_a} items) and {name_b} ({ag.n_b} items) have not judged any item in common yet.")
+    st.text(f"{name_a} ({ag.n_a} items) and {name_b} ({ag.n_b} items) have not judged any item in common yet.")
     st.stop()
 
 # ---------------------------------------------------------------- kappa
@@ -110,45 +146,29 @@ m2.metric(f"{percent(k.ci_level, 0)} CI", "-" if k.kappa is None else f"[{decima
 m3.metric("Landis & Koch", k.band,
           help="< 0 poor, 0-0.20 slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial, "
                "0.81-1 almost perfect.")
-m4.metric("Items both judged", k.n, help=f"{name_a} judged {ag.n_a}, {name_b} judged {ag.n_b}.")
+m4.metric("Items both judged", k.n, help=f"{plain(name_a)} judged {ag.n_a}, {plain(name_b)} judged {ag.n_b}.")
 st.caption(f"Observed agreement p_o = {percent(k.observed)}, chance agreement p_e = {percent(k.expected)}.")
 if k.kappa is None:
     st.caption("Kappa is undefined: both reviewers gave every item the same single call, so chance alone explains "
                "their agreement (p_e = 1).")
 
-st.markdown(f"**Calls of the two reviewers** (rows: {name_a}, columns: {name_b})")
+st.markdown(f"**Calls of the two reviewers** (rows: {plain(name_a)}, columns: {plain(name_b)})")
 st.dataframe(k.confusion_frame(name_a, name_b), width="content", key="agreement_confusion")
 with st.expander(f"Every item both judged ({ag.n_both})"):
     table(ag.calls_frame(), "agreement_calls", f"calls_run{run_id}_{relation}.csv")
 
-# ---------------------------------------------------------------- precision (Tables 1-3)
-
-st.subheader("Precision of the flags (seed 000 Tables 1-3)")
-st.caption("From decided items only (agreed by every reviewer, or adjudicated below), counted over the drawn "
-           "review sample. Table 1 is MR-1 and Table 2 MR-2 for single-label models; Table 3 is both for a "
-           "multi-label model (see the task column). Percentages divide by the decided items, uncertain ones "
-           "included; unresolved items await a decision, pending ones a second judgment.")
-for rel in review.RELATIONS:
-    rel_runs = [r.run_id for r in judged if rel in r.relations]
-    if not rel_runs:
-        continue
-    precision = review.precision_table(store, rel_runs, rel)
-    st.markdown(f"**{rel}**")
-    table(precision, f"agreement_precision_{rel}", f"precision_{rel}.csv", percent_columns(precision, PERCENT_COLUMNS))
-
 # ---------------------------------------------------------------- disagreements
 
 st.subheader("Disagreements")
-dis = review.disagreements(store, run_id, relation, name_a, name_b)
+dis = list(view.disagreements)
 open_items = [d for d in dis if not d.resolved]
 done_items = [d for d in dis if d.resolved]
 if not dis:
-    st.success(f"{name_a} and {name_b} agree on every item both judged.")
+    st.success(f"{plain(name_a)} and {plain(name_b)} agree on every item both judged.")
     st.stop()
 st.caption(f"{len(open_items)} open, {len(done_items)} decided. An adjudication overrides both reviewers' calls.")
-who = signed_in()
-if not who:
-    st.info("Sign in on the Review page to decide disagreements: every decision records who made it.")
+if who in (name_a, name_b):
+    st.info("You judged these items yourself: another adjudicator decides their disagreements.")
     st.stop()
 for d in open_items[:MAX_FORMS]:
     adjudication_form(d, run_id, relation, name_a, name_b, who)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from objrel.analysis import studies as A
 from objrel.app import captions, charts
+from objrel.app.captions import plain
 from objrel.app.caches import open_store
 from objrel.app.formats import decimals, percent, pvalue
 from objrel.app.state import keep_choice
@@ -152,7 +153,8 @@ else:
         m2.metric("p-value (reliable vs original)", pvalue(w.pvalue))
         m3.metric("paired runs", w.n)
         st.caption("Wilcoxon signed-rank test, paired by run, two-sided: a small p-value says removing the "
-                   "unreliable answers changes accuracy consistently across models." +
+                   "unreliable answers changes accuracy consistently across models. "
+                   f"p-value: {w.method_label}." +
                    (f" Note: {rel_acc.note}." if rel_acc.note else ""))
 
 # ---------------------------------------------------------------- 3 vs 15 colours
@@ -162,18 +164,20 @@ if relation == A.BOTH:
     st.info("The colour comparison is made per relation: choose MR-1 or MR-2 above.")
 elif not A.has_palette(store, focus):
     others = [labels[r] for r in run_ids if A.has_palette(store, r)]
-    st.info(f"Run {labels[focus]} has no 15-colour vote groups. To compare 3 with 15 colours (seed 000 Table 4), "
+    st.info(f"Run {plain(labels[focus])} has no 15-colour vote groups. To compare 3 with 15 colours (seed 000 Table 4), "
             f"run the palette plan: `{A.PALETTE_PLAN_HINT}`"
-            + (f"; or pick one of these runs above: {', '.join(others)}." if others else "."))
+            + (f"; or pick one of these runs above: {plain(', '.join(others))}." if others else "."))
 else:
     cont = A.colour_contingency(store, focus, relation)
     m1, m2, m3 = st.columns(3)
-    m1.metric("Cramér's V", decimals(cont.cramers_v))
+    m1.metric("Cramér's V", decimals(cont.cramers_v), help=A.CRAMERS_V_STANDARD)
     m2.metric("chi-square p-value", pvalue(cont.pvalue))
     m3.metric("agreement", percent(cont.agreement))
-    st.caption(f"For run {labels[focus]}: how many answers the usual 3-colour vote and the 15-colour vote flag "
-               f"({relation}). Chi-square test of independence with Yates' correction; Cramér's V near 1 means "
-               "both votes agree, so 3 colours are enough (seed 000 reports 0.743 and 0.835)."
+    st.caption(f"For run {plain(labels[focus])}: how many answers the usual 3-colour vote and the 15-colour vote flag "
+               f"({relation}). Pearson's chi-square test of independence (no continuity correction); Cramér's V "
+               "near 1 means both votes agree, so 3 colours are enough. Seed 000 reports 0.743 and 0.835, computed "
+               "from the Yates-corrected chi-square: that variant here is "
+               f"{decimals(cont.cramers_v_yates)} (p {pvalue(cont.pvalue_yates)})."
                + (f" {cont.note}." if cont.note else ""))
     table(cont.table.rename_axis("vote").reset_index(), "explore_colours", f"run{focus}_colours_{relation}.csv")
 

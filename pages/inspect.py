@@ -12,6 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 from objrel.app import captions, charts
+from objrel.app.captions import plain
 from objrel.app.caches import inspect_file, inspect_upload, planted_result, ranked_tables
 from objrel.app.state import init_value, keep_choice, keep_number
 from objrel.app.tables import table
@@ -129,7 +130,7 @@ keep_choice("inspect_pair", next(iter(choices)), list(choices))
 pair = choices[st.selectbox("Pair", list(choices), key="inspect_pair")]
 for col, name in zip(st.columns(len(pair.classes)), pair.classes):
     with col:
-        st.markdown(f"**{name}**" + (" (third class)" if name == pair.third else ""))
+        st.markdown(f"**{plain(name)}**" + (" (third class)" if name == pair.third else ""))
         images = example_images(result, name, EXAMPLES)
         if images:
             st.image(images, width=EXAMPLE_PX, caption=[f"predicted {name}"] * len(images))
@@ -154,4 +155,4 @@ else:
 if result.notes:
     with st.expander("Notes"):
         for note in result.notes:
-            st.markdown(f"- {note}")
+            st.markdown(f"- {plain(note)}")

@@ -5,9 +5,11 @@ import streamlit as st
 from objrel import review
 from objrel.analysis.overview import tested_runs
 from objrel.app import captions, review_panels
+from objrel.app.captions import plain
 from objrel.app.caches import cached_flagged, cached_review_item, open_store
 from objrel.app.state import keep_choice
 from objrel.app.widgets import sign_in_box, use_app_navigation
+from objrel.errors import NotAllowed
 from objrel.review.queue import QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, link_params, open_queue, \
     record_call
 
@@ -45,6 +47,9 @@ mode = c3.radio("Queue", QUEUE_MODES, key="review_mode", horizontal=True, format
 if not who:
     st.info("Sign in (sidebar) to review: every judgment records who made it and when.")
     st.stop()
+if not review.has_role(store, who, (review.REVIEWER,)):
+    st.info("Your account has no reviewer role, so your calls would not be recorded; you may look through the "
+            "items. An admin grants roles on the Users page.")
 
 flagged = cached_flagged(store, run_id, relation)
 if not flagged:
@@ -75,11 +80,11 @@ nav[2].progress(queue.judged_share, text=captions.queue_progress(queue, pos))
 nav[3].markdown(captions.my_call(queue.my_call(sample_id)))
 
 item = cached_review_item(store, run_id, sample_id, relation)
-st.subheader(f"{item.rel_path}  (sample {sample_id})")
+st.subheader(f"{plain(item.rel_path)}  (sample {plain(sample_id)})")
 review_panels.headline(item, relation)
 review_panels.image_panels(item)
 review_panels.details(item)
-review_panels.lime(store, item)
+review_panels.lime(store, item, who)
 review_panels.size_histogram(store, item, relation)
 review_panels.box_retest(store, item, who)
 
@@ -95,7 +100,7 @@ note = j2.text_input("Note", key=f"review_note_{sample_id}")
 def judge(verdict: str) -> None:
     try:
         record_call(store, run_id, sample_id, relation, who, verdict, reasons, note)
-    except ValueError as exc:
+    except (ValueError, NotAllowed) as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return
     st.session_state.pop(ERROR_KEY, None)

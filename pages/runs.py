@@ -1,15 +1,18 @@
 """Runs: start a classifier or detection run, or resume a stopped one, as a background process; watch it,
-cancel it."""
+cancel it.  Everyone sees the history; only run operators and admins get the form, the cancel and resume
+buttons and the logs (and ``objrel.engine.jobs`` checks the role again on every start and cancel)."""
 
 import streamlit as st
 
 from objrel.app import captions
 from objrel.app.caches import open_store
 from objrel.app.state import init_value, keep_choice
-from objrel.app.widgets import use_app_navigation
+from objrel.app.widgets import sign_in_box, use_app_navigation
 from objrel.engine import jobs
 from objrel.engine.run_form import (CLASSIFIER, DETECTOR, MAX_DILATE_PX, MAX_SEED, MAX_VOTE_K, TASK_LABELS, TASKS,
-                                    RunForm, base_config, extra_operator_choices, stored_config, task_of)
+                                    RunForm, base_config, data_roots, extra_operator_choices, stored_config, task_of,
+                                    web_models)
+from objrel.review import roles
 from objrel.mutations import PRESETS
 
 use_app_navigation()
@@ -24,6 +27,8 @@ FIELD_KEYS = {"weights": "runs_weights", "dataset": "runs_dataset", "images": "r
 MODEL_KEYS = {CLASSIFIER: "runs_model", DETECTOR: "runs_detector"}
 
 store = open_store()
+who = sign_in_box(store)
+operator = roles.has_role(store, who, roles.OPERATE)
 st.title("Runs")
 st.caption("Runs started here are separate processes: they keep going if you close the page, and every page "
            "sees their progress through the store.")
@@ -44,6 +49,9 @@ def fill_form(values: RunForm, overwrite: bool) -> None:
     put(MODEL_KEYS[values.task], values.model)
     for name, key in FIELD_KEYS.items():
         put(key, list(values.operators) if name == "operators" else getattr(values, name))
+    listed = web_models(store, values.task)
+    if st.session_state.get(MODEL_KEYS[values.task]) not in listed:  # e.g. a py: model started on the server
+        st.session_state[MODEL_KEYS[values.task]] = listed[0]
 
 
 def on_base_change() -> None:
@@ -57,7 +65,7 @@ def on_task_change() -> None:
     fill_form(RunForm.from_config(base_config(st.session_state[TASK_KEY], chosen_base())), overwrite=True)
 
 
-with st.expander("Start a run", expanded=not runs):
+def start_form() -> None:
     keep_choice(BASE_KEY, NEW_RUN, [NEW_RUN, *by_id])
     keep_choice(TASK_KEY, CLASSIFIER, TASKS)
     c1, c2 = st.columns([3, 2])
@@ -70,11 +78,10 @@ with st.expander("Start a run", expanded=not runs):
     fill_form(RunForm.from_config(base_config(task, base)), overwrite=False)
     with st.form("runs_form"):
         c1, c2 = st.columns(2)
-        if task == DETECTOR:
-            c1.text_input("Detector", key=MODEL_KEYS[DETECTOR], help=captions.detector_help())
-        else:
-            c1.text_input("Model", key=MODEL_KEYS[CLASSIFIER], help=captions.model_help())
-        c1.text_input("Weights file (optional)", key="runs_weights")
+        c1.selectbox("Detector" if task == DETECTOR else "Model", web_models(store, task), key=MODEL_KEYS[task],
+                     help="The app runs models from this list only; an admin can register more (Users page).")
+        c1.text_input("Weights file (optional)", key="runs_weights",
+                      help="Inside " + ", ".join(map(str, data_roots())))
         c2.text_input("Dataset (annotation file, or 'demo-faces')" if task == DETECTOR
                       else "Dataset (annotation file, or 'demo')", key="runs_dataset")
         c2.text_input("Images folder (optional)", key="runs_images")
@@ -98,7 +105,7 @@ with st.expander("Start a run", expanded=not runs):
         try:
             config = form.to_config(base)
             with st.spinner("Starting the run process ..."):
-                job = jobs.start_run(store.url, config)
+                job = jobs.start_web_run(store, config, actor=who)
             st.success(f"Run {job.run_id} started (process {job.pid}; log {job.log}).")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not start the run: {exc}")
@@ -113,15 +120,22 @@ def live():
     for r in jobs.active_runs(store):
         c1, c2 = st.columns([5, 1])
         c1.progress(jobs.progress_share(r), text=captions.run_progress(r))
-        if jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
-            jobs.cancel(store, r.id)
+        if operator and jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
+            jobs.cancel(store, r.id, actor=who)
     st.dataframe(table, hide_index=True, width="stretch", key="runs_table")
 
+
+if operator:
+    with st.expander("Start a run", expanded=not runs):
+        start_form()
+else:
+    st.info("Starting, cancelling and resuming runs is for run operators and admins: sign in (sidebar) with such "
+            "an account.")
 
 st.subheader("History")
 live()
 
-stopped = {r.id: r for r in jobs.resumable_runs(store)}
+stopped = {r.id: r for r in jobs.resumable_runs(store)} if operator else {}
 if stopped:
     st.subheader("Resume a stopped run")
     keep_choice("runs_resume_pick", next(iter(stopped)), list(stopped))
@@ -129,7 +143,7 @@ if stopped:
                         key="runs_resume_pick")
     if st.button("Resume", key="runs_resume_btn"):
         try:
-            job = jobs.start_run(store.url, resume=pick)
+            job = jobs.resume_web_run(store, pick, actor=who)
             st.success(f"Run {job.run_id} resumed (process {job.pid}; log {job.log}).")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not resume run {pick}: {exc}")

@@ -55,10 +55,23 @@ SIZE_BIN_WIDTH = 1.0 / N_SIZE_BINS
 # (objrel.mutations.plan.preset: "MR-1 15 colours", "MR-2 15 colours"; seed 000 s5.2.1).
 PALETTE_GROUP_SUFFIX = "15 colours"
 PALETTE_PLAN_HINT = "objrel run --plan palette15"
-# Yates' continuity correction in the 2x2 chi-square test (scipy's default).  With it,
-# seed 000 Table 4 gives Cramér's V = 0.743 (MR-1) and 0.835 (MR-2) as the paper
-# reports; without it MR-1 would be 0.745.
-CONTINGENCY_YATES = True
+# Cramér's V as Cramér (1946, s21.9) defines it: from Pearson's chi-square *without* Yates'
+# continuity correction, so a perfectly associated table such as [[1, 0], [0, 1]] has V = 1
+# (``scipy.stats.contingency.association(t, method="cramer")``).  The headline chi2, p-value
+# and V of a Contingency are these.  Seed 000 Table 4 reports V = 0.743 (MR-1) and 0.835
+# (MR-2), which is what V computed from the Yates-corrected chi-square gives (scipy's
+# ``chi2_contingency`` default); the standard V is 0.745 and 0.835.  That variant is offered
+# next to it (``cramers_v_yates``), labelled as such.
+CONTINGENCY_YATES = False
+CRAMERS_V_STANDARD = "standard (Pearson chi-square, no continuity correction)"
+CRAMERS_V_YATES = "Yates-corrected chi-square (as seed 000 Table 4)"
+# Wilcoxon signed-rank: scipy's exact null distribution is used when there are no zero
+# differences, no tied |differences| and at most this many pairs; otherwise the normal
+# approximation.  Differences are rounded to this many decimals first, so that equal
+# accuracy gains computed along different float paths count as ties.
+WILCOXON_EXACT_MAX_N = 50
+WILCOXON_DECIMALS = 12
+WILCOXON_ZERO_METHOD = "wilcox"
 
 # Cross-model overlap (Fig. 6) compares at least this many runs.
 MIN_OVERLAP_RUNS = 2
@@ -89,10 +102,33 @@ class SignificanceTest:
     pvalue: float
     n: int
     alternative: str = "two-sided"
+    # How the p-value was obtained: "exact" (the exact null distribution) or "approx" (normal
+    # approximation); zero_method / n_zero / ties say why an exact test was not possible.
+    method: str | None = None
+    zero_method: str | None = None
+    n_zero: int = 0
+    ties: bool = False
+
+    @property
+    def method_label(self) -> str:
+        """Human-readable account of how the p-value was computed."""
+        if self.method is None:
+            return "unspecified"
+        if self.method == "exact":
+            return "exact null distribution"
+        why = []
+        if self.n_zero:
+            why.append(f"{self.n_zero} zero difference(s) dropped (zero_method={self.zero_method})")
+        if self.ties:
+            why.append("tied differences")
+        if not why:
+            why.append(f"more than {WILCOXON_EXACT_MAX_N} pairs")
+        return "normal approximation (approx): " + "; ".join(why)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "statistic": self.statistic, "pvalue": self.pvalue, "n": self.n,
-                "alternative": self.alternative}
+                "alternative": self.alternative, "method": self.method, "zero_method": self.zero_method,
+                "n_zero": self.n_zero, "ties": self.ties, "method_label": self.method_label}
 
 
 @dataclass(frozen=True)
@@ -122,15 +158,25 @@ class Contingency:
     dof: int
     cramers_v: float | None
     agreement: float | None  # share of inferences on which both votes agree
-    yates: bool = CONTINGENCY_YATES
+    yates: bool = CONTINGENCY_YATES   # whether chi2 / pvalue / cramers_v above are Yates-corrected (no: standard)
     note: str | None = None
+    # the Yates-corrected variant (what seed 000 Table 4 reports)
+    chi2_yates: float | None = None
+    pvalue_yates: float | None = None
+    cramers_v_yates: float | None = None
+
+    @property
+    def v_method(self) -> str:
+        return CRAMERS_V_YATES if self.yates else CRAMERS_V_STANDARD
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "relation": self.relation,
                 "table": {str(r): {str(c): int(self.table.loc[r, c]) for c in self.table.columns}
                           for r in self.table.index},
                 "n": self.n, "chi2": self.chi2, "pvalue": self.pvalue, "dof": self.dof,
-                "cramers_v": self.cramers_v, "agreement": self.agreement, "yates": self.yates, "note": self.note}
+                "cramers_v": self.cramers_v, "agreement": self.agreement, "yates": self.yates, "note": self.note,
+                "v_method": self.v_method, "chi2_yates": self.chi2_yates, "pvalue_yates": self.pvalue_yates,
+                "cramers_v_yates": self.cramers_v_yates, "v_yates_method": CRAMERS_V_YATES}
 
 
 @dataclass(frozen=True)
@@ -452,8 +498,9 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
     :class:`NotAvailable`; with ``require_all_tested=False`` they count as reliable and the table's
     ``untested`` column says how many there were.
 
-    The Wilcoxon signed-rank test (``scipy.stats.wilcoxon``, paired by run, default zero_method ``wilcox``,
-    exact distribution for small n) compares ``reliable_accuracy`` with ``original`` across runs: the paper's
+    The Wilcoxon signed-rank test (:func:`wilcoxon_signed_rank`: paired by run, zero_method ``wilcox``,
+    exact null distribution when there are no zero or tied differences and at most
+    ``WILCOXON_EXACT_MAX_N`` pairs, otherwise the normal approximation; the result says which) compares ``reliable_accuracy`` with ``original`` across runs: the paper's
     "results before and after removing the unreliable inferences".  ``alternative`` is passed to scipy
     (``two-sided`` by default; ``greater`` tests reliable > original).  The paper's p = 3.81e-6 for 18 models
     that all gain accuracy equals 2**-18, the exact *one-sided* p (the two-sided one is twice that).  Runs
@@ -492,14 +539,43 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
         note = (f"Wilcoxon test not computed: it needs at least {MIN_WILCOXON_PAIRS} runs whose reliable accuracy "
                 f"differs from the original, got {nonzero}")
         return ReliableAccuracy(relation, table, None, note)
-    res = sps.wilcoxon(paired["reliable_accuracy"].to_numpy(float), paired["original"].to_numpy(float),
-                       alternative=alternative)
-    test = SignificanceTest("wilcoxon", float(res.statistic), float(res.pvalue), nonzero, alternative)
+    test = wilcoxon_signed_rank(paired["reliable_accuracy"].to_numpy(float), paired["original"].to_numpy(float),
+                                alternative)
     note = None
     if nonzero < WILCOXON_ADVISED_PAIRS:
         note = (f"only {nonzero} paired runs; seed 000 s6.3 treats fewer than {WILCOXON_ADVISED_PAIRS} as too few "
                 f"for a reliable significance test")
     return ReliableAccuracy(relation, table, test, note)
+
+
+def wilcoxon_signed_rank(x, y, alternative: str = "two-sided") -> SignificanceTest:
+    """Wilcoxon (1945) signed-rank test of the paired samples ``x`` and ``y`` (seed 000 s6.3).
+
+    d = x - y, rounded to ``WILCOXON_DECIMALS``.  Zero differences are dropped (zero_method ``wilcox``,
+    Wilcoxon's own rule); ``n`` is the number of non-zero differences.  The p-value is computed with
+    ``scipy.stats.wilcoxon`` and an *explicit* method, so the label never depends on scipy's own
+    fallbacks: ``exact`` (the exact null distribution of W+, Wilcoxon 1945) when no difference is zero,
+    no two |d| tie and n <= ``WILCOXON_EXACT_MAX_N``; otherwise ``approx``: the normal approximation
+    (scipy ``method="asymptotic"``, tie-corrected variance, no continuity correction).  For the
+    two-sided test the statistic is min(W+, W-); for one-sided ones it is W+.
+    """
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r}")
+    d = np.round(np.asarray(x, dtype=float) - np.asarray(y, dtype=float), WILCOXON_DECIMALS)
+    if d.ndim != 1 or np.isnan(d).any():
+        raise ValueError("the Wilcoxon test needs two 1-D samples of the same length without NaN")
+    nz = d[d != 0]
+    n_zero = int(d.size - nz.size)
+    if nz.size < 1:
+        raise ValueError("the Wilcoxon test needs at least one non-zero difference")
+    absd = np.abs(nz)
+    ties = bool(np.unique(absd).size < absd.size)
+    exact = n_zero == 0 and not ties and nz.size <= WILCOXON_EXACT_MAX_N
+    res = sps.wilcoxon(d, zero_method=WILCOXON_ZERO_METHOD, alternative=alternative,
+                       method="exact" if exact else "asymptotic")
+    return SignificanceTest("wilcoxon", float(res.statistic), float(res.pvalue), int(nz.size), alternative,
+                            method="exact" if exact else "approx", zero_method=WILCOXON_ZERO_METHOD,
+                            n_zero=n_zero, ties=ties)
 
 
 # ---------------------------------------------------------------- 3 vs 15 colours (Table 4)
@@ -509,13 +585,16 @@ CONTINGENCY_ROWS = ("V15: violate", "V15: not violate")
 CONTINGENCY_COLUMNS = ("V3: violate", "V3: not violate")
 
 
-def contingency_stats(table) -> tuple[float | None, float | None, int, float | None]:
+def contingency_stats(table, correction: bool = CONTINGENCY_YATES) -> tuple[float | None, float | None, int,
+                                                                            float | None]:
     """Chi-square test of independence and Cramér's V of an r x c count table.
 
     Returns ``(chi2, pvalue, dof, cramers_v)`` from ``scipy.stats.chi2_contingency(table,
-    correction=CONTINGENCY_YATES)`` (scipy applies Yates' correction only to 2x2 tables) and
-    V = sqrt(chi2 / (n (min(r, c) - 1))).  When a row or column sums to zero the test is undefined and
-    ``(None, None, dof, None)`` is returned.
+    correction=correction)`` and V = sqrt(chi2 / (n (min(r, c) - 1))) (Cramér 1946, s21.9).  By
+    default (``correction=False``) chi2 is Pearson's, and V is the standard one (1 for a perfectly
+    associated table); with ``correction=True`` scipy applies Yates' continuity correction (2x2 tables
+    only), which gives the V of seed 000 Table 4.  When a row or column sums to zero the test is
+    undefined and ``(None, None, dof, None)`` is returned.
     """
     t = np.asarray(table, dtype=float)
     if t.ndim != 2 or min(t.shape) < 2:
@@ -525,7 +604,7 @@ def contingency_stats(table) -> tuple[float | None, float | None, int, float | N
     dof = (t.shape[0] - 1) * (t.shape[1] - 1)
     if (t.sum(axis=0) == 0).any() or (t.sum(axis=1) == 0).any():
         return None, None, dof, None
-    res = sps.chi2_contingency(t, correction=CONTINGENCY_YATES)
+    res = sps.chi2_contingency(t, correction=bool(correction))
     chi2 = float(res.statistic)
     v = math.sqrt(chi2 / (t.sum() * (min(t.shape) - 1)))
     return chi2, float(res.pvalue), int(res.dof), v
@@ -537,13 +616,14 @@ def contingency_from_counts(table, relation: str = MR1, run_id: int | None = Non
     t = np.asarray(table, dtype=np.int64)
     if t.shape != (2, 2):
         raise ValueError(f"expected a 2x2 table, got shape {t.shape}")
-    chi2, p, dof, v = contingency_stats(t)
+    chi2, p, dof, v = contingency_stats(t, correction=False)
+    chi2_y, p_y, _, v_y = contingency_stats(t, correction=True)
     n = int(t.sum())
     note = None if chi2 is not None else (
         "chi-square undefined: one vote flags all or none of the inferences (a row or column of the table is empty)")
     df = pd.DataFrame(t, index=list(CONTINGENCY_ROWS), columns=list(CONTINGENCY_COLUMNS))
     return Contingency(run_id, relation, df, n, chi2, p, dof, v, _ratio(int(t[0, 0] + t[1, 1]), n) if n else None,
-                       CONTINGENCY_YATES, note)
+                       False, note, chi2_y, p_y, v_y)
 
 
 def colour_contingency(store: Store, run_id: int, relation: str) -> Contingency:
@@ -553,9 +633,10 @@ def colour_contingency(store: Store, run_id: int, relation: str) -> Contingency:
     (8 of 15) of the palette15 / all plans.  Over the run's *tested* inferences that have both votes (correct
     ones, plus incorrect ones in a ``--all`` run), the 2x2 table counts inferences by (V15, V3): rows
     V15 violate / not violate, columns V3 violate / not violate, as in the paper.  The chi-square test of
-    independence uses ``scipy.stats.chi2_contingency`` **with Yates' continuity correction**
-    (``CONTINGENCY_YATES``; it reproduces the paper's V = 0.743 / 0.835 from Table 4), and Cramér's V is
-    sqrt(chi2 / (n (min(r, c) - 1))) = sqrt(chi2 / n) for 2x2.  ``relation`` is ``MR-1`` or ``MR-2``.
+    independence uses Pearson's chi-square (``scipy.stats.chi2_contingency``, no continuity correction), and
+    Cramér's V is sqrt(chi2 / (n (min(r, c) - 1))) = sqrt(chi2 / n) for 2x2: the standard V.  The
+    Yates-corrected chi-square, p-value and V are given too (``*_yates``): they reproduce the paper's
+    V = 0.743 / 0.835 from Table 4 (the standard V is 0.745 / 0.835).  ``relation`` is ``MR-1`` or ``MR-2``.
     Raises :class:`NotAvailable` when the run has no 15-colour group.
     """
     _check_relation(relation, (MR1, MR2))

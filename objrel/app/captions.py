@@ -1,10 +1,13 @@
 """Captions and labels the pages build from data, as Streamlit markdown strings (no Streamlit import).
 
-User text (names, notes, labels) is passed through as it is; the pages show it with ``st.markdown``
-or ``st.caption``, which render no HTML.
+User text (names, notes, labels, sample ids, run names) never reaches the markdown renderer as markup:
+every caption here passes it through ``plain``, which escapes each markdown character, so a note like
+``**urgent** [click](http://x) :red[!] $x$`` is shown as typed, links and colours not rendered.
 """
 
 from __future__ import annotations
+
+import re
 
 from objrel.app.formats import MISSING
 
@@ -14,6 +17,19 @@ NOT_JUDGED = "not yet"
 VERDICT_MARKS = {"violated": ":red[violated]", "holds": ":green[holds]"}
 SOURCE_KEY = "source"
 NO_RECORD = "no record"
+
+
+# Characters that start markup in Streamlit's markdown (emphasis, code, links and images, HTML and
+# autolinks, headings, tables, strikethrough, LaTeX, entities, colour directives), with ":" and "." so that
+# bare "http://..." and "www...." are not turned into links.  Line breaks are folded into spaces, so list
+# and heading markers can only come from the caption's own text, never from the user's.
+_MARKDOWN_CHARS = re.compile(r"([\\`*_{}\[\]<>#|~$&:.])")
+
+
+def plain(text) -> str:
+    """``text`` with every markdown character backslash-escaped, and line breaks as spaces: shown in a
+    markdown caption exactly as typed."""
+    return _MARKDOWN_CHARS.sub(r"\\\1", " ".join(str(text).split()))
 
 
 def run_label(run) -> str:
@@ -37,7 +53,7 @@ def detector_help() -> str:
 
 
 def run_progress(run) -> str:
-    return f"{run_label(run)}: {run.n_done}/{run.n_total} samples, {run.n_skipped} skipped"
+    return f"{plain(run_label(run))}: {run.n_done}/{run.n_total} samples, {run.n_skipped} skipped"
 
 
 # ---------------------------------------------------------------- Review page
@@ -47,7 +63,7 @@ def panel_caption(panel, detection: bool) -> str:
     """What the model said about one image: its top label (or compared record) and score, the relation's
     verdict, the certainty (classifiers) or IoU with the object (detectors) before -> after, and a note."""
     top = panel.top[0] if panel.top else ((NO_RECORD, None) if detection else (MISSING, 0.0))
-    text = f"**{top[0]}**" + ("" if top[1] is None else f" {top[1]:.3f}")
+    text = f"**{plain(top[0])}**" + ("" if top[1] is None else f" {top[1]:.3f}")
     if panel.verdict:
         text += f" - {panel.relation} {VERDICT_MARKS.get(panel.verdict, panel.verdict)}"
     measure = "IoU with the object" if detection else "certainty"
@@ -56,7 +72,7 @@ def panel_caption(panel, detection: bool) -> str:
     elif detection and panel.source_certainty is not None and panel.key == SOURCE_KEY:
         text += f"  \n{measure} {panel.source_certainty:.3f}"
     if panel.note:
-        text += f"  \n{panel.note}"
+        text += f"  \n{plain(panel.note)}"
     return text
 
 
@@ -103,7 +119,7 @@ def example_caption(example: dict, item, mutant) -> str:
     """A striking example: its relation and the top label before -> after the mutation."""
     before = item.source.top[0][0] if item.source.top else MISSING
     after = mutant.top[0][0] if mutant.top else MISSING
-    return f"**{example['relation']}**: {before} -> {after}"
+    return f"**{example['relation']}**: {plain(before)} -> {plain(after)}"
 
 
 # ---------------------------------------------------------------- Agreement page
@@ -117,22 +133,22 @@ def call_text(verdict: str, reasons, note: str | None) -> str:
     if reasons:
         text += " (" + ", ".join(review.REASON_LABELS[r] for r in reasons) + ")"
     if note:
-        text += f": \u201c{note}\u201d"
+        text += f": \u201c{plain(note)}\u201d"
     return text
 
 
 def disagreement_heading(d) -> str:
     where = f"#{d.position + 1} of the review sample" if d.position is not None else "outside the review sample"
-    return f"**{d.sample_id}** ({where}; they differ in the {d.kind})"
+    return f"**{plain(d.sample_id)}** ({where}; they differ in the {d.kind})"
 
 
 def disagreement_calls(d, name_a: str, name_b: str) -> str:
-    return (f"- {name_a}: {call_text(d.verdict_a, d.reasons_a, d.note_a)}\n"
-            f"- {name_b}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}")
+    return (f"- {plain(name_a)}: {call_text(d.verdict_a, d.reasons_a, d.note_a)}\n"
+            f"- {plain(name_b)}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}")
 
 
 def decision_text(d) -> str:
-    return f"Decided by {d.resolved_by}: {call_text(d.resolved_verdict, d.resolved_reasons, d.resolved_note)}"
+    return f"Decided by {plain(d.resolved_by)}: {call_text(d.resolved_verdict, d.resolved_reasons, d.resolved_note)}"
 
 
 # ---------------------------------------------------------------- Inspect and Shortcut pages
@@ -140,7 +156,7 @@ def decision_text(d) -> str:
 
 def inspect_summary(result) -> str:
     source = result.source.get("name", result.source.get("kind"))
-    return (f"**{result.model.get('name', '?')}** on **{source}**, Th = {result.activation_threshold}, "
+    return (f"**{plain(result.model.get('name', '?'))}** on **{plain(source)}**, Th = {result.activation_threshold}, "
             f"{result.task}-label; computed in {result.seconds:.1f} s.")
 
 

@@ -9,6 +9,7 @@ import streamlit as st
 from objrel.app import captions, charts
 from objrel.app.caches import cached_size_bins, run_model
 from objrel.app.formats import decimals, percent
+from objrel.errors import NotAllowed
 from objrel.review.items import ReviewItem, draw_box, thumbnail
 from objrel.store import Store
 
@@ -64,7 +65,7 @@ def details(item: ReviewItem) -> None:
             st.dataframe(item.others, hide_index=True, key="review_others")
 
 
-def lime(store: Store, item: ReviewItem) -> None:
+def lime(store: Store, item: ReviewItem, viewer: str | None) -> None:
     with st.expander("LIME: where does the model look?"):
         if item.is_detection:
             st.caption("LIME explains classifier outputs; it is not available for detection runs.")
@@ -79,8 +80,13 @@ def lime(store: Store, item: ReviewItem) -> None:
         from objrel.review.lime_pair import explain_pair
 
         bar = st.progress(0.0, text="LIME ...")
-        shown = explain_pair(store, run_model(store, item.run_id), item.run_id, item.sample_id, key, n,
-                             progress=lambda share, text: bar.progress(share, text=text))
+        try:
+            shown = explain_pair(store, run_model(store, item.run_id), item.run_id, item.sample_id, key, n,
+                                 progress=lambda share, text: bar.progress(share, text=text), actor=viewer)
+        except NotAllowed as exc:
+            bar.empty()
+            st.error(str(exc))
+            return
         bar.empty()
         for col, explained in zip(st.columns(len(shown)), shown):
             col.image(explained.image, caption=f"LIME {explained.key}", width="stretch")
@@ -121,7 +127,7 @@ def box_retest(store: Store, item: ReviewItem, reviewer: str) -> None:
             with st.spinner("Re-testing ..."):
                 result = retest_with_box(store, item.run_id, item.sample_id, box, reviewer,
                                          model=run_model(store, item.run_id))
-        except ValueError as exc:
+        except (ValueError, NotAllowed) as exc:
             st.error(str(exc))
             return
         for line in captions.retest_lines(result):

@@ -42,10 +42,21 @@ def signed_in() -> str | None:
     return st.session_state.get(REVIEWER_KEY)
 
 
+def client_id() -> str:
+    """Who is asking, for sign-in throttling: the client's address when Streamlit knows it, else ``local``."""
+    from objrel.review.accounts import LOCAL_CLIENT
+
+    try:
+        return st.context.ip_address or LOCAL_CLIENT
+    except Exception:  # an older Streamlit, or no request context (AppTest)
+        return LOCAL_CLIENT
+
+
 def sign_in_box(store: Store) -> str | None:
     """Sidebar sign-in: name + passphrase (stored hashed), or the configured OIDC provider.
 
-    Returns the signed-in reviewer's name, or None.
+    Accounts are made by an admin (Users page) or on the server (``objrel users add``), never here.
+    Returns the signed-in account's name, or None.
     """
     from objrel import review
 
@@ -56,34 +67,26 @@ def sign_in_box(store: Store) -> str | None:
             st.session_state[REVIEWER_KEY] = account.name  # the stored name, stable for this subject
         who = signed_in()
         if who:
-            st.markdown(f"Signed in as **{who}**")
+            roles = review.roles_of(store, who)
+            st.text(f"Signed in as {who} ({', '.join(roles) if roles else 'no role yet'})")
             if st.button("Sign out", key="signout_btn"):
                 st.session_state.pop(REVIEWER_KEY, None)
                 if oidc_configured() and getattr(st.user, "is_logged_in", False):
                     st.logout()
                 st.rerun()
             return who
-        st.markdown("**Reviewer sign-in**")
+        st.markdown("**Sign in**")
         if oidc_configured():
             st.button("Log in with single sign-on", key="oidc_login_btn", on_click=st.login)
-        mode = st.radio("Account", ["Sign in", "Create account"], key="signin_mode", horizontal=True,
-                        label_visibility="collapsed")
         with st.form("signin_form", clear_on_submit=False):
             name = st.text_input("Name", key="signin_name")
             passphrase = st.text_input("Passphrase", type="password", key="signin_pass")
-            submitted = st.form_submit_button(mode, key="signin_submit")
+            submitted = st.form_submit_button("Sign in", key="signin_submit")
+        st.caption("No account? An admin invites you (Users page).")
         if submitted:
-            try:
-                if mode == "Create account":
-                    review.create_reviewer(store, name, passphrase)
-                    ok = True
-                else:
-                    ok = review.verify_reviewer(store, name, passphrase)
-            except ValueError as exc:
-                st.error(str(exc))
-                return None
-            if ok:
-                st.session_state[REVIEWER_KEY] = name.strip()
+            result = review.verify_reviewer(store, name, passphrase, client=client_id())
+            if result.ok:
+                st.session_state[REVIEWER_KEY] = result.name
                 st.rerun()
-            st.error("Unknown name or wrong passphrase.")
+            st.error(result.message)
     return None

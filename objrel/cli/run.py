@@ -20,8 +20,8 @@ from objrel.cli.common import (CLASSIFIER_WORDS, add_store_option, comma_list, e
                                print_run_report, stored_config)
 from objrel.config import RunConfig
 from objrel.data import FORMATS
-from objrel.engine.classify import Engine
 from objrel.engine.demo import build_demo_store
+from objrel.engine.runs import engine_for
 from objrel.models import detector_choices, model_choices
 from objrel.mutations import PRESETS, operators
 from objrel.store import Store
@@ -32,6 +32,7 @@ RUN_OVERRIDES = (
     ("dataset", "dataset"), ("images", "images"), ("fmt", "format"), ("padding", "padding"),
     ("synset_mapping", "synset_mapping"), ("plan", "plan"), ("vote_k", "vote_k"), ("dilate", "dilate"),
     ("seed", "seed"), ("batch_size", "batch_size"), ("limit", "limit"), ("name", "name"),
+    ("engine", "engine"),
 )
 
 
@@ -43,13 +44,17 @@ def run_config(args) -> RunConfig:
         overrides["operators"] = comma_list(args.operators)
     if args.all:
         overrides["test_all"] = True
+    if getattr(args, "no_lazy", False):
+        overrides["lazy"] = False
+    if getattr(args, "compile", False):
+        overrides["compile"] = True
     return config.replace(**overrides)
 
 
 def cmd_run(args) -> int:
     store = Store(args.store)
     config = stored_config(store, args.resume, RunConfig) if args.resume is not None else run_config(args)
-    engine = Engine(store, config)
+    engine = engine_for(store, config)
     report = execute_with_progress(engine, args.resume, engine.model.name, CLASSIFIER_WORDS, args.quiet)
     print_run_report(report, CLASSIFIER_WORDS)
     return 0
@@ -140,6 +145,10 @@ def add_run_commands(subparsers) -> None:
     p.add_argument("--batch-size", type=int, help="images per forward pass (default 16)")
     p.add_argument("--limit", type=int, help="test only the first N samples")
     p.add_argument("--name", help="display name of the run")
+    p.add_argument("--no-lazy", action="store_true",
+                   help="run every mutation even when the votes are already decided (stores S_p/S_r/S)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (once; first batch pays)")
+    p.add_argument("--engine", choices=["local", "ray"], help="run here (default) or on a local/remote Ray")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_store_option(p)
     p.set_defaults(fn=cmd_run)

@@ -72,6 +72,12 @@ def _category_index(cat: dict, category_map: dict | None) -> int | None:
     return None
 
 
+def _dropped(ann: dict, category: str | None, code: str, reason: str, class_index: int | None = None) -> dict:
+    """The record of one annotation the loader could not use (see ``Sample.dropped``)."""
+    return {"annotation": ann.get("id"), "category": category, "class_index": class_index, "code": code,
+            "reason": reason}
+
+
 def load_coco(annotation_file, images_dir, category_map: dict | None = None, name: str | None = None) -> Dataset:
     """Load a COCO annotation file.
 
@@ -80,9 +86,11 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
     category_map:    optional ``{category name or id: model class index}``.
 
     Returns a ``Dataset`` with one ``Sample`` per image, sorted by image id.  An
-    image whose annotations are unusable (no object, unknown category id, box
-    outside the image, path escaping the root) becomes a sample with ``problem``
-    set, so the run records it as skipped instead of failing.
+    annotation the loader cannot use (unknown category id, a bbox that is not four
+    numbers) goes to the sample's ``dropped`` list; the engine decides whether that
+    skips the image (an invalid annotation of the tested class) or not.  An image
+    with no usable object or a path escaping the root becomes a sample with
+    ``problem`` set, so the run records it as skipped instead of failing.
     Raises ``AnnotationError`` when the file is not a COCO annotation at all.
     """
     ann_path = Path(annotation_file).resolve()
@@ -119,31 +127,33 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
         problem = None
         image_path = ""  # stays empty unless the path resolves inside the root
         objects: list[TargetObject] = []
+        dropped: list[dict] = []
         try:
             image_path = str(resolve_inside(root, rel))
             for ann in anns_by_image.get(img.get("id"), []):
                 cid = ann.get("category_id")
                 if cid not in cats:
-                    raise BadSampleError(
-                        "unknown-label",
-                        f"annotation {ann.get('id')} has category_id {cid!r}, which is not among the "
-                        f"file's categories {sorted(cats)}",
-                    )
+                    dropped.append(_dropped(ann, None, "unknown-label",
+                                            f"annotation {ann.get('id')} has category_id {cid!r}, which is not "
+                                            f"among the file's categories {sorted(cats, key=str)[:20]}"))
+                    continue
+                category = str(cats[cid].get("name", cid))
                 bbox = ann.get("bbox")
-                if not (isinstance(bbox, list) and len(bbox) == 4):
-                    raise BadSampleError("bad-box", f"annotation {ann.get('id')} bbox {bbox!r} is not [x, y, w, h]")
                 try:
+                    if not (isinstance(bbox, list) and len(bbox) == 4):
+                        raise TypeError
                     x, y, w, h = (float(v) for v in bbox)
-                except (TypeError, ValueError) as exc:
-                    raise BadSampleError(
-                        "bad-box", f"annotation {ann.get('id')} bbox {bbox!r} is not four numbers [x, y, w, h]"
-                    ) from exc
+                except (TypeError, ValueError):
+                    dropped.append(_dropped(ann, category, "bad-box",
+                                            f"annotation {ann.get('id')} bbox {bbox!r} is not four numbers "
+                                            f"[x, y, w, h]", cat_index[cid]))
+                    continue
                 seg = ann.get("segmentation")
                 if seg in ([], {}, None):
                     seg = None
                 objects.append(
                     TargetObject(
-                        category=str(cats[cid].get("name", cid)),
+                        category=category,
                         class_index=cat_index[cid],
                         box=(x, y, x + w, y + h),
                         segmentation=seg,
@@ -151,6 +161,8 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
                     )
                 )
             if not objects:
+                if dropped:
+                    raise BadSampleError(dropped[0]["code"], f"no usable annotation: {dropped[0]['reason']}")
                 raise BadSampleError("empty-region", "image has no annotated object")
         except BadSampleError as exc:
             problem = (exc.code, exc.reason)
@@ -163,6 +175,7 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
                 height=int(height) if isinstance(height, int) else None,
                 objects=tuple(objects),
                 problem=problem,
+                dropped=tuple(dropped),
             )
         )
     return Dataset(

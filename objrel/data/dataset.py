@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from objrel.data.sample import storable_samples
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -13,7 +15,8 @@ class Dataset:
     format:     ``coco``, ``voc``, ``manifest`` or ``bundled``.
     root:       absolute dataset root; every image path lies inside it.
     annotation: absolute path of the annotation file or folder.
-    samples:    samples in a stable order (sorted by id), the engine's work list.
+    samples:    samples in a stable order (sorted by id), the engine's work list; made storable on
+                construction (``storable_samples``: long or NUL ids hashed, duplicate ids skipped).
     categories: every category name the annotation declares.
     """
 
@@ -23,6 +26,10 @@ class Dataset:
     annotation: str
     samples: tuple
     categories: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # ids and paths the store can hold; duplicate ids become skipped samples (objrel.data.sample)
+        object.__setattr__(self, "samples", storable_samples(self.samples))
 
     def __len__(self) -> int:
         return len(self.samples)

@@ -58,7 +58,12 @@ def _to_rgb(img: Image.Image) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(img.convert("RGB"), dtype=np.uint8))
 
 
-def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = None) -> np.ndarray:
+# Bytes per decoded RGB pixel (uint8 x 3).
+RGB_BYTES_PER_PIXEL = 3
+
+
+def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = None,
+             max_bytes: int | None = None) -> np.ndarray:
     """Decode ``path`` to an ``(H, W, 3)`` uint8 RGB array.
 
     Grayscale, palette, RGBA/LA (composited over white), 16-bit and float images are
@@ -66,8 +71,11 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
     is given and only the un-rotated file matches it, the EXIF rotation is not applied
     (the annotation was made on the raw pixels).
 
-    Raises ``BadSampleError`` with code ``missing-file``, ``corrupt-image`` or
-    ``size-mismatch``.
+    ``max_bytes`` bounds the decoded RGB array: a larger image is refused from its header, before any
+    pixel is decoded, with ``BadSampleError('image-too-large')`` naming its size and the budget.
+
+    Raises ``BadSampleError`` with code ``missing-file``, ``corrupt-image``,
+    ``image-too-large`` or ``size-mismatch``.
     """
     p = Path(path)
     if not p.is_file():
@@ -82,6 +90,13 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
                     f"limit of {MAX_IMAGE_PIXELS} pixels",
                     path=str(p),
                 )
+            need = raw.width * raw.height * RGB_BYTES_PER_PIXEL
+            if max_bytes is not None and need > max_bytes:
+                raise BadSampleError(
+                    "image-too-large",
+                    f"image is {raw.width}x{raw.height} pixels ({need} bytes decoded as RGB), over the memory "
+                    f"budget of {max_bytes} bytes per image; raise the run's memory budget "
+                    f"($OBJREL_MEMORY_BUDGET) or shrink the image", path=str(p))
             raw.load()
             upright = ImageOps.exif_transpose(raw)
             chosen = upright

@@ -15,6 +15,9 @@ from objrel.data.sample import Box, Sample, TargetObject
 # Boxes may overhang the image by this many pixels (annotation rounding) and are
 # clipped; anything further out is refused as a bad annotation.
 BOX_TOLERANCE_PX = 2.0
+# Polygon coordinates may reach this many image widths/heights from the origin (either sign); further out
+# is refused before pycocotools rasterises it (about 6e8 crashes it, about 2e8 makes it allocate 23 GB).
+POLYGON_FAR_FACTOR = 2.0
 
 
 def check_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
@@ -78,15 +81,44 @@ def _compressed_counts(raw: bytes) -> list[int]:
     return counts
 
 
+def check_polygons(segmentation: list, width: int, height: int) -> list[list[float]]:
+    """The usable polygons of a COCO polygon list, each checked to be finite and near the image.
+
+    Polygons with fewer than 3 points are ignored.  Raises ``BadSampleError('bad-polygon')`` for a polygon
+    that is not a list of numbers, has a non-finite coordinate or one further than ``POLYGON_FAR_FACTOR``
+    times the image size from the origin, and ``BadSampleError('empty-region')`` when no polygon is left.
+    Runs before pycocotools sees the coordinates: far-out values crash or exhaust it.
+    """
+    polys = []
+    x_lim, y_lim = POLYGON_FAR_FACTOR * max(width, 1), POLYGON_FAR_FACTOR * max(height, 1)
+    for n, poly in enumerate(segmentation):
+        if not isinstance(poly, (list, tuple)):
+            raise BadSampleError("bad-polygon", f"polygon {n} is a {type(poly).__name__}, expected a list of numbers")
+        if len(poly) < 6 or len(poly) % 2:
+            continue
+        try:
+            arr = np.asarray(poly, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise BadSampleError("bad-polygon", f"polygon {n} is not a list of numbers: {exc}") from exc
+        if arr.ndim != 1 or not np.isfinite(arr).all():
+            raise BadSampleError("bad-polygon", f"polygon {n} has non-finite coordinates; expected finite pixels")
+        xs, ys = np.abs(arr[0::2]), np.abs(arr[1::2])
+        if xs.max() > x_lim or ys.max() > y_lim:
+            raise BadSampleError(
+                "bad-polygon",
+                f"polygon {n} reaches ({xs.max():.3g}, {ys.max():.3g}); expected |x| <= {x_lim:g} and "
+                f"|y| <= {y_lim:g} ({POLYGON_FAR_FACTOR:g}x the {width}x{height} image)")
+        polys.append(arr.tolist())
+    if not polys:
+        raise BadSampleError("empty-region", "polygon segmentation has no polygon with at least 3 points")
+    return polys
+
+
 def segmentation_mask(segmentation, width: int, height: int) -> np.ndarray:
     """Decode a COCO polygon list, uncompressed RLE or compressed RLE to a bool mask."""
     try:
         if isinstance(segmentation, list):
-            polys = [list(map(float, p)) for p in segmentation if len(p) >= 6 and len(p) % 2 == 0]
-            if not polys:
-                raise BadSampleError(
-                    "empty-region", "polygon segmentation has no polygon with at least 3 points"
-                )
+            polys = check_polygons(segmentation, width, height)
             rles = mask_utils.frPyObjects(polys, height, width)
             rle = mask_utils.merge(rles)
         elif isinstance(segmentation, dict) and "counts" in segmentation and "size" in segmentation:
@@ -137,6 +169,12 @@ def object_mask(obj: TargetObject, width: int, height: int, padding: int = 0) ->
         return box_mask(obj.box, width, height, padding)
     check_box(obj.box, width, height)
     return segmentation_mask(obj.segmentation, width, height)
+
+
+def check_object(obj: TargetObject, width: int, height: int) -> None:
+    """Raise ``BadSampleError`` unless the object's box and mask are valid and cover at least one pixel."""
+    if not object_mask(obj, width, height).any():
+        raise BadSampleError("empty-region", "the object's mask covers no pixel")
 
 
 def target_region(objects, width: int, height: int, padding: int = 0) -> np.ndarray:

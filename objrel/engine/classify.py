@@ -17,6 +17,7 @@ the same rows (mutation seeds derive from run seed, sample id and mutation).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,13 +25,14 @@ import numpy as np
 from objrel.relations import classify as R
 from objrel.config import RunConfig
 from objrel.data import Dataset, load_dataset, load_rgb
-from objrel.data.region import area_ratio, target_region
+from objrel.data.region import area_ratio, check_object, target_region
 from objrel.data.sample import Sample, TargetObject
-from objrel.engine.loop import PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, mutant_batches, prefetch
-from objrel.engine.votes import Distances, vote_rows
+from objrel.engine.loop import (PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, image_budget, mutant_batches,
+                                prefetch)
+from objrel.engine.votes import Distances, VoteSchedule, vote_rows
 from objrel.errors import BadSampleError
 from objrel.models import Classifier, class_lookup, load_classifier
-from objrel.mutations import Mutation, NotApplicable, Plan, build_target
+from objrel.mutations import Mutation, NotApplicable, Plan, build_target, derive_seed
 from objrel.store import Store
 
 
@@ -47,6 +49,7 @@ class _Prepared:
     target_objects: tuple[TargetObject, ...] = ()
     target: object = None
     label_of_interest: tuple[int, ...] = ()
+    dropped: tuple[dict, ...] = ()                 # invalid annotations: class_index, code, reason, ...
     mutants: dict = field(default_factory=dict)    # key -> Prediction | NotApplicable
     seeds: dict = field(default_factory=dict)
     t0: float = 0.0
@@ -73,8 +76,53 @@ def resolve_objects(sample: Sample, class_names) -> tuple[TargetObject, ...]:
     return tuple(out)
 
 
+def _class_index(category: str, class_index: int | None, class_names, lookup) -> int | None:
+    idx = class_index
+    if idx is None:
+        idx = lookup.get(category.strip().lower())
+        if idx is None and category.strip().isdigit():
+            idx = int(category)
+    return idx if idx is not None and 0 <= idx < len(class_names) else None
+
+
+def split_objects(sample: Sample, class_names, width: int, height: int) -> tuple[tuple[TargetObject, ...], tuple[dict, ...]]:
+    """The sample's valid objects (with the model's class index) and its invalid annotations.
+
+    An annotation is invalid when its category is not a class of the model, its box lies outside the
+    ``width`` x ``height`` image or is empty, or its mask is broken or empty; the loader's own
+    ``sample.dropped`` records join them.  Each invalid one is a dict with ``category``, ``class_index``
+    (None when unknown), ``code`` and ``reason``; the caller decides whether it skips the sample.
+    """
+    lookup = class_lookup(class_names)
+    valid, invalid = [], []
+    for d in sample.dropped:
+        cat = d.get("category")
+        idx = _class_index(str(cat), d.get("class_index"), class_names, lookup) if cat is not None else None
+        invalid.append({**d, "class_index": idx})
+    for n, obj in enumerate(sample.objects):
+        idx = _class_index(obj.category, obj.class_index, class_names, lookup)
+        entry = {"object": n, "category": obj.category, "class_index": idx,
+                 "box": [float(v) if np.isfinite(v) else None for v in obj.box]}  # JSON has no NaN
+        if idx is None:
+            invalid.append({**entry, "code": "unknown-label",
+                            "reason": f"category {obj.category!r} is not a class of the model ({len(class_names)} "
+                                      f"classes)"})
+            continue
+        resolved = TargetObject(obj.category, int(idx), obj.box, obj.segmentation, obj.iscrowd)
+        try:
+            check_object(resolved, width, height)
+        except BadSampleError as exc:
+            invalid.append({**entry, "code": exc.code, "reason": exc.reason})
+            continue
+        valid.append(resolved)
+    return tuple(valid), tuple(invalid)
+
+
 class Engine:
     """Runs one plan of one model over one dataset into one store."""
+
+    # Decode the next chunk (and preprocess its sources) in a worker thread while this one runs.
+    read_ahead = True
 
     def __init__(self, store: Store, config: RunConfig, model: Classifier | None = None,
                  dataset: Dataset | None = None, plan: Plan | None = None):
@@ -84,6 +132,8 @@ class Engine:
                                               threshold=config.threshold)
         if self.model.task != config.task:
             self.config = config = config.replace(task=self.model.task)
+        if config.compile and hasattr(self.model, "enable_compile"):
+            self.model.enable_compile()
         self.dataset = dataset or load_dataset(config.dataset, config.images, config.fmt, padding=config.padding,
                                                synset_mapping=config.synset_mapping)
         self.plan: Plan = plan or config.build_plan()
@@ -117,11 +167,13 @@ class Engine:
         try:
             if sample.problem:
                 raise BadSampleError(sample.problem[0], sample.problem[1], path=sample.rel_path)
-            objects = resolve_objects(sample, self.model.class_names)
             expected = (sample.width, sample.height) if sample.width and sample.height else None
-            image = load_rgb(sample.image_path, expected)
+            image = load_rgb(sample.image_path, expected, max_bytes=image_budget(self))
             h, w = image.shape[:2]
-            build_target(objects, w, h)  # validates boxes and masks before any model work
+            objects, prep.dropped = split_objects(sample, self.model.class_names, w, h)
+            if not objects:
+                first = prep.dropped[0] if prep.dropped else {"code": "empty-region", "reason": "no annotated object"}
+                raise BadSampleError(first["code"], f"no valid annotation: {first['reason']}", path=sample.rel_path)
             prep.image, prep.objects = image, objects
             prep.labels = tuple(sorted({o.class_index for o in objects}))
         except BadSampleError as exc:
@@ -147,6 +199,12 @@ class Engine:
             prep.target_objects = prep.objects
             prep.label_of_interest = prep.labels
         prep.tested = bool(prep.correct or self.config.test_all)
+        bad = self._invalid_of_interest(prep, src)
+        if bad is not None:
+            prep.skip, prep.tested = BadSampleError(
+                bad["code"], f"an annotation of the tested class {bad['category']!r} is invalid, so its region "
+                f"would be incomplete: {bad['reason']}", path=prep.sample.rel_path), False
+            return
         if prep.tested:
             h, w = prep.image.shape[:2]
             try:
@@ -155,27 +213,90 @@ class Engine:
                 exc.path = prep.sample.rel_path
                 prep.skip, prep.tested = exc, False
 
-    def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
+    def _invalid_of_interest(self, prep: _Prepared, src: R.Prediction) -> dict | None:
+        """The first invalid annotation of a tested class, or None (the others are dropped with a warning).
+
+        Tested classes: single-label, the top-1 and the image's valid labels (a correct top-1 then needs
+        only its own objects; an incorrect one is judged against every valid label, and an invalid
+        annotation of the predicted class might make it correct); multi-label, every class the image
+        shows, since the truth itself would be incomplete.
+        """
+        for d in prep.dropped:
+            idx = d.get("class_index")
+            if idx is None:
+                continue
+            if self.model.task != "single" or idx == src.top1 or (not prep.correct and idx in prep.labels):
+                return d
+        return None
+
+    def _load_chunk(self, chunk: list[Sample]) -> tuple[list[_Prepared], object]:
+        """Decode ``chunk`` and make the model's batch of its sources (``prepare``); thread-safe."""
         preps = [self._prepare(s) for s in chunk]
         live = [p for p in preps if p.skip is None]
+        return preps, (self.model.prepare([p.image for p in live]) if live else None)
+
+    def _loaded_chunk(self, chunk: list[Sample]) -> tuple[list[_Prepared], object]:
+        """``_load_chunk(chunk)``, done by a worker thread while the previous chunk ran when it guessed this
+        chunk; then start on the next ``len(chunk)`` samples of the run (a wrong guess costs one decode)."""
+        ahead = getattr(self, "_ahead", None)
+        key = tuple(s.sample_id for s in chunk)
+        self._ahead = None
+        loaded = ahead[1].result() if ahead is not None and ahead[0] == key else self._load_chunk(chunk)
+        if not hasattr(self, "_position"):
+            self._position = {s.sample_id: i for i, s in enumerate(self.samples)}
+        at = self._position.get(chunk[-1].sample_id) if chunk else None
+        nxt = self.samples[at + 1 : at + 1 + len(chunk)] if at is not None else []
+        if nxt and self.read_ahead:
+            if getattr(self, "_loader", None) is None:
+                self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objrel-decode")
+            self._ahead = (tuple(s.sample_id for s in nxt), self._loader.submit(self._load_chunk, nxt))
+        return loaded
+
+    def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
+        preps, sources = self._loaded_chunk(chunk)
+        live = [p for p in preps if p.skip is None]
         if live:
-            probs = self.model.predict([p.image for p in live])
+            probs = self.model.forward(sources)
             report.forward_passes += len(live)
             for p, row in zip(live, probs):
                 self._decide(p, row)
-        jobs = [(p, m) for p in preps if p.skip is None and p.tested for m in self.mutations]
-        self._predict_mutants(jobs, report)
+        tested = [p for p in preps if p.skip is None and p.tested]
+        if self.config.lazy:
+            self._predict_lazy(tested, report)
+        else:
+            self._predict_mutants([(p, m) for p in tested for m in self.mutations], report)
         return preps
 
+    def _predict_lazy(self, tested: list[_Prepared], report: RunReport) -> None:
+        """Feed the mutants in waves across the chunk's samples, each wave only the mutations that can
+        still change a vote (``VoteSchedule``); a sample whose groups are all decided gets no more."""
+        schedule = VoteSchedule(self.plan)
+        verdicts: dict[int, dict[str, str]] = {id(p): {} for p in tested}
+        wave = [(p, m) for p in tested for m in schedule.next_wave(verdicts[id(p)])]
+        while wave:
+            self._predict_mutants(wave, report)
+            for p, m in wave:
+                res = p.mutants[m.key]
+                verdicts[id(p)][m.key] = (R.NOT_APPLICABLE if isinstance(res, NotApplicable)
+                                          else R.check(m.relation, p.source, res).verdict)
+            wave = [(p, m) for p in tested for m in schedule.next_wave(verdicts[id(p)])]
+
     def _predict_mutants(self, jobs, report: RunReport) -> None:
-        """Model the mutants while a worker thread makes the next batch (torch and numpy release
-        the GIL), so mutation costs hide behind inference."""
+        """Model the mutants while a worker thread makes and preprocesses the next batch (the model's
+        ``prepare``; torch, numpy and OpenCV release the GIL), so mutation and resize costs hide behind
+        ``forward`` on this thread."""
         made = mutant_batches(((p, p.sample.sample_id, p.image, p.target, m) for p, m in jobs),
                               self.config.seed, self.config.batch_size)
-        for batch in prefetch(made, depth=PREFETCH_BATCHES):
-            probs = self.model.predict([img for _, _, img in batch])
-            report.forward_passes += len(batch)
-            for (p, m, _), row in zip(batch, probs):
+        prepare = self.model.prepare
+
+        def prepared():
+            for batch in made:
+                yield [(p, m) for p, m, _ in batch], prepare([img for _, _, img in batch])
+
+        for pairs, x in prefetch(prepared(), depth=PREFETCH_BATCHES):
+            probs = self.model.forward(x)
+            report.forward_passes += len(pairs)
+            for (p, m), row in zip(pairs, probs):
                 interest = set(p.label_of_interest) | set(p.source.predicted)
                 p.mutants[m.key] = R.Prediction.from_probs(row, self.model.task, interest=interest,
                                                            threshold=self.model.threshold)
@@ -183,12 +304,9 @@ class Engine:
     # ------------------------------------------------------------ results
 
     def _distance(self, p: _Prepared, relation: str, mut: R.Prediction) -> float | None:
-        fn = R.distance_preserving if relation == "MR-2" else R.distance_removing
-        ds = []
-        for label in p.label_of_interest:
-            if label in p.source.ranks and label in mut.ranks:
-                ds.append(fn(p.source.probs[label], p.source.ranks[label], mut.probs[label], mut.ranks[label]))
-        return float(np.mean(ds)) if ds else None
+        # --all: D of the ground-truth label ranked highest (seed 002 s V-A.1), else the mean over the labels
+        return R.inference_distance(relation, p.source, mut, p.label_of_interest,
+                                    highest_ranked=bool(self.config.test_all))
 
     def _commit(self, run_id: int, p: _Prepared, report: RunReport) -> None:
         report.processed += 1
@@ -204,7 +322,8 @@ class Engine:
         """The sample, prediction, verdict and vote rows of one processed sample."""
         s = p.sample
         row = {"sample_id": s.sample_id, "rel_path": s.rel_path, "region_source": s.region_source,
-               "gt_categories": list(s.categories)}
+               "gt_categories": list(s.categories), "dropped": [dict(d) for d in p.dropped] or None,
+               "notes": list(s.notes) or None}
         if p.skip is not None:
             row.update(status="skipped", skip_code=p.skip.code, skip_reason=str(p.skip))
             return row, [], [], []
@@ -219,12 +338,17 @@ class Engine:
         votes: list[dict] = []
         if p.tested:
             by_key = {}
-            distances = Distances()
+            distances = Distances(self.plan)  # S by the plan's scoring basis (seed002 when it holds Table I)
             for m in self.mutations:
-                res = p.mutants[m.key]
-                preds.append({"sample_id": s.sample_id, "mutation_key": m.key, "seed": str(p.seeds[m.key]),
-                              "prediction": None if isinstance(res, NotApplicable) else res.to_dict()})
-                if isinstance(res, NotApplicable):
+                res = p.mutants.get(m.key)
+                seed = p.seeds[m.key] if m.key in p.seeds else derive_seed(self.config.seed, s.sample_id, m.key)
+                preds.append({"sample_id": s.sample_id, "mutation_key": m.key, "seed": str(seed),
+                              "prediction": None if res is None or isinstance(res, NotApplicable) else res.to_dict()})
+                if res is None:  # a lazy run's vote groups were decided without it: never "holds"
+                    v = {"verdict": R.NOT_EVALUATED, "source_certainty": None, "mutant_certainty": None,
+                         "label_changed": None, "distance": None, "note": R.VOTE_DECIDED}
+                    by_key[m.key] = R.NOT_EVALUATED
+                elif isinstance(res, NotApplicable):
                     v = {"verdict": R.NOT_APPLICABLE, "source_certainty": None, "mutant_certainty": None,
                          "label_changed": None, "distance": None, "note": str(res)}
                     by_key[m.key] = R.NOT_APPLICABLE
@@ -239,8 +363,11 @@ class Engine:
                 verdict_rows.append({"sample_id": s.sample_id, "mutation_key": m.key, "operator": m.operator,
                                      "relation": m.relation, **v})
             votes = vote_rows(self.plan, s.sample_id, by_key)
-            rel = distances.relevancy()
-            row.update(s_p=rel.s_p, s_r=rel.s_r, s=rel.s)
+            if self.config.lazy:  # not every mutation ran: the continuous scores would be biased
+                row.update(s_p=None, s_r=None, s=None)
+            else:
+                rel = distances.relevancy()
+                row.update(s_p=rel.s_p, s_r=rel.s_r, s=rel.s)
         row["elapsed_ms"] = (time.perf_counter() - p.t0) * 1000.0
         return row, preds, verdict_rows, votes
 

@@ -1,17 +1,54 @@
-"""Build the embedded demo store: EfficientNet-Lite0 over the bundled real photos, and two real
-face detectors (OpenCV's Haar cascades, MTCNN) over the same photos' face boxes."""
+"""Build the embedded demo store: EfficientNet-Lite0 over the bundled real photos, two real face
+detectors (OpenCV's Haar cascades, MTCNN) over the same photos' face boxes, and demo accounts with
+every role so a newcomer can sign in and review at once."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 from objrel.analysis.sweep import run_sweep
 from objrel.config import DetectionConfig, RunConfig
 from objrel.engine.classify import Engine
 from objrel.engine.detect import DetectionEngine
+from objrel.review import accounts, roles
 from objrel.store import Store
 
 DEMO_STORE = "var/demo.db"
+
+
+@dataclass(frozen=True)
+class DemoAccount:
+    name: str
+    passphrase: str
+    roles: tuple[str, ...]
+
+
+# The demo's accounts: two reviewers for the blind pair, an adjudicator who is neither of them, and an
+# admin who also operates runs.  Their passphrases are public: fine for a local demo, never for a shared
+# server (make real accounts there with `objrel users add`).
+DEMO_ACCOUNTS = (
+    DemoAccount("alice", "alice-demo-pass", (roles.REVIEWER,)),
+    DemoAccount("bob", "bob-demo-pass", (roles.REVIEWER,)),
+    DemoAccount("carol", "carol-demo-pass", (roles.ADJUDICATOR,)),
+    DemoAccount("admin", "admin-demo-pass", (roles.ADMIN, roles.RUN_OPERATOR)),
+)
+
+
+def ensure_demo_accounts(store: Store, log=sys.stderr) -> None:
+    """Create the missing ``DEMO_ACCOUNTS`` (an existing one keeps its passphrase and gets its demo roles)
+    and print every name, passphrase and role to ``log`` (None: print nothing)."""
+    have = set(accounts.reviewer_names(store))
+    for acc in DEMO_ACCOUNTS:
+        if acc.name in have:
+            roles.grant_as_operator(store, acc.name, acc.roles)
+        else:
+            accounts.create_reviewer(store, acc.name, acc.passphrase, roles=acc.roles)
+    if log is None:
+        return
+    print("demo accounts (public passphrases: for this local demo only):", file=log)
+    for acc in DEMO_ACCOUNTS:
+        print(f"  {acc.name:<6} passphrase {acc.passphrase:<16} {', '.join(acc.roles)}", file=log)
 # The demo's runs: the paper's 3-colour plan with every other operator beside it,
 # and the 15-colour palette comparison (seed 000 s5.2).
 DEMO_RUNS = (
@@ -70,8 +107,10 @@ def build_detection_demo(store: Store, force: bool = False, log=sys.stderr) -> S
 
 
 def build_demo_store(url: str | None = None, force: bool = False, log=sys.stderr) -> Store:
-    """Create the demo runs unless the store already holds finished runs of the same names."""
-    store = Store(url or DEMO_STORE)
+    """Create the demo accounts, then the demo runs unless the store already holds finished runs of the
+    same names."""
+    store = Store(url or DEMO_STORE, make_parents=True)
+    ensure_demo_accounts(store, log=None)  # first, so the app can be signed into while the runs build
     have = _finished_names(store)
     model = None
     for cfg in DEMO_RUNS:
@@ -82,4 +121,6 @@ def build_demo_store(url: str | None = None, force: bool = False, log=sys.stderr
         report = engine.execute()
         print(f"demo run {report.run_id}: {cfg.name}: {report.tested} tested, {sum(report.skipped.values())} "
               f"skipped, {report.seconds:.1f} s", file=log)
-    return build_detection_demo(store, force=force, log=log)
+    build_detection_demo(store, force=force, log=log)
+    ensure_demo_accounts(store, log=log)  # printed last, where a newcomer looks
+    return store

@@ -29,9 +29,9 @@ import numpy as np
 
 from objrel.relations import classify as R
 from objrel.data import Dataset, load_rgb
-from objrel.data.region import area_ratio
+from objrel.data.region import area_ratio, check_object
 from objrel.data.sample import Sample, TargetObject
-from objrel.engine.loop import PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, prefetch
+from objrel.engine.loop import PREFETCH_BATCHES, ProgressFn, image_budget, RunReport, execute_run, prefetch
 from objrel.errors import BadSampleError
 from objrel.mutations import Mutation, NotApplicable, Plan, Target, build_target, derive_seed, make_mutant
 from objrel.store import Store
@@ -64,6 +64,7 @@ class _Image:
     objects: tuple[TargetObject, ...] = ()
     targets: tuple[Target, ...] = ()
     skip: BadSampleError | None = None
+    dropped: tuple[dict, ...] = ()                 # invalid annotations left out: category, code, reason
     source: Detections | None = None
     units: list[_UnitState] = field(default_factory=list)
     t0: float = 0.0
@@ -132,11 +133,31 @@ class DetectionEngine:
                     f"none of the image's objects {sorted({o.category for o in sample.objects})} has a label "
                     f"detector {self.detector.name} reports ({self.class_names})", path=sample.rel_path)
             expected = (sample.width, sample.height) if sample.width and sample.height else None
-            image = load_rgb(sample.image_path, expected)
+            image = load_rgb(sample.image_path, expected, max_bytes=image_budget(self))
             h, w = image.shape[:2]
-            objects = tuple(TargetObject(o.category, self.class_names.index(o.category), o.box, o.segmentation,
-                                         o.iscrowd) for o in keep)
-            # validates every box and mask before any detector work; each object is a possible target
+            valid, dropped = [], [dict(d) for d in sample.dropped]
+            for n, o in enumerate(keep):
+                obj = TargetObject(o.category, self.class_names.index(o.category), o.box, o.segmentation, o.iscrowd)
+                try:
+                    check_object(obj, w, h)
+                except BadSampleError as exc:
+                    dropped.append({"object": n, "category": o.category, "class_index": obj.class_index,
+                                    "box": [float(v) if np.isfinite(v) else None for v in o.box],
+                                    "code": exc.code, "reason": exc.reason})
+                    continue
+                valid.append(obj)
+            img.dropped = tuple(dropped)
+            tested_labels = {o.category for o in valid}
+            for d in dropped:  # an invalid object of a tested label would leave its units' truth incomplete
+                if d.get("category") in tested_labels:
+                    raise BadSampleError(d["code"], f"an annotation of the tested label {d['category']!r} is "
+                                         f"invalid, so its units would be incomplete: {d['reason']}",
+                                         path=sample.rel_path)
+            if not valid:
+                first = dropped[0] if dropped else {"code": "empty-region", "reason": "no annotated object"}
+                raise BadSampleError(first["code"], f"no valid annotation: {first['reason']}", path=sample.rel_path)
+            objects = tuple(valid)
+            # each object is a possible target
             img.targets = tuple(build_target([o], w, h, self.plan.dilate) for o in objects)
             img.image, img.objects = image, objects
         except BadSampleError as exc:
@@ -247,7 +268,8 @@ class DetectionEngine:
         """What one processed image writes: its ``samples`` row, the source's records, and the units with their
         verdicts and votes; the ``samples`` row alone (status ``skipped``) when the image was skipped."""
         s = img.sample
-        row = {"sample_id": s.sample_id, "rel_path": s.rel_path, "region_source": s.region_source}
+        row = {"sample_id": s.sample_id, "rel_path": s.rel_path, "region_source": s.region_source,
+               "dropped": list(img.dropped) or None, "notes": list(s.notes) or None}
         if img.skip is not None:
             row.update(gt_categories=list(s.categories), status="skipped", skip_code=img.skip.code,
                        skip_reason=str(img.skip), elapsed_ms=(time.perf_counter() - img.t0) * 1000.0)

@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from objrel.mutations import NotApplicable, derive_seed, make_mutant
@@ -23,6 +23,15 @@ ProgressFn = Callable[[int, int], None]
 
 # Mutant batches made ahead of the model; each holds batch_size full-size images.
 PREFETCH_BATCHES = 2
+# Memory one chunk may use for decoded images, in bytes (sources, mutants in flight, model copies);
+# $OBJREL_MEMORY_BUDGET or a worker's ``memory_budget`` attribute overrides it.
+CHUNK_MEMORY_BUDGET_BYTES = 6 * 2**30
+MEMORY_BUDGET_ENV = "OBJREL_MEMORY_BUDGET"
+# Full-size copies of one image a chunk may hold at once: the source, a mutant in each prefetched
+# batch plus the one the model is on, and the model's own preprocessed copy.
+COPIES_PER_IMAGE = PREFETCH_BATCHES + 3
+# Starts without a commit after which a sample is recorded as skipped ('crashed-twice') on resume.
+MAX_CRASH_ATTEMPTS = 2
 
 
 def prefetch(iterable, depth: int = PREFETCH_BATCHES):
@@ -107,6 +116,35 @@ def mutant_batches(jobs, run_seed: int, batch_size: int):
         yield batch
 
 
+def image_budget(worker) -> int:
+    """Bytes one decoded source may take so that a chunk of ``batch_size`` stays within the memory budget."""
+    budget = getattr(worker, "memory_budget", None) or int(os.environ.get(MEMORY_BUDGET_ENV) or
+                                                           CHUNK_MEMORY_BUDGET_BYTES)
+    config = getattr(worker, "config", None)  # a stub worker without one counts as a batch of 1
+    batch_size = max(1, int(getattr(config, "batch_size", 1) or 1))
+    return max(1, int(budget) // (batch_size * COPIES_PER_IMAGE))
+
+
+def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[list]:
+    """The work in chunks: samples a dead process left unfinished come first, one per chunk so the one
+    that kills it is singled out; those started ``MAX_CRASH_ATTEMPTS`` times become skipped samples
+    ('crashed-twice'); the rest go in chunks of ``batch_size``."""
+    crashed, suspects, rest = [], [], []
+    for s in todo:
+        n = attempts.get(s.sample_id, 0)
+        if n >= MAX_CRASH_ATTEMPTS:
+            crashed.append(replace(s, problem=("crashed-twice", f"the process died {n} times while testing this "
+                                                                f"sample (limit {MAX_CRASH_ATTEMPTS}); not tried again")))
+        elif n:
+            suspects.append(s)
+        else:
+            rest.append(s)
+    out = [crashed] if crashed else []
+    out += [[s] for s in suspects]
+    out += [rest[i : i + batch_size] for i in range(0, len(rest), batch_size)]
+    return out
+
+
 def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
                 progress: ProgressFn | None = None, stop_after: int | None = None) -> RunReport:
     """The run loop shared by the classifier and detection engines.
@@ -132,16 +170,18 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
         progress(n_done, total)
     status = "finished"
     try:
-        bs = worker.config.batch_size
-        for i in range(0, len(todo), bs):
+        for chunk in _chunks(todo, store.attempts(run_id), worker.config.batch_size):
             if store.cancel_requested(run_id):
                 status = "cancelled"
                 break
-            for item in worker._process_chunk(todo[i : i + bs], report):
+            ids = [s.sample_id for s in chunk]
+            store.record_attempts(run_id, ids)
+            for item in worker._process_chunk(chunk, report):
                 worker._commit(run_id, item, report)
                 n_done += 1
                 if progress:
                     progress(n_done, total)
+            store.clear_attempts(run_id, ids)
     except BaseException as exc:
         store.update_run(run_id, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
                          error=f"{type(exc).__name__}: {exc}", finished_at=now())

@@ -19,6 +19,7 @@ from objrel.data.sample import Sample, TargetObject
 from objrel.engine.classify import Engine
 from objrel.models import Classifier, load_classifier
 from objrel.mutations import Plan
+from objrel.review import roles as R
 from objrel.store import Store
 from objrel.store import reviews as review_rows
 
@@ -54,9 +55,11 @@ def retest_with_box(store: Store, run_id: int, sample_id: str, box, reviewer: st
     """Test ``sample_id`` again with ``box`` (xyxy pixels) as its only target region.
 
     The object keeps the class of the stored target; the run's seed, dilation and
-    (primary, unless ``full_plan``) vote groups are reused.  Raises ValueError for a
-    box outside the image (with the image size in the message).
+    (primary, unless ``full_plan``) vote groups are reused.  Raises NotAllowed unless
+    ``reviewer`` holds the reviewer, adjudicator or admin role (a re-test writes the store and
+    costs model time), ValueError for a box outside the image (with the image size in the message).
     """
+    R.require(store, reviewer, R.INSPECT, f"re-test run {run_id} with a redrawn box")
     run = store.get_run(run_id)
     row = store.sample(run_id, sample_id)
     if row["status"] == "skipped":

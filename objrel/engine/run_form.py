@@ -7,12 +7,16 @@ batch size, ...) comes from the run it starts from, or from the task's defaults.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from objrel.config import DetectionConfig, RunConfig, config_from_dict
 from objrel.constants import THREE_COLOUR_VOTE_K
 from objrel.errors import ConfigError
+from objrel.review import roles as R
 from objrel.store import Store
+from objrel.store import accounts as account_rows
 
 CLASSIFIER, DETECTOR = "classifier", "detector"
 TASKS = (CLASSIFIER, DETECTOR)
@@ -23,6 +27,84 @@ MAX_DILATE_PX = 50
 MAX_SEED = 2**31 - 1
 
 AnyConfig = RunConfig | DetectionConfig
+
+# ---------------------------------------------------------------- what the web app may run
+# Nothing typed into the web app names code or an arbitrary server path: models come from these lists
+# (plus the entries an admin registers in the store), data and weights from the allowed roots.
+
+# Classifiers of the zoo the app offers (objrel.models.efficientnet.LITE_SIZES).
+ZOO_CLASSIFIERS = ("efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2")
+# Detectors the app offers (OpenCV's bundled cascades and HOG, MTCNN with its bundled weights).
+ZOO_DETECTORS = ("haar:frontalface_default", "haar:frontalcatface", "haar:frontalface_default+haar:frontalcatface",
+                 "hog:people", "mtcnn")
+# Model specs that run arbitrary code: never from the web, not even registered by an admin.
+CODE_PREFIX = "py:"
+# Folders the web app may read datasets and weights from: os.pathsep-separated in this variable, else
+# the bundled demo and the uploads folder.
+DATA_ROOTS_ENV = "OBJREL_DATA_ROOTS"
+UPLOADS_DIR = Path("var/uploads")
+DEMO_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "demo"
+
+
+def data_roots() -> tuple[Path, ...]:
+    """The allowed roots, resolved: ``$OBJREL_DATA_ROOTS`` or (demo assets, ``var/uploads``)."""
+    raw = os.environ.get(DATA_ROOTS_ENV, "")
+    roots = [Path(p) for p in raw.split(os.pathsep) if p.strip()] or [DEMO_ASSETS, UPLOADS_DIR]
+    return tuple(p.expanduser().resolve() for p in roots)
+
+
+def web_models(store: Store, task: str) -> list[str]:
+    """The models the app offers for ``task``: the zoo's, then those an admin registered."""
+    zoo = ZOO_DETECTORS if task == DETECTOR else ZOO_CLASSIFIERS
+    return list(zoo) + [m for m in account_rows.allowed_models(store, task) if m not in zoo]
+
+
+def _names_code(spec: str) -> bool:
+    return any(part.strip().startswith(CODE_PREFIX) for part in spec.split("+"))
+
+
+def allow_model(store: Store, admin: str, task: str, name: str) -> list[str]:
+    """``admin`` registers model ``name`` for ``task`` in the app's list; returns the new list.  NotAllowed
+    for a non-admin; ConfigError for a ``py:`` spec (code) or a path (only names: files come as weights)."""
+    R.require(store, admin, R.MANAGE, "register models")
+    if task not in TASKS:
+        raise ConfigError(f"task must be one of {TASKS}, got {task!r}")
+    name = (name or "").strip()
+    if not name or _names_code(name) or "/" in name or "\\" in name:
+        raise ConfigError(f"a registered model is a zoo name or detector spec, never code ({CODE_PREFIX}...) or "
+                          f"a path; got {name!r}")
+    account_rows.add_allowed_model(store, task, name, admin)
+    return web_models(store, task)
+
+
+def _inside_roots(what: str, value: str | None, roots: tuple[Path, ...]) -> None:
+    if value is None:
+        return
+    path = Path(value).expanduser().resolve()
+    if not any(path == r or r in path.parents for r in roots):
+        raise ConfigError(f"the {what} must lie inside an allowed folder ({', '.join(map(str, roots))}; set "
+                          f"{DATA_ROOTS_ENV} to change them); got {value!r}")
+
+
+def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
+    """``config`` when the web app may run it: its model is in ``web_models`` (never ``py:``), and its
+    dataset (unless bundled), images folder and weights file lie inside ``data_roots()``.  ConfigError
+    saying what was refused otherwise."""
+    task = task_of(config)
+    model = config.detector if task == DETECTOR else config.model
+    if _names_code(model):
+        raise ConfigError(f"the web app never runs code named by a model spec ({CODE_PREFIX}...); got {model!r}. "
+                          "Start such runs with the objrel command on the server")
+    allowed = web_models(store, task)
+    if model not in allowed:
+        raise ConfigError(f"the model must be one of the app's list ({', '.join(allowed)}); got {model!r}. "
+                          "An admin can register more")
+    roots = data_roots()
+    if config.dataset not in type(config).BUILTIN_DATASETS:
+        _inside_roots("dataset", config.dataset, roots)
+    _inside_roots("images folder", config.images, roots)
+    _inside_roots("weights file", config.weights, roots)
+    return config
 
 
 def task_of(config: AnyConfig) -> str:

@@ -4,10 +4,15 @@
 RGB arrays (sizes may differ); the result is a float ``(N, C)`` array in [0, 1]:
 softmax rows summing to 1 for ``task='single'``, independent sigmoids for
 ``task='multi'`` (a label is predicted when ``p >= threshold``).
+
+``predict`` is ``forward(prepare(images))``: ``prepare`` (decoded images -> the model's input batch:
+resize, normalise) runs in the engine's mutant worker thread, ``forward`` (batch -> probabilities) in
+the main thread, so preprocessing hides behind inference.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable, Sequence
 
 import numpy as np
@@ -17,6 +22,7 @@ from objrel.constants import MULTI_LABEL_THRESHOLD
 from objrel.relations.classify import TASKS
 from objrel.models.preprocess import Preprocess
 from objrel.models.inputs import check_rgb_batch
+from objrel.models.threads import configure_inference_threads
 
 
 class Classifier:
@@ -39,15 +45,29 @@ class Classifier:
         return len(self.class_names)
 
     def predict(self, images) -> np.ndarray:
+        """``(N, C)`` float32 probabilities of a list of ``(H, W, 3)`` uint8 RGB images."""
         if len(images) == 0:
             return np.zeros((0, self.num_classes), dtype=np.float32)
-        check_rgb_batch(images, "predict")
-        probs = np.asarray(self._probabilities(images), dtype=np.float32)
-        if probs.shape != (len(images), self.num_classes):
-            raise ValueError(
-                f"model {self.name} returned shape {probs.shape}, expected ({len(images)}, {self.num_classes})"
-            )
+        return self.forward(self.prepare(images))
+
+    def prepare(self, images):
+        """The model's input batch for ``images`` (checked); thread-safe, no model state.  Base: the list."""
+        if len(images):
+            check_rgb_batch(images, "predict")
+        return list(images)
+
+    def forward(self, batch) -> np.ndarray:
+        """``(N, C)`` float32 probabilities of a batch made by ``prepare``."""
+        n = len(batch)
+        if n == 0:
+            return np.zeros((0, self.num_classes), dtype=np.float32)
+        probs = np.asarray(self._forward(batch), dtype=np.float32)
+        if probs.shape != (n, self.num_classes):
+            raise ValueError(f"model {self.name} returned shape {probs.shape}, expected ({n}, {self.num_classes})")
         return probs
+
+    def _forward(self, batch) -> np.ndarray:
+        return self._probabilities(batch)
 
     def _probabilities(self, images) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -57,32 +77,73 @@ class Classifier:
                 "num_classes": self.num_classes, **self.config}
 
 
+# Compiled forms of modules (``torch.compile``), made once per process per module and reused by every
+# adapter that wraps the same module.
+_COMPILED: "weakref.WeakKeyDictionary[torch.nn.Module, Callable]" = weakref.WeakKeyDictionary()
+
+
+def compiled(module: torch.nn.Module) -> Callable:
+    """``torch.compile(module)``, compiled once per process and cached."""
+    fn = _COMPILED.get(module)
+    if fn is None:
+        fn = _COMPILED[module] = torch.compile(module)
+    return fn
+
+
 class TorchClassifier(Classifier):
     """Wraps an ``nn.Module`` that maps ``(N, 3, S, S)`` float tensors to logits ``(N, C)``.
 
     ``outputs='logits'`` (default) applies softmax (single) or sigmoid (multi);
     ``outputs='probabilities'`` uses the module's output as is.
+    ``channels_last`` (default True) runs module and inputs in the channels_last memory format
+    (2-3x faster on CPU convolutions; same top-1); ``compile`` runs ``torch.compile(module)`` (opt-in:
+    compiled once per process, the first batch pays the compile time); ``threads``: torch intra-op
+    threads, set once per process (default ``INFERENCE_THREADS``).
     """
 
     def __init__(self, module: torch.nn.Module, class_names, preprocess: Preprocess | None = None,
                  task: str = "single", threshold: float = MULTI_LABEL_THRESHOLD, name: str = "torch-model",
-                 outputs: str = "logits", device: str = "cpu", config: dict | None = None):
+                 outputs: str = "logits", device: str = "cpu", config: dict | None = None,
+                 channels_last: bool = True, compile: bool = False, threads: int | None = None):
         if outputs not in ("logits", "probabilities"):
             raise ValueError(f"outputs must be 'logits' or 'probabilities', got {outputs!r}")
         self.preprocess = preprocess or Preprocess()
         super().__init__(name, class_names, task, threshold,
                          {**(config or {}), "preprocess": self.preprocess.to_dict(), "outputs": outputs})
-        self.module = module.eval().to(device)
+        self.channels_last = bool(channels_last)
+        module = module.eval().to(device)
+        self.module = module.to(memory_format=torch.channels_last) if self.channels_last else module
         self.outputs = outputs
         self.device = device
+        self.threads = threads
+        self.compile = False
+        if compile:
+            self.enable_compile()
 
-    def _probabilities(self, images) -> np.ndarray:
+    def enable_compile(self) -> None:
+        """Run the module through ``torch.compile`` from now on (compiled on the next forward, once)."""
+        self.compile = True
+
+    def _module_fn(self) -> Callable:
+        return compiled(self.module) if self.compile else self.module
+
+    def prepare(self, images) -> torch.Tensor:
+        """``(N, 3, S, S)`` float32 tensor on the adapter's device (channels_last-strided by default)."""
+        if len(images):
+            check_rgb_batch(images, "predict")
         x = self.preprocess(images).to(self.device)
+        return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x.contiguous()
+
+    def _forward(self, x: torch.Tensor) -> np.ndarray:
+        configure_inference_threads(self.threads)
         with torch.inference_mode():
-            out = self.module(x)
+            out = self._module_fn()(x)
             if self.outputs == "logits":
                 out = out.softmax(dim=1) if self.task == "single" else out.sigmoid()
         return out.float().cpu().numpy()
+
+    def _probabilities(self, images) -> np.ndarray:
+        return self._forward(self.prepare(images))
 
 
 class CallableClassifier(Classifier):

@@ -28,9 +28,12 @@ def load_state_dict(path) -> dict:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"weights file {p} does not exist")
+    if p.stat().st_size == 0:
+        raise UnsafeWeightsError(f"weights file {p} is empty (0 bytes); expected a state dict saved with "
+                                 f"torch.save(model.state_dict(), path)")
     try:
         obj = torch.load(p, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError) as exc:
+    except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError, EOFError, ValueError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if "weights_only" in str(exc) or isinstance(exc, pickle.UnpicklingError):
             raise UnsafeWeightsError(

@@ -2,8 +2,9 @@
 
 The workflow of seed 000 s5.1.2, one module per step (the rows live in ``objrel.store``):
 
-1. **Accounts** (``accounts``): reviewers sign in with a passphrase (stored as a scrypt hash)
-   or through OIDC.
+1. **Accounts and roles** (``accounts``, ``roles``): people sign in with a passphrase (stored as
+   a scrypt hash, throttled after failures) or through OIDC; each account holds roles (reviewer,
+   adjudicator, run operator, admin), and every write checks them here, server-side.
 2. **Sample** (``sampling``): ``draw_review_sample`` draws ``cochran_sample_size(N)`` of the N
    inferences the primary vote flagged for one relation of one run and stores the draw, so
    every reviewer sees the same items in the same order.
@@ -18,27 +19,34 @@ is race-free: two reviewers (two processes) may write to one store at the same m
 ``items`` assembles what the Review page shows for one item; import it from its module.
 """
 
-from objrel.review.accounts import (MIN_PASSPHRASE_LENGTH, Reviewer, create_reviewer, ensure_oidc_reviewer,
-                                    reviewer_names, verify_reviewer)
-from objrel.review.agreement import (PRECISION_COLUMNS, Agreement, Consensus, Disagreement, Kappa, adjudicate,
-                                     agreement, cohen_kappa, consensus, disagreements, landis_koch_band,
-                                     precision_table)
+from objrel.review.accounts import (MIN_PASSPHRASE_LENGTH, Reviewer, SignIn, create_reviewer, list_accounts,
+                                    ensure_oidc_reviewer, invite, normalise_name, reviewer_names, verify_reviewer)
+from objrel.review.agreement import (PRECISION_COLUMNS, Agreement, Consensus, Disagreement, Kappa, PairView,
+                                     SampleState, adjudicate, agreement, cohen_kappa, consensus, disagreements,
+                                     landis_koch_band, pair_view, precision_table, sample_state)
 from objrel.review.judgments import (FP_REASONS, REASON_LABELS, RELATIONS, VERDICT_LABELS, VERDICTS, JudgedRun,
-                                     Judgment, judged_runs, judgments, record_judgment)
+                                     Judgment, JudgmentVersion, judged_runs, judgment_history, judgments,
+                                     record_judgment)
+from objrel.review.roles import (ADJUDICATOR, ADMIN, REVIEWER, ROLE_LABELS, ROLES, RUN_OPERATOR, grant_roles,
+                                 has_role, require, revoke_role, roles_of)
 from objrel.review.sampling import (DEFAULT_REVIEW_SEED, QueueItem, SampleDraw, cochran_sample_size,
                                     draw_review_sample, review_queue, review_sample_info)
 
 __all__ = [
     # accounts
-    "MIN_PASSPHRASE_LENGTH", "Reviewer", "create_reviewer", "ensure_oidc_reviewer", "reviewer_names",
-    "verify_reviewer",
+    "MIN_PASSPHRASE_LENGTH", "Reviewer", "SignIn", "list_accounts", "create_reviewer", "ensure_oidc_reviewer", "invite",
+    "normalise_name", "reviewer_names", "verify_reviewer",
+    # roles
+    "REVIEWER", "ADJUDICATOR", "RUN_OPERATOR", "ADMIN", "ROLES", "ROLE_LABELS", "roles_of", "has_role", "require",
+    "grant_roles", "revoke_role",
     # judgments
     "RELATIONS", "VERDICTS", "FP_REASONS", "VERDICT_LABELS", "REASON_LABELS", "Judgment", "JudgedRun",
-    "record_judgment", "judgments", "judged_runs",
+    "JudgmentVersion", "record_judgment", "judgments", "judged_runs", "judgment_history",
     # sampling
     "DEFAULT_REVIEW_SEED", "SampleDraw", "QueueItem", "cochran_sample_size", "draw_review_sample",
     "review_sample_info", "review_queue",
     # agreement
     "PRECISION_COLUMNS", "Kappa", "Agreement", "Consensus", "Disagreement", "landis_koch_band", "cohen_kappa",
-    "agreement", "disagreements", "adjudicate", "consensus", "precision_table",
+    "agreement", "disagreements", "adjudicate", "consensus", "precision_table", "SampleState", "PairView",
+    "sample_state", "pair_view",
 ]

@@ -1,9 +1,15 @@
-"""Reviewer accounts: names, scrypt passphrase hashes, password and OIDC sign-in.
+"""Accounts: names, scrypt passphrase hashes, password and OIDC sign-in, invitations, throttling.
 
 A passphrase is stored only as ``scrypt$n$r$p$salt_hex$hash_hex`` (salted, with its own cost
-parameters, so raising the cost never breaks old accounts).  Names are unique ignoring case;
-an OIDC account is keyed by the provider's stable subject and can never take over a name.
-The rows live in ``objrel.store.accounts``.
+parameters, so raising the cost never breaks old accounts).  A new name is NFKC-normalised and
+must use a narrow ASCII set (so a Cyrillic look-alike or a zero-width character cannot pose as
+another account); names are unique ignoring case, enforced by a unique index in the store.  An
+OIDC account is keyed by the provider's stable subject and can never take over a name.
+
+Sign-in is throttled per typed name and per client: after ``THROTTLE_AFTER_FAILURES`` failures
+within ``FAILURE_WINDOW_S`` each further try waits ``THROTTLE_BASE_S`` doubling per failure, at
+most ``THROTTLE_MAX_S``; a throttled try is answered without hashing.  At most ``HASH_SLOTS``
+scrypt hashes run at once in a process.  The rows live in ``objrel.store.accounts``.
 """
 
 from __future__ import annotations
@@ -11,10 +17,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import re
 import secrets
+import threading
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from objrel.review import roles as R
 from objrel.store import Store
 from objrel.store import accounts as account_rows
 
@@ -32,6 +43,29 @@ SCRYPT_SALT_BYTES = 16
 # Memory OpenSSL may use for one hash, in bytes; must exceed 128 * N * r * p.
 SCRYPT_MAXMEM = 2 ** 28
 HASH_SCHEME = "scrypt"
+# At most this many scrypt hashes at once in this process (each takes ~128 MiB and a core): a burst of
+# sign-ins queues here instead of exhausting the server's memory.
+HASH_SLOTS = 2
+_HASH_GATE = threading.BoundedSemaphore(HASH_SLOTS)
+
+# A new account's name: 2-40 characters after NFKC normalisation, ASCII letters and digits, and
+# ". _ - @" anywhere, spaces only inside.  Anything else (Cyrillic look-alikes, zero-width characters,
+# control characters) is refused with the offending characters named.
+NAME_MIN_LENGTH = 2
+NAME_MAX_LENGTH = 40
+NAME_EDGE_CHARS = "-A-Za-z0-9._@"  # "-" first: a literal hyphen
+_NAME_RE = re.compile(rf"[{NAME_EDGE_CHARS}](?:[{NAME_EDGE_CHARS} ]*[{NAME_EDGE_CHARS}])?")
+_NAME_CHAR_RE = re.compile(rf"[{NAME_EDGE_CHARS} ]")
+
+# Sign-in throttling: failures older than the window are forgotten; after THROTTLE_AFTER_FAILURES
+# failures of one name (or from one client) the next try must wait THROTTLE_BASE_S after the last
+# failure, doubling with every further failure, never more than THROTTLE_MAX_S.
+THROTTLE_AFTER_FAILURES = 3
+THROTTLE_BASE_S = 1.0
+THROTTLE_MAX_S = 60.0
+FAILURE_WINDOW_S = 3600.0
+# The client of a sign-in that names none (the CLI, tests, one local user).
+LOCAL_CLIENT = "local"
 
 
 @dataclass(frozen=True)
@@ -58,10 +92,34 @@ def check_name(name: Any, what: str = "reviewer name") -> str:
     return name
 
 
+def normalise_name(name: Any, what: str = "account name") -> str:
+    """A new account's name, NFKC-normalised and stripped; ValueError (naming the offending characters)
+    unless it has ``NAME_MIN_LENGTH``-``NAME_MAX_LENGTH`` characters of the allowed ASCII set."""
+    if not isinstance(name, str):
+        raise ValueError(f"{what} must be text; got {type(name).__name__}")
+    name = unicodedata.normalize("NFKC", name).strip()
+    if not NAME_MIN_LENGTH <= len(name) <= NAME_MAX_LENGTH:
+        raise ValueError(f"{what} must have {NAME_MIN_LENGTH} to {NAME_MAX_LENGTH} characters; got {len(name)}")
+    bad = sorted({ch for ch in name if not _NAME_CHAR_RE.fullmatch(ch)})
+    if bad:
+        named = ", ".join(f"U+{ord(ch):04X} {unicodedata.name(ch, 'control character')}" for ch in bad)
+        raise ValueError(f"{what} may use only ASCII letters, digits, '.', '_', '-', '@' and inner spaces; "
+                         f"got {named}")
+    if not _NAME_RE.fullmatch(name):
+        raise ValueError(f"{what} may not begin or end with a space; got {name!r}")
+    return name
+
+
+def _scrypt(passphrase: str, salt: bytes, n: int, r: int, p: int, dklen: int, maxmem: int) -> bytes:
+    """One scrypt hash, waiting for one of the ``HASH_SLOTS``."""
+    with _HASH_GATE:
+        return hashlib.scrypt(passphrase.encode("utf-8"), salt=salt, n=n, r=r, p=p, dklen=dklen, maxmem=maxmem)
+
+
 def _hash_passphrase(passphrase: str) -> str:
     salt = secrets.token_bytes(SCRYPT_SALT_BYTES)
-    digest = hashlib.scrypt(passphrase.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P,
-                            dklen=SCRYPT_DKLEN, maxmem=SCRYPT_MAXMEM)
+    digest = _scrypt(passphrase, salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=SCRYPT_DKLEN,
+                     maxmem=SCRYPT_MAXMEM)
     return f"{HASH_SCHEME}${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${salt.hex()}${digest.hex()}"
 
 
@@ -75,8 +133,7 @@ def _check_passphrase(passphrase: str, stored: str) -> bool:
     except ValueError:
         return False
     maxmem = max(SCRYPT_MAXMEM, 2 * 128 * n * r * p)
-    digest = hashlib.scrypt(passphrase.encode("utf-8"), salt=salt, n=n, r=r, p=p, dklen=len(expected),
-                            maxmem=maxmem)
+    digest = _scrypt(passphrase, salt=salt, n=n, r=r, p=p, dklen=len(expected), maxmem=maxmem)
     return hmac.compare_digest(digest, expected)
 
 
@@ -85,46 +142,121 @@ def _reviewer(row: dict) -> Reviewer:
 
 
 def _taken(name: str) -> ValueError:
-    return ValueError(f"the reviewer name {name!r} is taken; choose another or sign in")
+    return ValueError(f"the account name {name!r} is taken (names are compared ignoring case); choose another")
 
 
-def create_reviewer(store: Store, name: str, passphrase: str) -> Reviewer:
-    """Create a password account.  The passphrase is stored only as a salted scrypt hash
-    ``scrypt$n$r$p$salt_hex$hash_hex``.
-
-    Raises ValueError for an empty or overlong name, a passphrase shorter than
-    ``MIN_PASSPHRASE_LENGTH``, or a name already taken (compared ignoring case).
-    """
-    name = check_name(name)
+def _check_passphrase_text(passphrase: Any) -> str:
     if not isinstance(passphrase, str) or len(passphrase) < MIN_PASSPHRASE_LENGTH:
         got = len(passphrase) if isinstance(passphrase, str) else type(passphrase).__name__
         raise ValueError(f"the passphrase needs at least {MIN_PASSPHRASE_LENGTH} characters; got {got}")
+    return passphrase
+
+
+def create_reviewer(store: Store, name: str, passphrase: str,
+                    roles: Iterable[str] | str = (R.REVIEWER,), granted_by: str | None = None) -> Reviewer:
+    """Create a password account holding ``roles`` (a reviewer unless told otherwise).  This is the
+    server operator's call (CLI, demo build, tests); the app invites through ``invite``, which checks
+    that an admin asks.  The passphrase is stored only as a salted scrypt hash.
+
+    Raises ValueError for a name outside the allowed set (see ``normalise_name``), a passphrase
+    shorter than ``MIN_PASSPHRASE_LENGTH``, an unknown role, or a name already taken (compared
+    ignoring case; of two concurrent sign-ups of one name, exactly one succeeds).
+    """
+    name = normalise_name(name)
+    _check_passphrase_text(passphrase)
+    roles = R.check_roles(roles)
     if account_rows.name_taken(store, name):
         raise _taken(name)
     pass_hash = _hash_passphrase(passphrase)  # slow on purpose: outside any transaction
     try:
-        return _reviewer(account_rows.add_password_reviewer(store, name, pass_hash))
+        return _reviewer(account_rows.add_password_reviewer(store, name, pass_hash, roles, granted_by))
     except account_rows.NameTaken:  # someone registered the same name a moment ago
         raise _taken(name) from None
+
+
+def invite(store: Store, admin: str, name: str, passphrase: str, roles: Iterable[str] | str) -> Reviewer:
+    """``admin`` (who must hold the admin role) creates the account ``name`` with ``roles``; the app's
+    way to add people.  Raises NotAllowed for anyone else, ValueError as ``create_reviewer``."""
+    R.require(store, admin, R.MANAGE, "invite accounts")
+    return create_reviewer(store, name, passphrase, roles, granted_by=admin)
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """The answer to a sign-in: ``ok`` with the stored ``name``, or a refusal; ``wait_s`` > 0 when the
+    try was throttled (and no passphrase was hashed).  True exactly when ``ok``."""
+
+    ok: bool
+    name: str | None = None
+    wait_s: float = 0.0
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @property
+    def message(self) -> str:
+        if self.ok:
+            return f"signed in as {self.name}"
+        if self.wait_s > 0:
+            return f"Too many failed sign-ins; try again in {max(1, int(-(-self.wait_s // 1)))} s."
+        return "Unknown name or wrong passphrase."
+
+
+def throttle_wait(failures: list[dt.datetime], now_ts: dt.datetime) -> float:
+    """Seconds still to wait after ``failures`` (times, oldest first, all inside the window): none before
+    ``THROTTLE_AFTER_FAILURES``; then ``THROTTLE_BASE_S`` after the last failure, doubling per further
+    failure, at most ``THROTTLE_MAX_S``."""
+    if len(failures) < THROTTLE_AFTER_FAILURES:
+        return 0.0
+    delay = min(THROTTLE_MAX_S, THROTTLE_BASE_S * 2 ** (len(failures) - THROTTLE_AFTER_FAILURES))
+    return max(0.0, delay - (now_ts - failures[-1]).total_seconds())
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _aware(ts: dt.datetime) -> dt.datetime:
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=dt.timezone.utc)
 
 
 # Compared against when the name is unknown, so a wrong name costs as long as a wrong passphrase.
 _DUMMY_HASH: str | None = None
 
 
-def verify_reviewer(store: Store, name: str, passphrase: str) -> bool:
-    """True when ``name`` has a password account and ``passphrase`` matches it (constant-time
-    comparison; unknown names and OIDC-only accounts take as long and return False)."""
+def verify_reviewer(store: Store, name: str, passphrase: str, client: str = LOCAL_CLIENT) -> SignIn:
+    """Check a password sign-in of ``name`` (NFKC-normalised, compared ignoring case) from ``client``.
+
+    Returns a ``SignIn``: ok with the stored name when the passphrase matches (constant-time
+    comparison; unknown names and OIDC-only accounts take as long and fail).  A name or client with
+    too many recent failures is refused with ``wait_s`` before any hashing; each failure is stored
+    with its time, and a success forgets the name's failures.
+    """
     global _DUMMY_HASH
     if not isinstance(name, str) or not isinstance(passphrase, str):
-        return False
-    row = account_rows.reviewer(store, name.strip())
+        return SignIn(False)
+    typed = unicodedata.normalize("NFKC", name).strip()
+    key = typed.lower()[:MAX_NAME_LENGTH]
+    client = str(client)[:200] or LOCAL_CLIENT
+    now_ts = _now()
+    since = now_ts - dt.timedelta(seconds=FAILURE_WINDOW_S)
+    by_name, by_client = account_rows.sign_in_failures(store, key, client, since)
+    wait = max(throttle_wait([_aware(t) for t in by_name], now_ts), throttle_wait([_aware(t) for t in by_client], now_ts))
+    if wait > 0:
+        return SignIn(False, wait_s=wait)
+    row = account_rows.reviewer_by_key(store, typed) if typed else None
     if row is None or not row["pass_hash"]:
         if _DUMMY_HASH is None:
             _DUMMY_HASH = _hash_passphrase(secrets.token_hex(8))
         _check_passphrase(passphrase, _DUMMY_HASH)
-        return False
-    return _check_passphrase(passphrase, row["pass_hash"])
+        ok = False
+    else:
+        ok = _check_passphrase(passphrase, row["pass_hash"])
+    if not ok:
+        account_rows.add_sign_in_failure(store, key, client, _now())
+        return SignIn(False)
+    account_rows.clear_sign_in_failures(store, key)
+    return SignIn(True, name=row["name"])
 
 
 def ensure_oidc_reviewer(store: Store, name: str, subject: str) -> Reviewer:
@@ -133,7 +265,7 @@ def ensure_oidc_reviewer(store: Store, name: str, subject: str) -> Reviewer:
     A known subject keeps its account whatever ``name`` now says.  Raises ValueError when the
     name belongs to a password account or to another subject (no account takeover by name).
     """
-    name = check_name(name)
+    name = normalise_name(name)
     subject = check_name(subject, "OIDC subject")
     try:
         return _reviewer(account_rows.oidc_reviewer(store, name, subject))
@@ -145,3 +277,8 @@ def ensure_oidc_reviewer(store: Store, name: str, subject: str) -> Reviewer:
 def reviewer_names(store: Store) -> list[str]:
     """Every reviewer's name, sorted."""
     return account_rows.reviewer_names(store)
+
+
+def list_accounts(store: Store) -> list[dict]:
+    """Every account with its roles: ``{"name", "kind", "roles", "created_at"}``, by name."""
+    return account_rows.accounts(store)

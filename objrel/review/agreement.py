@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from objrel.review import roles as R
 from objrel.review.accounts import check_name
 from objrel.review.judgments import (VERDICTS, Judgment, check_call, check_relation, check_run_id, check_sample_id,
                                      iso, judgments)
@@ -47,10 +48,11 @@ class Kappa:
     """Cohen's kappa of two raters over ``n`` items.
 
     observed (p_o) and expected (p_e) agreement are fractions in [0, 1]; kappa =
-    (p_o - p_e) / (1 - p_e); se is the large-sample standard error
-    sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)); ci_low/ci_high is kappa -+ z se at ``ci_level``,
-    clipped to [-1, 1].  kappa, se and the interval are None (band ``undefined``) when
-    p_e == 1, i.e. both raters used one and the same category for every item.
+    (p_o - p_e) / (1 - p_e); se is the asymptotic standard error named by ``se_method``
+    (``fleiss``: Fleiss, Cohen & Everitt 1969, the default; ``cohen1960``: Cohen's 1960
+    approximation); ci_low/ci_high is kappa -+ z se at ``ci_level``, clipped to [-1, 1].
+    kappa, se and the interval are None (band ``undefined``) when p_e == 1, i.e. both raters
+    used one and the same category for every item.
     confusion[i][j] counts items rater A called categories[i] and rater B categories[j].
     """
 
@@ -65,6 +67,7 @@ class Kappa:
     band: str
     categories: tuple[str, ...]
     confusion: tuple[tuple[int, ...], ...]
+    se_method: str = "fleiss"
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -186,22 +189,61 @@ def landis_koch_band(kappa: float | None) -> str:
     return LANDIS_KOCH_BANDS[-1][1]
 
 
+# Names of the kappa standard errors ``cohen_kappa`` offers.
+KAPPA_SE_FLEISS = "fleiss"
+KAPPA_SE_COHEN1960 = "cohen1960"
+KAPPA_SE_METHODS = (KAPPA_SE_FLEISS, KAPPA_SE_COHEN1960)
+
+
+def _kappa_variance_fleiss(table: list[list[int]], n: int, kappa: float, p_e: float) -> float:
+    """Var(kappa) of Fleiss, Cohen & Everitt (1969, Psychol. Bull. 72(5), eq. 13), the asymptotic
+    variance statsmodels reports as ``var_kappa``.  With p_ij the cell shares, p_i. the row (rater A)
+    and p_.j the column (rater B) shares:
+
+      A = sum_i p_ii (1 - (p_i. + p_.i)(1 - kappa))^2
+      B = (1 - kappa)^2 sum_{i != j} p_ij (p_.i + p_j.)^2
+      C = (kappa - p_e (1 - kappa))^2
+      Var = (A + B - C) / (n (1 - p_e)^2)
+
+    It is exactly 0 when one rater used a single category (then kappa = 0 for every split of the
+    other rater's calls) and when agreement is perfect; rounding noise below zero is clipped."""
+    k = len(table)
+    p = [[table[i][j] / n for j in range(k)] for i in range(k)]
+    row = [sum(p[i]) for i in range(k)]
+    col = [sum(p[i][j] for i in range(k)) for j in range(k)]
+    a = sum(p[i][i] * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2 for i in range(k))
+    b = (1 - kappa) ** 2 * sum(p[i][j] * (col[i] + row[j]) ** 2
+                               for i in range(k) for j in range(k) if i != j)
+    c = (kappa - p_e * (1 - kappa)) ** 2
+    return max(0.0, (a + b - c) / (n * (1 - p_e) ** 2))
+
+
 def cohen_kappa(calls_a: Sequence[str], calls_b: Sequence[str], categories: Sequence[str] = VERDICTS,
-                ci_level: float = KAPPA_CI_LEVEL) -> Kappa:
+                ci_level: float = KAPPA_CI_LEVEL, se_method: str = KAPPA_SE_FLEISS) -> Kappa:
     """Cohen's kappa of two raters who each called the same ``n`` items.
 
     p_o = share of items with the same call; p_e = sum over categories of the product of the
-    two raters' marginal shares; kappa = (p_o - p_e) / (1 - p_e).  Standard error (the usual
-    large-sample approximation, e.g. Cohen 1960):  se = sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)),
-    and the interval kappa -+ z se (z = Phi^-1(1 - (1 - ci_level) / 2) = 1.96 for 95%), clipped to
+    two raters' marginal shares; kappa = (p_o - p_e) / (1 - p_e) (Cohen 1960).  Standard error,
+    chosen by ``se_method``:
+
+    * ``fleiss`` (default): the asymptotic SE of Fleiss, Cohen & Everitt (1969), see
+      ``_kappa_variance_fleiss``; it is what ``statsmodels.stats.inter_rater.cohens_kappa`` reports
+      as ``std_kappa`` (and SAS/Stata as the ASE).  It is 0 when one rater's calls are constant.
+    * ``cohen1960``: Cohen's (1960) approximation sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)), which
+      treats p_e as known and so ignores the marginals' sampling error.
+
+    The interval is kappa -+ z se (z = Phi^-1(1 - (1 - ci_level) / 2) = 1.96 for 95%), clipped to
     [-1, 1].  When p_e == 1 (both raters used one and the same category throughout, so p_o == 1
     too) kappa is 0/0: kappa, se and the interval are None and the band is ``undefined``; we do
     not report 1, because such data cannot show agreement beyond chance.
 
-    Raises ValueError for lists of different lengths, no items, or a call outside ``categories``.
+    Raises ValueError for lists of different lengths, no items, a call outside ``categories`` or
+    an unknown ``se_method``.
     """
     a, b = list(calls_a), list(calls_b)
     cats = tuple(categories)
+    if se_method not in KAPPA_SE_METHODS:
+        raise ValueError(f"se_method must be one of {list(KAPPA_SE_METHODS)}; got {se_method!r}")
     if len(cats) < 2 or len(set(cats)) != len(cats):
         raise ValueError(f"categories must be at least two distinct values; got {list(cats)}")
     if len(a) != len(b):
@@ -227,15 +269,21 @@ def cohen_kappa(calls_a: Sequence[str], calls_b: Sequence[str], categories: Sequ
     confusion = tuple(tuple(r) for r in table)
     if 1 - p_e < _EPS:
         return Kappa(kappa=None, observed=p_o, expected=p_e, n=n, se=None, ci_low=None, ci_high=None,
-                     ci_level=ci_level, band=UNDEFINED_BAND, categories=cats, confusion=confusion)
+                     ci_level=ci_level, band=UNDEFINED_BAND, categories=cats, confusion=confusion,
+                     se_method=se_method)
     from scipy.stats import norm
 
     kappa = (p_o - p_e) / (1 - p_e)
-    se = math.sqrt(p_o * (1 - p_o) / (n * (1 - p_e) ** 2))
+    if se_method == KAPPA_SE_COHEN1960:
+        se = math.sqrt(p_o * (1 - p_o) / (n * (1 - p_e) ** 2))
+    elif len(set(a)) == 1 or len(set(b)) == 1:
+        se = 0.0  # kappa is 0 whatever the other rater does: no sampling variation (exact, not rounded)
+    else:
+        se = math.sqrt(_kappa_variance_fleiss(table, n, kappa, p_e))
     z = float(norm.ppf(1 - (1 - ci_level) / 2))
     return Kappa(kappa=kappa, observed=p_o, expected=p_e, n=n, se=se, ci_low=max(-1.0, kappa - z * se),
                  ci_high=min(1.0, kappa + z * se), ci_level=ci_level, band=landis_koch_band(kappa),
-                 categories=cats, confusion=confusion)
+                 categories=cats, confusion=confusion, se_method=se_method)
 
 
 def _two_reviewers(reviewer_a: str, reviewer_b: str) -> tuple[str, str]:
@@ -295,6 +343,50 @@ def disagreements(store: Store, run_id: int, relation: str, reviewer_a: str, rev
     return out
 
 
+@dataclass(frozen=True)
+class SampleState:
+    """Whether a run's review sample for one relation is closed: ``CLOSING_REVIEWERS`` reviewers have each
+    judged every drawn item (``closed_by`` names those who have).  Until then review stays blind."""
+
+    run_id: int
+    relation: str
+    drawn: int
+    closed_by: tuple[str, ...]
+
+    @property
+    def closed(self) -> bool:
+        return self.drawn > 0 and len(self.closed_by) >= review_rows.CLOSING_REVIEWERS
+
+
+def sample_state(store: Store, run_id: int, relation: str) -> SampleState:
+    """The review sample's state (no calls in it: anyone may ask)."""
+    rid, relation = check_run_id(run_id), check_relation(relation)
+    draw = review_sample_info(store, rid, relation)
+    return SampleState(rid, relation, draw.size if draw else 0,
+                       tuple(review_rows.closing_reviewers(store, rid, relation)))
+
+
+@dataclass(frozen=True)
+class PairView:
+    """What the Agreement page shows of two reviewers: their calls, kappa and disagreements, and the
+    sample's state.  Only adjudicators and admins get one (``pair_view``)."""
+
+    agreement: Agreement
+    disagreements: tuple[Disagreement, ...]
+    state: SampleState
+
+
+def pair_view(store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str,
+              viewer: str | None) -> PairView:
+    """Two reviewers' calls, kappa details and disagreements, for ``viewer`` (the signed-in account),
+    who must hold the adjudicator or admin role: a reviewer never sees another reviewer's calls here.
+    Raises NotAllowed otherwise."""
+    R.require(store, viewer, R.SEE_PAIR, f"see the calls of {reviewer_a} and {reviewer_b}")
+    return PairView(agreement(store, run_id, relation, reviewer_a, reviewer_b),
+                    tuple(disagreements(store, run_id, relation, reviewer_a, reviewer_b)),
+                    sample_state(store, run_id, relation))
+
+
 def _adjudicated(row: dict) -> Consensus:
     return Consensus(run_id=int(row["run_id"]), sample_id=row["sample_id"], relation=row["relation"],
                      verdict=row["verdict"], reasons=tuple(row["reasons"] or ()), note=row["note"],
@@ -305,7 +397,8 @@ def adjudicate(store: Store, run_id: int, sample_id: str, relation: str, verdict
                note: str | None, adjudicator: str) -> Consensus:
     """Record (or replace) the decided call of a flagged item; it overrides the reviewers' calls.
 
-    Same checks as ``record_judgment``; ``adjudicator`` must have an account.  A second call
+    Same checks as ``record_judgment``; ``adjudicator`` must hold the adjudicator or admin role
+    and must not have judged the item (NotAllowed otherwise).  A second call
     replaces verdict, reasons, note and adjudicator, and sets ``created_at`` to the new decision time.
     """
     rid = check_run_id(run_id)
@@ -313,6 +406,7 @@ def adjudicate(store: Store, run_id: int, sample_id: str, relation: str, verdict
     sample_id = check_sample_id(sample_id)
     verdict, reasons, note = check_call(verdict, reasons, note)
     who = check_name(adjudicator, "adjudicator name")
+    R.require(store, who, R.ADJUDICATE, f"adjudicate (run {rid}, {relation})")
     return _adjudicated(review_rows.save_adjudication(store, run_id=rid, sample_id=sample_id, relation=relation,
                                                       verdict=verdict, reasons=reasons, note=note,
                                                       adjudicator=who))

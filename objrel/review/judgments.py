@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from objrel.review import roles as R
 from objrel.review.accounts import check_name
 from objrel.store import Store
 from objrel.store import reviews as review_rows
@@ -156,8 +157,10 @@ def record_judgment(store: Store, run_id: int, sample_id: str, relation: str, re
                     reasons: Iterable[str] = (), note: str | None = None) -> Judgment:
     """Record (or change) ``reviewer``'s call on a flagged inference; returns the stored row.
 
-    One row per (run, sample, relation, reviewer): a second call by the same reviewer updates
-    verdict, reasons, note and ``updated_at``.  Raises ValueError when the verdict or a reason is
+    One current call per (run, sample, relation, reviewer): a second call by the same reviewer
+    becomes its current verdict, reasons, note and ``updated_at``, and every call is also kept as a
+    numbered version with its time (``judgment_history``), marked when made after the review sample
+    closed.  Raises NotAllowed unless ``reviewer`` holds the reviewer role.  Raises ValueError when the verdict or a reason is
     not one of ``VERDICTS`` / ``FP_REASONS``, reasons come with a verdict other than ``fp``,
     ``other`` has no note, the reviewer has no account, or the sample is not flagged by the
     run's primary vote for ``relation``.  Safe to call from several processes at once.
@@ -167,6 +170,7 @@ def record_judgment(store: Store, run_id: int, sample_id: str, relation: str, re
     sample_id = check_sample_id(sample_id)
     verdict, reasons, note = check_call(verdict, reasons, note)
     who = check_name(reviewer, "reviewer name")
+    R.require(store, who, R.JUDGE, f"judge flagged inferences (run {rid}, {relation})")
     return _judgment(review_rows.save_judgment(store, run_id=rid, sample_id=sample_id, relation=relation,
                                                reviewer=who, verdict=verdict, reasons=reasons, note=note))
 
@@ -185,3 +189,33 @@ def judged_runs(store: Store) -> list[JudgedRun]:
                       reviewers=tuple((rel, tuple(sorted(r["reviewers"][rel])))
                                       for rel in RELATIONS if rel in r["reviewers"]))
             for r in review_rows.judged_runs(store)]
+
+
+def _utc(ts: dt.datetime) -> dt.datetime:
+    """A stored time as timezone-aware UTC (SQLite hands back naive datetimes; they were written in UTC)."""
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class JudgmentVersion:
+    """One version of a reviewer's call; the highest ``version`` is the current call."""
+
+    version: int
+    verdict: str
+    reasons: tuple[str, ...]
+    note: str | None
+    after_close: bool     # made after both reviewers had judged every drawn item
+    created_at: dt.datetime
+
+
+def judgment_history(store: Store, run_id: int, sample_id: str, relation: str, reviewer: str,
+                     viewer: str) -> list[JudgmentVersion]:
+    """Every version of ``reviewer``'s call on one item, oldest first.  ``viewer`` sees their own
+    history; another reviewer's only as an adjudicator or admin (NotAllowed otherwise)."""
+    rid, relation, sample_id = check_run_id(run_id), check_relation(relation), check_sample_id(sample_id)
+    who, viewer = check_name(reviewer), check_name(viewer, "viewer name")
+    if viewer != who:
+        R.require(store, viewer, R.SEE_PAIR, f"see {who}'s calls")
+    return [JudgmentVersion(int(r["version"]), r["verdict"], tuple(r["reasons"] or ()), r["note"],
+                            bool(r["after_close"]), _utc(r["created_at"]))
+            for r in review_rows.judgment_versions(store, rid, sample_id, relation, who)]

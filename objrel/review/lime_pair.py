@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from objrel.review import roles as R
 from objrel.review.items import THUMB_SIDE, thumbnail
 from objrel.store import Store
 
@@ -28,8 +29,13 @@ class ExplainedImage:
 
 
 def explain_pair(store: Store, model, run_id: int, sample_id: str, mutation_key: str, num_samples: int,
-                 progress: PairProgress | None = None, side: int = THUMB_SIDE) -> list[ExplainedImage]:
-    """The source and ``mutation_key``'s mutant of a stored inference, explained with ``model`` (the run's)."""
+                 progress: PairProgress | None = None, side: int = THUMB_SIDE, *,
+                 actor: str | None) -> list[ExplainedImage]:
+    """The source and ``mutation_key``'s mutant of a stored inference, explained with ``model`` (the run's).
+
+    ``actor`` must hold the reviewer, adjudicator or admin role (NotAllowed otherwise): LIME costs
+    minutes of model time and writes its result to the store's cache."""
+    R.require(store, actor, R.INSPECT, "compute LIME explanations")
     from objrel.explain import explanation_for, overlay
     from objrel.mutations.rebuild import rebuild_mutant
 

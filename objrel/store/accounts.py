@@ -9,9 +9,12 @@ this module only stores what it is given.
 
 from __future__ import annotations
 
-from sqlalchemy import func, insert, select
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+import datetime as dt
+from collections.abc import Iterable
+
+from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from objrel.store import schema as S
 from objrel.store.store import Store, now
@@ -24,6 +27,25 @@ class NameTaken(ValueError):
     def __init__(self, name: str):
         super().__init__(f"a reviewer named {name!r} (ignoring case) already exists")
         self.name = name
+
+
+# Engines whose store has the case-insensitive unique name index (stores made before it get it here).
+_INDEXED: set[int] = set()
+
+
+def ensure_name_index(store: Store) -> None:
+    """Create the unique index on ``lower(name)`` when the store predates it (once per engine).  A store
+    that already holds two names differing only in case cannot get it; the check in ``_taken`` remains."""
+    engine: Engine = store.engine
+    if id(engine) in _INDEXED:
+        return
+    try:
+        with engine.begin() as c:
+            c.execute(text(f"CREATE UNIQUE INDEX IF NOT EXISTS {S.reviewers_name_key.name} "
+                           f"ON {S.reviewers.name} (lower(name))"))
+    except (IntegrityError, OperationalError, ProgrammingError):
+        pass  # duplicate legacy names, or a concurrent creator: the in-transaction check still holds
+    _INDEXED.add(id(engine))
 
 
 def _row(c: Connection, name: str) -> dict | None:
@@ -47,21 +69,37 @@ def reviewer(store: Store, name: str) -> dict | None:
         return _row(c, name)
 
 
+def _key_row(c: Connection, name: str) -> dict | None:
+    row = c.execute(select(S.reviewers).where(func.lower(S.reviewers.c.name) == name.lower()).limit(1)).first()
+    return dict(row._mapping) if row is not None else None
+
+
+def reviewer_by_key(store: Store, name: str) -> dict | None:
+    """The row of the account whose name equals ``name`` ignoring case, or None."""
+    with store.engine.connect() as c:
+        return _key_row(c, name)
+
+
 def name_taken(store: Store, name: str) -> bool:
     """True when an account's name equals ``name`` ignoring case."""
     with store.engine.connect() as c:
         return _taken(c, name)
 
 
-def add_password_reviewer(store: Store, name: str, pass_hash: str) -> dict:
-    """Insert a password account and return its row; raises NameTaken when the name (ignoring
-    case) is in use, including when another writer registered it a moment ago."""
+def add_password_reviewer(store: Store, name: str, pass_hash: str, roles: Iterable[str] = (),
+                          granted_by: str | None = None) -> dict:
+    """Insert a password account with ``roles`` and return its row; raises NameTaken when the name
+    (ignoring case) is in use, including when another writer registered it a moment ago (the unique
+    index on ``lower(name)`` decides such a race)."""
+    ensure_name_index(store)
 
     def work(c: Connection) -> dict:
         if _taken(c, name):
             raise NameTaken(name)
         c.execute(insert(S.reviewers).values(name=name, pass_hash=pass_hash, oidc_subject=None, created_at=now()))
-        return _row(c, name)
+        row = _row(c, name)
+        _grant(c, row["id"], roles, granted_by)
+        return row
 
     try:
         return write(store, work)
@@ -76,6 +114,8 @@ def oidc_reviewer(store: Store, name: str, subject: str) -> dict:
     subject's ``name`` (ignoring case) belongs to another account.  Concurrent first sign-ins of
     one subject end with one row: the losing insert is retried and then finds it.
     """
+
+    ensure_name_index(store)
 
     def work(c: Connection) -> dict:
         row = c.execute(select(S.reviewers).where(S.reviewers.c.oidc_subject == subject)).first()
@@ -93,3 +133,112 @@ def reviewer_names(store: Store) -> list[str]:
     """Every account's name, sorted."""
     with store.engine.connect() as c:
         return sorted(c.execute(select(S.reviewers.c.name)).scalars())
+
+
+# ---------------------------------------------------------------- roles
+
+
+def _grant(c: Connection, reviewer_id: int, roles: Iterable[str], granted_by: str | None) -> None:
+    have = set(c.execute(select(S.account_roles.c.role).where(S.account_roles.c.reviewer_id == reviewer_id)).scalars())
+    for role in sorted(set(roles) - have):
+        c.execute(insert(S.account_roles).values(reviewer_id=reviewer_id, role=role, granted_by=granted_by,
+                                                 created_at=now()))
+
+
+def roles_in(c: Connection, name: str) -> tuple[str, ...]:
+    """Inside another module's transaction: the roles of the account named exactly ``name`` (sorted)."""
+    q = (select(S.account_roles.c.role).join(S.reviewers, S.reviewers.c.id == S.account_roles.c.reviewer_id)
+         .where(S.reviewers.c.name == name))
+    return tuple(sorted(c.execute(q).scalars()))
+
+
+def roles(store: Store, name: str) -> tuple[str, ...]:
+    """The roles of the account named exactly ``name`` (sorted; empty for an unknown name)."""
+    with store.engine.connect() as c:
+        return roles_in(c, name)
+
+
+def grant_roles(store: Store, name: str, roles: Iterable[str], granted_by: str | None) -> tuple[str, ...]:
+    """Add ``roles`` to the account named exactly ``name``; returns its roles.  KeyError for an unknown name."""
+    roles = tuple(roles)
+
+    def work(c: Connection) -> tuple[str, ...]:
+        row = _row(c, name)
+        if row is None:
+            raise KeyError(f"no account named {name!r}")
+        _grant(c, row["id"], roles, granted_by)
+        return roles_in(c, name)
+
+    return write(store, work, retry_on_integrity=True)
+
+
+def revoke_role(store: Store, name: str, role: str) -> tuple[str, ...]:
+    """Take ``role`` from the account named exactly ``name``; returns its roles.  KeyError for an unknown name."""
+
+    def work(c: Connection) -> tuple[str, ...]:
+        row = _row(c, name)
+        if row is None:
+            raise KeyError(f"no account named {name!r}")
+        c.execute(delete(S.account_roles).where(S.account_roles.c.reviewer_id == row["id"],
+                                                S.account_roles.c.role == role))
+        return roles_in(c, name)
+
+    return write(store, work)
+
+
+def accounts(store: Store) -> list[dict]:
+    """Every account by name: ``{"name", "kind" (password | oidc), "roles" (sorted tuple), "created_at"}``."""
+    with store.engine.connect() as c:
+        by_id: dict[int, list[str]] = {}
+        for rid, role in c.execute(select(S.account_roles.c.reviewer_id, S.account_roles.c.role)):
+            by_id.setdefault(int(rid), []).append(role)
+        rows = c.execute(select(S.reviewers).order_by(S.reviewers.c.name)).all()
+    return [{"name": r.name, "kind": "password" if r.pass_hash else "oidc", "roles": tuple(sorted(by_id.get(r.id, ()))),
+             "created_at": r.created_at} for r in rows]
+
+
+# ---------------------------------------------------------------- failed sign-ins (throttling)
+
+
+def add_sign_in_failure(store: Store, name_key: str, client: str, at: dt.datetime) -> None:
+    """Remember one failed sign-in for ``name_key`` (the casefolded typed name) from ``client``."""
+    write(store, lambda c: c.execute(insert(S.sign_in_failures).values(name_key=name_key, client=client, at=at)))
+
+
+def sign_in_failures(store: Store, name_key: str, client: str, since: dt.datetime) -> tuple[list, list]:
+    """The times (oldest first) of failed sign-ins after ``since``: (for ``name_key``, from ``client``)."""
+    t = S.sign_in_failures
+    with store.engine.connect() as c:
+        by_name = list(c.execute(select(t.c.at).where(t.c.name_key == name_key, t.c.at > since).order_by(t.c.at))
+                       .scalars())
+        by_client = list(c.execute(select(t.c.at).where(t.c.client == client, t.c.at > since).order_by(t.c.at))
+                         .scalars())
+    return by_name, by_client
+
+
+def clear_sign_in_failures(store: Store, name_key: str) -> None:
+    """Forget the failures of ``name_key`` (after its successful sign-in).  A client's failures on other
+    names stay: signing in to one's own account must not reset the guessing of others'."""
+    t = S.sign_in_failures
+    write(store, lambda c: c.execute(delete(t).where(t.c.name_key == name_key)))
+
+
+# ---------------------------------------------------------------- models an admin allows the app to run
+
+
+def add_allowed_model(store: Store, task: str, name: str, added_by: str) -> None:
+    """Allow the app to run model ``name`` for ``task`` (a second add of the same model is a no-op)."""
+
+    def work(c: Connection) -> None:
+        t = S.allowed_models
+        if c.execute(select(t.c.id).where(t.c.task == task, t.c.name == name)).first() is None:
+            c.execute(insert(t).values(task=task, name=name, added_by=added_by, created_at=now()))
+
+    write(store, work, retry_on_integrity=True)
+
+
+def allowed_models(store: Store, task: str) -> list[str]:
+    """The models an admin allowed for ``task``, sorted."""
+    t = S.allowed_models
+    with store.engine.connect() as c:
+        return sorted(c.execute(select(t.c.name).where(t.c.task == task)).scalars())

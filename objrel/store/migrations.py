@@ -5,12 +5,89 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from sqlalchemy import delete, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import delete, insert, inspect, select, text, update
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from objrel.relations.detect import OUTCOMES
 from objrel.store import schema as S
 from objrel.store.detection_records import (DETECTION_TASK, SCHEMA_WITH_DETECTION_TABLES, SOURCE_KEY, unit_kind)
+
+
+# The first schema with samples.dropped, samples.notes and the attempts table.
+SCHEMA_WITH_SAMPLE_NOTES = 3
+# Columns schema 3 appended to ``samples`` (create_all makes new tables but never adds columns to old ones).
+ADDED_SAMPLE_COLUMNS = ("dropped", "notes")
+
+
+class SchemaVersionError(ValueError):
+    """A store written by a newer objrel (or not an objrel store): opening it would misread its rows."""
+
+
+def stored_version(engine) -> int | None:
+    """The store's ``schema_version``, or None when it records none."""
+    with engine.connect() as c:
+        raw = c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar()
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise SchemaVersionError(f"the store records schema version {raw!r}; expected a whole number") from exc
+
+
+def upgrade_all(engine) -> None:
+    """Bring an opened store to ``S.SCHEMA_VERSION``: schema 1 -> 2 moves detection runs, 2 -> 3 adds the
+    samples columns.  Raises ``SchemaVersionError`` for a store newer than this objrel."""
+    version = stored_version(engine)
+    if version is not None and version > S.SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the store has schema version {version}, newer than this objrel supports ({S.SCHEMA_VERSION}); "
+            f"open it with the objrel that wrote it, or upgrade objrel")
+    upgrade(engine)
+    add_sample_columns(engine)
+    widen_verdict_columns(engine)
+
+
+def widen_verdict_columns(engine) -> list[str]:
+    """PostgreSQL enforces VARCHAR lengths (SQLite does not): widen the verdict columns of stores made
+    before 'not evaluated' existed, so lazy runs can write it.  Returns the tables altered."""
+    if engine.dialect.name != "postgresql":
+        return []
+    altered = []
+    for table in (S.verdicts, S.detection_verdicts):
+        cols = {c["name"]: c for c in inspect(engine).get_columns(table.name)}
+        length = getattr(cols.get("verdict", {}).get("type"), "length", None)
+        if length is not None and length < S.VERDICT_LENGTH:
+            with engine.begin() as c:
+                c.execute(text(f"ALTER TABLE {table.name} ALTER COLUMN verdict TYPE VARCHAR({S.VERDICT_LENGTH})"))
+            altered.append(table.name)
+    return altered
+
+
+def add_sample_columns(engine) -> list[str]:
+    """Add the columns schema 3 appended to ``samples`` when they are missing, and record schema 3.
+
+    Returns the names added.  Two processes opening the same old store at once are fine: the one that
+    loses the race finds the column there.
+    """
+    have = {c["name"] for c in inspect(engine).get_columns("samples")}
+    added = []
+    for name in ADDED_SAMPLE_COLUMNS:
+        if name in have:
+            continue
+        col_type = S.samples.c[name].type.compile(dialect=engine.dialect)
+        try:
+            with engine.begin() as c:
+                c.execute(text(f"ALTER TABLE samples ADD COLUMN {name} {col_type}"))
+            added.append(name)
+        except (OperationalError, ProgrammingError):  # added meanwhile by another process
+            if name not in {c["name"] for c in inspect(engine).get_columns("samples")}:
+                raise
+    with engine.begin() as c:
+        older = [str(v) for v in range(SCHEMA_WITH_SAMPLE_NOTES)]
+        c.execute(update(S.meta).where(S.meta.c.key == "schema_version", S.meta.c.value.in_(older))
+                  .values(value=str(SCHEMA_WITH_SAMPLE_NOTES)))
+    return added
 
 
 _OLD_UNIT_ID = re.compile(r"^(?P<image>.+)/(?P<key>[ro]\d+)$")  # schema 1 stored units as samples "<image>/<key>"

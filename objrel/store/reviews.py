@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Connection
 
+from objrel.errors import NotAllowed
 from objrel.store import schema as S
-from objrel.store.accounts import has_reviewer
+from objrel.store.accounts import has_reviewer, roles_in
 from objrel.store.store import Store, now
 from objrel.store.transactions import lock_run, upsert, write
 
@@ -61,12 +62,52 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
         _require_reviewer(c, reviewer, "reviewer")
         _require_flagged(c, run_id, sample_id, relation)
         ts = now()
+        v = S.judgment_versions
+        last = c.execute(select(func.max(v.c.version)).where(*(v.c[k] == val for k, val in key.items()))).scalar()
+        c.execute(insert(v).values(**key, version=int(last or 0) + 1, verdict=verdict, reasons=list(reasons),
+                                   note=note, after_close=len(_closers(c, run_id, relation)) >= CLOSING_REVIEWERS,
+                                   created_at=ts))
         upsert(c, S.judgments, key, {"verdict": verdict, "reasons": list(reasons), "note": note, "updated_at": ts},
                {"created_at": ts})
         return dict(c.execute(select(S.judgments).where(*(S.judgments.c[k] == v for k, v in key.items())))
                     .one()._mapping)
 
     return write(store, work, retry_on_integrity=True)
+
+
+# The review sample of a run and relation is *closed* once this many reviewers have each judged every
+# drawn item: from then on their calls may be compared, and every change is marked as made after closing.
+CLOSING_REVIEWERS = 2
+
+
+def _closers(c: Connection, run_id: int, relation: str) -> list[str]:
+    """Reviewers who have judged every item of the stored draw (none when nothing was drawn)."""
+    drawn = set(c.execute(select(S.review_samples.c.sample_id).where(
+        S.review_samples.c.run_id == run_id, S.review_samples.c.relation == relation)).scalars())
+    if not drawn:
+        return []
+    done: dict[str, set[str]] = defaultdict(set)
+    q = select(S.judgments.c.reviewer, S.judgments.c.sample_id).where(S.judgments.c.run_id == run_id,
+                                                                       S.judgments.c.relation == relation)
+    for who, sid in c.execute(q):
+        if sid in drawn:
+            done[who].add(sid)
+    return sorted(who for who, ids in done.items() if ids == drawn)
+
+
+def closing_reviewers(store: Store, run_id: int, relation: str) -> list[str]:
+    """The reviewers (sorted) who have judged every drawn item of the run's ``relation`` review sample."""
+    with store.engine.connect() as c:
+        return _closers(c, run_id, relation)
+
+
+def judgment_versions(store: Store, run_id: int, sample_id: str, relation: str, reviewer: str) -> list[dict]:
+    """Every version of one reviewer's call on one item, oldest first (the last is the current call)."""
+    v = S.judgment_versions
+    q = select(v).where(v.c.run_id == run_id, v.c.sample_id == sample_id, v.c.relation == relation,
+                        v.c.reviewer == reviewer).order_by(v.c.version)
+    with store.engine.connect() as c:
+        return [dict(r._mapping) for r in c.execute(q)]
 
 
 def judgment_rows(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None) -> list[dict]:
@@ -103,12 +144,20 @@ def save_adjudication(store: Store, *, run_id: int, sample_id: str, relation: st
                       reasons: Sequence[str], note: str | None, adjudicator: str) -> dict:
     """Insert or replace the decided call of (run, sample, relation) and return its row
     (``created_at`` = the time of this decision).  Raises ValueError when ``adjudicator`` has no
-    account or the item is not flagged by the run's primary ``relation`` vote."""
+    account or the item is not flagged by the run's primary ``relation`` vote; NotAllowed when
+    ``adjudicator`` judged the item (checked in the same transaction as the write)."""
     key = {"run_id": run_id, "sample_id": sample_id, "relation": relation}
 
     def work(c: Connection) -> dict:
         _require_reviewer(c, adjudicator, "adjudicator")
         _require_flagged(c, run_id, sample_id, relation)
+        party = c.execute(select(S.judgments.c.id).where(
+            S.judgments.c.run_id == run_id, S.judgments.c.sample_id == sample_id, S.judgments.c.relation == relation,
+            S.judgments.c.reviewer == adjudicator).limit(1)).first()
+        if party is not None:
+            raise NotAllowed(adjudicator, f"adjudicate {sample_id!r} ({relation}, run {run_id})", (), roles_in(c, adjudicator),
+                             reason="they judged this item themselves; an adjudicator is never a party to the "
+                                    "disagreement")
         upsert(c, S.consensus, key, {"verdict": verdict, "reasons": list(reasons), "note": note,
                                      "adjudicator": adjudicator, "created_at": now()}, {})
         return dict(c.execute(select(S.consensus).where(*(S.consensus.c[k] == v for k, v in key.items())))

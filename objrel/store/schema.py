@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
                         MetaData,
-                        String, Table, Text, UniqueConstraint)
+                        String, Table, Text, UniqueConstraint, func)
 
 metadata = MetaData()
 
+# Characters of a relation verdict: room for 'not evaluated' (a mutation a decided lazy vote skipped).
+VERDICT_LENGTH = 16
+
 # 2: detection units and verdicts in their own tables (objrel.store.detections.upgrade moves schema-1 runs)
-SCHEMA_VERSION = 2
+# 3: samples.dropped, samples.notes and the attempts table (objrel.store.migrations adds them)
+SCHEMA_VERSION = 3
 
 meta = Table(
     "objrel_meta", metadata,
@@ -72,6 +76,8 @@ samples = Table(
     Column("s_r", Float),
     Column("s", Float),
     Column("elapsed_ms", Float),
+    Column("dropped", JSON),         # invalid annotations left out of the region: [{category, code, reason}]
+    Column("notes", JSON),           # what the store changed to keep the row (NUL bytes escaped, ...)
     UniqueConstraint("run_id", "sample_id", name="uq_sample"),
 )
 Index("ix_samples_run_status", samples.c.run_id, samples.c.status)
@@ -95,7 +101,7 @@ verdicts = Table(
     Column("mutation_key", String(200), nullable=False),
     Column("operator", String(60), nullable=False),
     Column("relation", String(8), nullable=False),
-    Column("verdict", String(10), nullable=False),  # holds | violated | n/a
+    Column("verdict", String(VERDICT_LENGTH), nullable=False),  # holds | violated | n/a | not evaluated
     Column("source_certainty", Float),
     Column("mutant_certainty", Float),
     Column("label_changed", Boolean),
@@ -244,7 +250,7 @@ detection_verdicts = Table(
     Column("mutation_key", String(200), nullable=False),
     Column("operator", String(60), nullable=False),
     Column("relation", String(8), nullable=False),
-    Column("verdict", String(10), nullable=False),      # holds | violated | n/a
+    Column("verdict", String(VERDICT_LENGTH), nullable=False),  # holds | violated | n/a | not evaluated
     Column("outcome", String(40)),                      # objrel.relations.detect.OUTCOMES; null: no mutant
     Column("t_source", Integer, nullable=False),
     Column("t_mutant", Integer),                        # null when the check did not run
@@ -262,3 +268,67 @@ detection_verdicts = Table(
     UniqueConstraint("run_id", "image_id", "unit_key", "mutation_key", name="uq_detection_verdict"),
 )
 Index("ix_detection_verdicts_run", detection_verdicts.c.run_id, detection_verdicts.c.relation)
+
+# ---------------------------------------------------------------- the trust model (objrel.store.accounts, reviews)
+# Roles of an account (reviewer | adjudicator | run-operator | admin; several per account), failed
+# sign-ins (for throttling), every version of every judgment, and the models an admin allows the app to run.
+
+account_roles = Table(
+    "account_roles", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("reviewer_id", Integer, ForeignKey("reviewers.id", ondelete="CASCADE"), nullable=False),
+    Column("role", String(20), nullable=False),
+    Column("granted_by", String(100)),                  # null: the server operator (CLI) or the demo build
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("reviewer_id", "role", name="uq_account_role"),
+)
+
+sign_in_failures = Table(
+    "sign_in_failures", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name_key", String(100), nullable=False),    # the casefolded name that was typed
+    Column("client", String(200), nullable=False),      # who asked (the app's session or address)
+    Column("at", DateTime(timezone=True), nullable=False),
+)
+Index("ix_sign_in_failures_name", sign_in_failures.c.name_key, sign_in_failures.c.at)
+Index("ix_sign_in_failures_client", sign_in_failures.c.client, sign_in_failures.c.at)
+
+judgment_versions = Table(
+    "judgment_versions", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("reviewer", String(100), nullable=False),
+    Column("version", Integer, nullable=False),         # 1, 2, ...: the current call is the highest
+    Column("verdict", String(12), nullable=False),
+    Column("reasons", JSON, nullable=False),
+    Column("note", Text),
+    Column("after_close", Boolean, nullable=False),     # made after both reviewers closed the review sample
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "sample_id", "relation", "reviewer", "version", name="uq_judgment_version"),
+)
+
+allowed_models = Table(
+    "allowed_models", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("task", String(10), nullable=False),         # classifier | detector
+    Column("name", String(200), nullable=False),        # a zoo name or detector spec (never "py:")
+    Column("added_by", String(100), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("task", "name", name="uq_allowed_model"),
+)
+
+# Names are unique ignoring case: objrel.review.accounts admits only ASCII names, whose lower() is their casefold.
+# (Stores made before this index get it on their first account write: objrel.store.accounts.)
+reviewers_name_key = Index("uq_reviewers_name_key", func.lower(reviewers.c.name), unique=True)
+
+# ---------------------------------------------------------------- crash bookkeeping (objrel.engine.loop)
+# One row per sample a run started and has not committed yet; a sample whose process died twice is
+# recorded as skipped ('crashed-twice') on the next resume instead of being tried a third time.
+attempts = Table(
+    "attempts", metadata,
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("sample_id", String(300), primary_key=True),
+    Column("count", Integer, nullable=False),
+)

@@ -14,12 +14,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, func, insert, select, update
+from sqlalchemy import create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from objrel.constants import SQLITE_BUSY_TIMEOUT_MS
 from objrel.store import schema as S
-from objrel.store.migrations import upgrade as upgrade_detection_runs
+from objrel.errors import ObjrelError
+from objrel.store.migrations import SchemaVersionError, upgrade_all
 
 ENV_VAR = "OBJREL_STORE"
 DEFAULT_URL = "sqlite:///objrel.db"
@@ -32,6 +34,10 @@ def resolve_url(url: str | os.PathLike | None = None) -> str:
     if "://" not in raw:
         raw = f"sqlite:///{Path(raw).expanduser().resolve()}"
     return raw
+
+
+class StoreOpenError(ObjrelError, ValueError):
+    """The store cannot be opened: a missing folder, a file that is not a database, an unknown schema."""
 
 
 def now() -> dt.datetime:
@@ -81,12 +87,23 @@ class RunRecord:
 
 
 class Store:
-    def __init__(self, url: str | os.PathLike | None = None, create: bool = True):
+    def __init__(self, url: str | os.PathLike | None = None, create: bool = True, make_parents: bool = False):
+        """Open (and with ``create`` make or upgrade) the store at ``url``.
+
+        A new SQLite file is created only in an existing folder unless ``make_parents``: a mistyped path
+        is refused instead of leaving folders and an empty database behind.  Raises ``StoreOpenError``
+        for a missing folder, a file that is not a database, or a schema this objrel cannot read.
+        """
         self.url = resolve_url(url)
         parsed = make_url(self.url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         if self.is_sqlite and parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            parent = Path(parsed.database).parent
+            if make_parents:
+                parent.mkdir(parents=True, exist_ok=True)
+            elif not parent.is_dir():
+                raise StoreOpenError(f"cannot open store {parsed.database}: its folder {parent} does not exist; "
+                                     f"expected a path in an existing folder (is the --store path mistyped?)")
         kwargs = {"future": True}
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
@@ -96,11 +113,19 @@ class Store:
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         if create:
-            S.metadata.create_all(self.engine)
-            with self.engine.begin() as c:
-                if c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first() is None:
-                    c.execute(insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
-            upgrade_detection_runs(self.engine)
+            try:
+                S.metadata.create_all(self.engine)
+                with self.engine.begin() as c:
+                    if c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first() is None:
+                        c.execute(insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
+                upgrade_all(self.engine)
+            except SchemaVersionError as exc:
+                self.engine.dispose()
+                raise StoreOpenError(f"cannot open store {self!r}: {exc}") from exc
+            except DatabaseError as exc:
+                self.engine.dispose()
+                first = str(exc.orig if getattr(exc, "orig", None) is not None else exc).splitlines()[0]
+                raise StoreOpenError(f"cannot open store {self!r}: it is not a usable objrel database ({first})") from exc
 
     def __repr__(self) -> str:
         return f"Store({make_url(self.url).render_as_string(hide_password=True)!r})"
@@ -166,8 +191,6 @@ class Store:
         Returns False (and writes nothing) when the sample is already stored, so a
         resumed run never duplicates rows.
         """
-        from sqlalchemy.exc import IntegrityError
-
         rid = int(run_id)
         try:
             with self.engine.begin() as c:
@@ -237,3 +260,33 @@ class Store:
             q = q.where(S.votes.c.is_primary.is_(True))
         with self.engine.connect() as c:
             return sorted(set(c.execute(q).scalars()))
+
+    # ------------------------------------------------------------ crash bookkeeping
+
+    def record_attempts(self, run_id: int, sample_ids) -> None:
+        """Count one more start of each sample (before its chunk runs); ``clear_attempts`` forgets it."""
+        rid = int(run_id)
+        ids = list(dict.fromkeys(str(i) for i in sample_ids))
+        if not ids:
+            return
+        with self.engine.begin() as c:
+            have = dict(c.execute(select(S.attempts.c.sample_id, S.attempts.c.count).where(
+                S.attempts.c.run_id == rid, S.attempts.c.sample_id.in_(ids))).all())
+            for sid in ids:
+                if sid in have:
+                    c.execute(update(S.attempts).where(S.attempts.c.run_id == rid, S.attempts.c.sample_id == sid)
+                              .values(count=S.attempts.c.count + 1))
+                else:
+                    c.execute(insert(S.attempts).values(run_id=rid, sample_id=sid, count=1))
+
+    def clear_attempts(self, run_id: int, sample_ids) -> None:
+        ids = [str(i) for i in sample_ids]
+        if ids:
+            with self.engine.begin() as c:
+                c.execute(delete(S.attempts).where(S.attempts.c.run_id == int(run_id), S.attempts.c.sample_id.in_(ids)))
+
+    def attempts(self, run_id: int) -> dict[str, int]:
+        """``{sample id: starts not followed by a commit}`` of ``run_id``."""
+        with self.engine.connect() as c:
+            return dict(c.execute(select(S.attempts.c.sample_id, S.attempts.c.count).where(
+                S.attempts.c.run_id == int(run_id))).all())

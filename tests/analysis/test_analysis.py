@@ -250,6 +250,7 @@ def test_reliable_accuracy_wilcoxon_on_hand_made_pairs(store):
     assert res.wilcoxon.statistic == pytest.approx(1.0)       # two-sided statistic = min(W+, W-)
     assert res.wilcoxon.pvalue == pytest.approx(2 * 2 / 16)
     assert res.wilcoxon.n == 4 and "too few" in res.note
+    assert res.wilcoxon.method == "exact" and res.wilcoxon.n_zero == 0 and not res.wilcoxon.ties
     greater = A.reliable_accuracy(store, runs, "MR-2", alternative="greater").wilcoxon
     assert greater.statistic == pytest.approx(9.0) and greater.pvalue == pytest.approx(2 / 16)
     # one run alone cannot be tested
@@ -266,28 +267,46 @@ def yates_chi2(t) -> float:
     return n * (abs(a * d - b * c) - n / 2) ** 2 / ((a + b) * (c + d) * (a + c) * (b + d))
 
 
-@pytest.mark.parametrize("table, paper_v", [
-    ([[169, 52], [63, 35323]], 0.743),      # seed 000 Table 4, MR-1
-    ([[5145, 1467], [249, 28773]], 0.835),  # seed 000 Table 4, MR-2
+def pearson_chi2(t) -> float:
+    (a, b), (c, d) = t
+    n = a + b + c + d
+    return n * (a * d - b * c) ** 2 / ((a + b) * (c + d) * (a + c) * (b + d))
+
+
+@pytest.mark.parametrize("table, paper_v, standard_v", [
+    ([[169, 52], [63, 35323]], 0.743, 0.745),      # seed 000 Table 4, MR-1
+    ([[5145, 1467], [249, 28773]], 0.835, 0.835),  # seed 000 Table 4, MR-2
 ])
-def test_cramers_v_on_seed_000_table_4(table, paper_v):
+def test_cramers_v_on_seed_000_table_4(table, paper_v, standard_v):
     n = sum(map(sum, table))
     chi2 = yates_chi2(table)
     c = A.contingency_from_counts(table)
-    assert c.yates is True and c.dof == 1 and c.n == n
-    assert c.chi2 == pytest.approx(chi2, rel=1e-9)
-    assert c.cramers_v == pytest.approx(math.sqrt(chi2 / (n * (min(2, 2) - 1))), rel=1e-9)
-    assert round(c.cramers_v, 3) == paper_v
-    assert c.pvalue < 0.001
+    assert c.yates is False and c.dof == 1 and c.n == n
+    # the headline V is the standard one (Pearson chi-square, no correction) ...
+    assert c.chi2 == pytest.approx(pearson_chi2(table), rel=1e-9)
+    assert round(c.cramers_v, 3) == standard_v and c.v_method.startswith("standard")
+    # ... and the Yates-corrected variant is the paper's figure
+    assert c.chi2_yates == pytest.approx(chi2, rel=1e-9)
+    assert c.cramers_v_yates == pytest.approx(math.sqrt(chi2 / (n * (min(2, 2) - 1))), rel=1e-9)
+    assert round(c.cramers_v_yates, 3) == paper_v
+    assert c.pvalue < 0.001 and c.pvalue_yates < 0.001
+    assert c.to_dict()["v_method"] == A.CRAMERS_V_STANDARD and c.to_dict()["cramers_v_yates"] == c.cramers_v_yates
     assert c.agreement == pytest.approx((table[0][0] + table[1][1]) / n)
 
 
 def test_contingency_stats_small_tables():
     # 2x2 with Yates: chi2 = 10 (|12 - 2| - 5)^2 / (4 * 6 * 5 * 5) = 250 / 600; 1 dof: p = erfc(sqrt(chi2 / 2))
-    chi2, p, dof, v = A.contingency_stats([[3, 1], [2, 4]])
+    chi2, p, dof, v = A.contingency_stats([[3, 1], [2, 4]], correction=True)
     assert chi2 == pytest.approx(250 / 600) and dof == 1
     assert p == pytest.approx(math.erfc(math.sqrt(chi2 / 2)))
     assert v == pytest.approx(math.sqrt(250 / 600 / 10))
+    # the default, standard: chi2 = 10 (12 - 2)^2 / 600 = 1000 / 600, V = sqrt(1/6)
+    chi2, p, dof, v = A.contingency_stats([[3, 1], [2, 4]])
+    assert chi2 == pytest.approx(1000 / 600) and v == pytest.approx(math.sqrt(1 / 6))
+    # perfect association: the standard V is 1, the Yates-corrected one is not
+    assert A.contingency_stats([[1, 0], [0, 1]])[3] == pytest.approx(1.0)
+    # Yates: chi2 = 2 (|1 - 0| - 1)^2 / 1 = 0 -> V = 0
+    assert A.contingency_stats([[1, 0], [0, 1]], correction=True)[3] == pytest.approx(0.0)
     # 2x3, no correction: expected counts 10 each, chi2 = (5^2 + 5^2 + 0 + 5^2 + 5^2 + 0) / 10 = 10, 2 dof: p = e^-5
     chi2, p, dof, v = A.contingency_stats([[15, 5, 10], [5, 15, 10]])
     assert chi2 == pytest.approx(10.0) and dof == 2 and p == pytest.approx(math.exp(-5))
@@ -306,8 +325,10 @@ def test_colour_contingency_from_stored_votes(store):
     assert c.table.values.tolist() == [[3, 1], [2, 4]]
     assert list(c.table.index) == ["V15: violate", "V15: not violate"]
     assert list(c.table.columns) == ["V3: violate", "V3: not violate"]
-    assert c.n == 10 and c.chi2 == pytest.approx(yates_chi2([[3, 1], [2, 4]]))
-    assert c.cramers_v == pytest.approx(math.sqrt(250 / 600 / 10))
+    assert c.n == 10 and c.chi2 == pytest.approx(pearson_chi2([[3, 1], [2, 4]]))
+    assert c.cramers_v == pytest.approx(math.sqrt(1 / 6))
+    assert c.chi2_yates == pytest.approx(yates_chi2([[3, 1], [2, 4]]))
+    assert c.cramers_v_yates == pytest.approx(math.sqrt(250 / 600 / 10))
     # MR-2: nothing flagged by either vote -> one cell holds everything, the test is undefined
     c2 = A.colour_contingency(store, rid, "MR-2")
     assert c2.table.values.tolist() == [[0, 0], [0, 10]] and c2.chi2 is None and "undefined" in c2.note

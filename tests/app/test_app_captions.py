@@ -79,3 +79,15 @@ def test_bar_labels_count_flagged_of_total():
     bins = pd.DataFrame({"interval": ["[0, .05)", "[.05, .1)"], "share": [0.5, 0.0], "flagged": [1, 0],
                          "tested": [2, 0]})
     assert list(charts.size_bars(bins, "MR-1").data[0].text) == ["1/2", ""]
+
+
+def test_plain_shows_user_text_as_typed():
+    from objrel.app.captions import plain
+
+    typed = "**bold** _it_ `code` [link](http://evil.example) <b>x</b> # h | t ~s~ $x$ &amp; :red[c] www.x.io"
+    escaped = plain(typed)
+    for markup in ("**", "[link]", "<b>", "$x$", " &amp;", ":red[", "http://", "www.x"):
+        assert markup not in escaped, markup   # each markup character now has a backslash before it
+    # every escape is a backslash before the original character: removing them gives the text back
+    assert escaped.replace("\\", "") == typed
+    assert plain("two\nlines\t here") == "two lines here"

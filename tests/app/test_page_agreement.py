@@ -9,6 +9,7 @@ from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
 from objrel import review as R
+from objrel.errors import NotAllowed
 from objrel.store import Store
 from objrel.store import schema as S
 
@@ -44,8 +45,9 @@ def make_run(store: Store, flagged: list[str]) -> int:
 def judged_store(tmp_path, monkeypatch):
     db = tmp_path / "agreement.db"
     store = Store(db)
-    for name in ("alice", "bob", "carol"):
-        R.create_reviewer(store, name, f"{name}-passphrase")
+    for name in ("alice", "bob"):
+        R.create_reviewer(store, name, f"{name}-passphrase", roles=[R.REVIEWER])
+    R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
     rid = make_run(store, SIDS)
     assert len(R.draw_review_sample(store, rid, "MR-1")) == 10  # 384.1459 / 39.31459 = 9.77 -> 10: all
     for sid, a, b in zip(SIDS, CALLS_A, CALLS_B):
@@ -73,24 +75,67 @@ def table_with(at: AppTest, column: str):
     return next(df.value for df in at.dataframe if column in df.value.columns)
 
 
-def test_shows_hand_computed_kappa_and_asks_to_sign_in(judged_store):
-    at = run_page()
+def test_adjudicator_sees_hand_computed_kappa_and_the_calls(judged_store):
+    at = run_page("carol")
     assert metric(at, "Cohen's kappa") == "0.583"
-    assert metric(at, "95% CI") == "[0.067, 1.000]"
+    k = R.cohen_kappa(CALLS_A, CALLS_B)  # the interval's SE method is objrel.review.agreement's to choose
+    assert metric(at, "95% CI") == f"[{k.ci_low:.3f}, {k.ci_high:.3f}]" and k.ci_high == 1.0
     assert metric(at, "Landis & Koch") == "moderate"
     assert metric(at, "Items both judged") == "10"
     confusion = table_with(at, "bob: tp")
     assert confusion.loc["alice: tp", "bob: tp"] == 5 and confusion.loc["alice: tp", "bob: fp"] == 1
     assert confusion.loc["alice: fp", "bob: tp"] == 1 and confusion.loc["alice: fp", "bob: fp"] == 3
+    assert any("closed" in c.value and "alice, bob" in c.value for c in at.caption)
+
+
+def precision_row(at: AppTest):
+    return table_with(at, "true positive %").iloc[0]
+
+
+@pytest.mark.parametrize("viewer", [None, "alice"])
+def test_stakeholders_and_reviewers_see_precision_but_never_the_calls(judged_store, viewer):
+    at = run_page(viewer)
     # precision from consensus: s000-s004 agreed tp, s006-s008 agreed fp (multiple objects) -> 8 decided,
     # tp 5/8 = 62.5%, fp 3/8 = 37.5%; s005 and s009 unresolved
-    mr1 = table_with(at, "true positive %").iloc[0]
+    mr1 = precision_row(at)
     assert (mr1["flagged"], mr1["sample size"], mr1["reviewed"], mr1["true positive"]) == (10, 10, 8, 5)
     assert (mr1["true positive %"], mr1["false positive %"], mr1["unresolved"]) == (62.5, 37.5, 2)
     assert at.download_button(key="agreement_precision_MR-1_csv") is not None
-    # statistics shown, but no adjudication without a signed-in reviewer
-    assert any("Sign in on the Review page" in i.value for i in at.info)
+    # blind: no kappa, no confusion of calls, no disagreement, no form
+    assert not at.metric
+    assert not any("bob: tp" in df.value.columns for df in at.dataframe)
+    assert any("adjudicators and admins only" in i.value for i in at.info)
     assert not any(r.key.startswith("adj_verdict_") for r in at.radio)
+
+
+def test_pair_view_refuses_a_reviewer_server_side(judged_store):
+    store, rid = judged_store
+    with pytest.raises(NotAllowed, match="'alice' may not see the calls of alice and bob: it needs the role "
+                                         "adjudicator or admin; alice has reviewer"):
+        R.pair_view(store, rid, "MR-1", "alice", "bob", "alice")
+    with pytest.raises(NotAllowed, match="nobody signed in"):
+        R.pair_view(store, rid, "MR-1", "alice", "bob", None)
+    view = R.pair_view(store, rid, "MR-1", "alice", "bob", "carol")
+    assert sorted(d.sample_id for d in view.disagreements) == ["s005", "s009"] and view.state.closed
+
+
+def test_a_party_to_the_disagreement_gets_no_form(judged_store):
+    store, rid = judged_store
+    from objrel.review.roles import grant_as_operator
+    grant_as_operator(store, "alice", R.ADJUDICATOR)
+    at = run_page("alice")
+    assert metric(at, "Cohen's kappa") == "0.583"
+    assert any("judged these items yourself" in i.value for i in at.info)
+    assert not any(r.key.startswith("adj_verdict_") for r in at.radio)
+
+
+def test_notes_are_shown_as_typed_not_as_markdown(judged_store):
+    store, rid = judged_store
+    R.record_judgment(store, rid, "s005", "MR-1", "bob", "fp", ["other"], "**urgent** [see](http://evil.example) :red[x]")
+    at = run_page("carol")
+    shown = " ".join(m.value for m in at.markdown)
+    assert "\\*\\*urgent\\*\\* \\[see\\](http\\://evil\\.example) \\:red\\[x\\]" in shown
+    assert "[see](http" not in shown
 
 
 def test_adjudication_through_the_form_creates_a_consensus_row(judged_store):

@@ -147,7 +147,7 @@ def test_colour_contingency_for_a_palette_run(monkeypatch, explore_db):
     assert table[["V3: violate", "V3: not violate"]].values.tolist() == expected
     (a, b), (c, d) = expected
     n = a + b + c + d
-    chi2 = n * (abs(a * d - b * c) - n / 2) ** 2 / ((a + b) * (c + d) * (a + c) * (b + d))   # Yates
+    chi2 = n * (a * d - b * c) ** 2 / ((a + b) * (c + d) * (a + c) * (b + d))   # Pearson: the standard V
     assert metric(at, "Cramér's V") == f"{math.sqrt(chi2 / n):.3f}"
 
 

@@ -45,7 +45,9 @@ def test_shows_source_and_six_mutants_and_records_a_judgment(monkeypatch, flagge
     assert not at.exception, at.exception
     # source + 3 MR-2 and 3 MR-1 mutants + the box-redraw preview
     assert len(at.get("image")) == 8
-    assert sum("violated" in m.value for m in at.markdown) == 6  # both primary votes violated 3 of 3
+    # both primary votes are violated: at least 2 of 3 mutants each (a decided vote may skip its third mutant)
+    assert sum("violated" in m.value for m in at.markdown) >= 4
+    assert sum("violated" in m.value or "not evaluated" in m.value for m in at.markdown) == 6
     first = at.query_params["item"]
     assert at.query_params["relation"] == "MR-2" and at.query_params["run"] == str(run_id)
     at.button(key="judge_tp").click().run()

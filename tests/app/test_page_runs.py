@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
+from objrel import review as R
 from objrel.store import Store
 
 from tests.engine.test_jobs_retest import wait_for
@@ -14,46 +16,70 @@ from tests.engine.test_jobs_retest import wait_for
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "runs.py")
 
 
-def open_page(monkeypatch, tmp_path, store: Store) -> AppTest:
-    """The page on ``store``, its background runs logging under tmp_path."""
+OPERATOR = "olga"
+
+
+@pytest.fixture(autouse=True)
+def fast_scrypt(monkeypatch):
+    monkeypatch.setattr(R.accounts, "SCRYPT_N", 2 ** 10)
+
+
+def open_page(monkeypatch, tmp_path, store: Store, who: str | None = OPERATOR,
+              roles=(R.RUN_OPERATOR,)) -> AppTest:
+    """The page on ``store`` signed in as ``who`` (made with ``roles`` when new), its background runs
+    logging under tmp_path."""
     monkeypatch.setenv("OBJREL_STORE", store.url)
     monkeypatch.setenv("OBJREL_LOG_DIR", str(tmp_path / "logs"))
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
-    assert not at.exception
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    if who is not None:
+        if who not in R.reviewer_names(store):
+            R.create_reviewer(store, who, f"{who}-passphrase", roles=roles)
+        at.session_state["reviewer"] = who
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
     return at
 
 
-def test_start_a_run_from_the_form_and_see_it_finish(tmp_path, monkeypatch, colour_set):
+def test_the_web_never_runs_code_or_reads_outside_the_allowed_roots(tmp_path, monkeypatch, colour_set):
     store = Store(tmp_path / "runs.db")
     at = open_page(monkeypatch, tmp_path, store)
     assert any("No runs yet" in i.value for i in at.info)
-    at.text_input(key="runs_model").set_value("py:tests.fixtures.colour_model:factory")
+    # the model comes from a list: no py: spec to pick
+    options = at.selectbox(key="runs_model").options
+    assert "efficientnet-lite0" in options and not any(o.startswith("py:") for o in options)
+    # a dataset outside the allowed roots is refused before any process starts
     at.text_input(key="runs_dataset").set_value(str(colour_set))
-    at.selectbox(key="runs_plan").set_value("colours3")
-    at.text_input(key="runs_name").set_value("from the page")
     at.button[0].click()  # the form's submit button
     at.run()
-    assert not at.exception
-    assert any("started" in s.value for s in at.success)
-    runs = store.list_runs()
-    assert [r.name for r in runs] == ["from the page"]
-    deadline = time.time() + 90
-    while time.time() < deadline and store.get_run(runs[0].id).status != "finished":
-        time.sleep(0.2)
-    assert store.get_run(runs[0].id).status == "finished"
-    at.run()
-    table = at.dataframe[0].value
-    assert list(table["status"]) == ["finished"] and list(table["samples"]) == ["10/10"]
+    assert any("Could not start the run" in e.value and "allowed folder" in e.value for e in at.error)
+    assert store.list_runs() == []
+
+
+def test_a_reviewer_sees_the_history_but_no_form_cancel_or_resume(tmp_path, monkeypatch):
+    from objrel.config import DetectionConfig
+    from objrel.engine.detect import DetectionEngine
+
+    store = Store(tmp_path / "ro.db")
+    DetectionEngine(store, DetectionConfig(detector="haar:frontalface_default", dataset="demo-faces",
+                                           limit=2)).execute(stop_after=1)
+    at = open_page(monkeypatch, tmp_path, store, who="rita", roles=(R.REVIEWER,))
+    assert any("for run operators and admins" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key in ("runs_start", "runs_resume_btn")]
+    assert not [s for s in at.selectbox if s.key == "runs_resume_pick"]
+    assert len(at.dataframe[0].value) == 1   # the history is for everyone
+    signed_out = open_page(monkeypatch, tmp_path, store, who=None)
+    assert not [b for b in signed_out.button if b.key in ("runs_start", "runs_resume_btn")]
 
 
 def test_unstartable_run_shows_an_error(tmp_path, monkeypatch):
     db = tmp_path / "bad.db"
+    monkeypatch.setenv("OBJREL_DATA_ROOTS", str(tmp_path))
     at = open_page(monkeypatch, tmp_path, Store(db))
     at.text_input(key="runs_dataset").set_value(str(tmp_path / "nothing.json"))
     at.button[0].click()
     at.run()
     assert any("Could not start the run" in e.value and "does not exist" in e.value for e in at.error)
-    assert Store(db).list_runs() == []
+    assert [r.name for r in Store(db).list_runs()] == []
 
 
 def test_start_a_detection_run_from_the_form(tmp_path, monkeypatch):
@@ -62,10 +88,10 @@ def test_start_a_detection_run_from_the_form(tmp_path, monkeypatch):
     at.radio(key="runs_task").set_value("detector").run()
     assert not at.exception
     # the detector's defaults fill the form: the detector field replaces the model field
-    assert at.text_input(key="runs_detector").value == "haar:frontalface_default"
+    assert at.selectbox(key="runs_detector").value == "haar:frontalface_default"
     assert at.text_input(key="runs_dataset").value == "demo-faces"
     assert at.selectbox(key="runs_plan").value == "erase_noise"
-    assert not [t for t in at.text_input if t.key == "runs_model"]
+    assert not [t for t in at.selectbox if t.key == "runs_model"]
     at.number_input(key="runs_limit").set_value(1)
     at.text_input(key="runs_name").set_value("faces from the page")
     at.button[0].click().run()  # the form's submit button
@@ -92,7 +118,7 @@ def test_settings_of_a_detection_run_fill_the_form(tmp_path, monkeypatch):
     at.selectbox(key="runs_base").set_value(rid).run()
     assert not at.exception
     assert at.radio(key="runs_task").value == "detector"
-    assert at.text_input(key="runs_detector").value == "haar:frontalface_default"
+    assert at.selectbox(key="runs_detector").value == "haar:frontalface_default"
     assert (at.number_input(key="runs_seed").value, at.number_input(key="runs_dilate").value,
             at.number_input(key="runs_limit").value) == (7, 3, 1)
 

@@ -733,8 +733,8 @@ class TestCocoBadSamples:
         [
             (None, "empty-region", "no annotated object"),
             (coco_ann(7, 1, 99, [1, 1, 2, 2]), "unknown-label", "category_id 99"),
-            (coco_ann(7, 1, 1, [1, 1, 2]), "bad-box", "is not [x, y, w, h]"),
-            (coco_ann(7, 1, 1, None), "bad-box", "is not [x, y, w, h]"),
+            (coco_ann(7, 1, 1, [1, 1, 2]), "bad-box", "is not four numbers [x, y, w, h]"),
+            (coco_ann(7, 1, 1, None), "bad-box", "is not four numbers [x, y, w, h]"),
             (coco_ann(7, 1, 1, ["a", 0, 1, 1]), "bad-box", "four numbers"),
             (coco_ann(7, 1, 1, [None, 0, 1, 1]), "bad-box", "four numbers"),
         ],
@@ -752,7 +752,8 @@ class TestCocoBadSamples:
         s = single_coco(tmp_path, coco_ann(7, 1, 99, [1, 1, 2, 2]), categories=(CAT, ESPRESSO))
         assert "[1, 2]" in s.problem[1] and "annotation 7" in s.problem[1]
 
-    def test_one_bad_annotation_flags_the_whole_image(self, tmp_path):
+    def test_one_bad_annotation_is_dropped_not_the_whole_image(self, tmp_path):
+        """An annotation with an unknown category id goes to ``dropped``; the engine decides whether it matters."""
         root = tmp_path / "root"
         write_image(root / "a.png")
         write_image(root / "b.png")
@@ -761,8 +762,10 @@ class TestCocoBadSamples:
                                coco_ann(3, 2, 1, [0, 0, 2, 2])],
                "categories": [CAT]}
         s = by_id(load_coco(write_json(tmp_path / "c.json", doc), root))
-        assert s["1"].problem[0] == "unknown-label"
-        assert s["2"].problem is None
+        assert s["1"].problem is None and len(s["1"].objects) == 1
+        assert [(d["annotation"], d["code"]) for d in s["1"].dropped] == [(2, "unknown-label")]
+        assert "category_id 42" in s["1"].dropped[0]["reason"]
+        assert s["2"].problem is None and s["2"].dropped == ()
 
     # ---- problems found when decoding the image or building the region: BadSampleError
 

@@ -1,7 +1,8 @@
 """End to end in a real browser: Debian's chromium driven by Playwright against `streamlit run app.py`.
 
-Two reviewers sign in one after the other, judge the same six flagged items with two disagreements;
-the Agreement page shows the kappa a hand computation gives; one disagreement is adjudicated.
+Two reviewers (accounts an admin made, with the reviewer role) sign in one after the other, judge the same
+six flagged items with two disagreements; an adjudicator who is neither of them signs in, the Agreement
+page shows her the kappa a hand computation gives, and she adjudicates one disagreement.
 A screenshot of the Review page is saved under test-artifacts/.
 """
 
@@ -45,9 +46,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# The accounts of the test: made on the server (as `objrel users add` does), never from the browser.
+ACCOUNTS = {"alice": (review.REVIEWER,), "bob": (review.REVIEWER,), "carol": (review.ADJUDICATOR,)}
+
+
+def passphrase(name: str) -> str:
+    return f"{name}-long-passphrase"
+
+
 @pytest.fixture
 def server(flagged_store, tmp_path):
     store, run_id = flagged_store
+    for name, roles in ACCOUNTS.items():
+        review.create_reviewer(store, name, passphrase(name), roles=roles)
     port = free_port()
     env = {**os.environ, "OBJREL_STORE": store.url, "OBJREL_LOG_DIR": str(tmp_path / "logs"),
            "PYTHONPATH": str(ROOT)}
@@ -88,11 +99,10 @@ def current_sample(page) -> str:
 def sign_in(page, base: str, name: str) -> None:
     page.goto(f"{base}/review")
     page.get_by_text("Sign in (sidebar) to review").wait_for(timeout=60_000)
-    page.locator('[data-testid="stSidebar"]').get_by_text("Create account", exact=True).first.click()
     page.get_by_label("Name").fill(name)
-    page.get_by_label("Passphrase").fill(f"{name}-long-passphrase")
-    page.get_by_role("button", name="Create account").click()
-    page.get_by_text(f"Signed in as").wait_for(timeout=60_000)
+    page.get_by_label("Passphrase").fill(passphrase(name))
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.get_by_text(f"Signed in as {name}").wait_for(timeout=60_000)
 
 
 def judge_all(page, calls: dict) -> None:
@@ -132,7 +142,11 @@ def test_two_reviewers_kappa_and_adjudication(server):
         stored = {(j.reviewer, j.sample_id): j.verdict for j in review.judgments(store, run_id, "MR-2")}
         assert stored == {**{("alice", k): v for k, v in ALICE.items()}, **{("bob", k): v for k, v in BOB.items()}}
 
-        # through the app's navigation, so the session (and bob's sign-in) carries over
+        page.get_by_role("button", name="Sign out").click()
+
+        # the adjudicator: neither alice nor bob (a party never decides its own disagreement)
+        sign_in(page, base, "carol")
+        # through the app's navigation, so the session (and carol's sign-in) carries over
         page.locator('a[href$="/agreement"]').first.click()
         kappa = page.locator('[data-testid="stMetric"]', has_text="Cohen's kappa")
         kappa.wait_for()
@@ -150,7 +164,7 @@ def test_two_reviewers_kappa_and_adjudication(server):
         while time.time() < deadline and not adjudicated():
             time.sleep(0.2)
         decided = adjudicated()
-        assert len(decided) == 1 and decided[0].verdict == "tp" and decided[0].adjudicator == "bob"
+        assert len(decided) == 1 and decided[0].verdict == "tp" and decided[0].adjudicator == "carol"
         assert decided[0].sample_id in {"4", "6"}  # the two items alice and bob disagree on
         # the four agreed items count as consensus too
         assert len(review.consensus(store, run_id, "MR-2")) == 5

@@ -257,7 +257,7 @@ def test_detector_regions_serve_classifier_runs_too(tmp_path, store):
     from objrel.config import RunConfig
     from objrel.engine.classify import Engine
 
-    from .colour_model import factory
+    from tests.fixtures.colour_model import factory
 
     write_scenes(tmp_path / "imgs", [{"name": "big.png", "objects": [("red", (8, 4, 56, 44))]}])
     ds = detector_regions(image_folder(tmp_path / "imgs"), ColourDetector())
@@ -364,7 +364,7 @@ def test_a_schema_1_store_moves_its_detection_runs_into_the_detection_tables(tmp
 
     new = Store(path)
     with new.engine.connect() as c:
-        assert c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar() == "2"
+        assert c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar() == str(S.SCHEMA_VERSION)
     rows = by_id(new, rid)
     assert sorted(rows) == ["1", "2"] and rows["2"]["skip_code"] == "unknown-label"
     assert (rows["1"]["status"], rows["1"]["objects"]) == ("tested", [obj(A), obj(B)])

@@ -36,7 +36,10 @@ def rows(store: Store, run_id: int) -> dict:
 
 
 def config(path, **kw) -> RunConfig:
-    base = dict(model="py:tests.fixtures.colour_model:factory", dataset=str(path), plan="all", batch_size=4)
+    # lazy=False: these tests check every mutation's verdict and the continuous scores (tests/engine/test_lazy_votes.py
+    # checks that lazy votes give the same flags)
+    base = dict(model="py:tests.fixtures.colour_model:factory", dataset=str(path), plan="all", batch_size=4,
+                lazy=False)
     base.update(kw)
     return RunConfig(**base)
 
@@ -154,7 +157,8 @@ def test_killed_process_resumes_without_duplicates(tmp_path, colour_set):
     db = tmp_path / "killed.db"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "objrel", "run", "--model", "py:tests.fixtures.colour_model:slow_factory",
-           "--dataset", str(colour_set), "--plan", "colours3", "--batch-size", "1", "--store", str(db), "--quiet"]
+           "--dataset", str(colour_set), "--plan", "colours3", "--batch-size", "1", "--store", str(db), "--quiet",
+           "--no-lazy"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     store = Store(db)
     deadline = time.time() + 60
@@ -228,7 +232,7 @@ def test_multi_label_object_driven_inference_holds(tmp_path, store):
     A gray, black or white background leaves both squares: the set stays (MR-2 holds)."""
     import numpy as np
 
-    from .colour_model import presence_factory
+    from tests.fixtures.colour_model import presence_factory
 
     img = np.full((40, 40, 3), 128, np.uint8)
     img[0:20, 0:20] = (230, 20, 20)
@@ -250,13 +254,14 @@ def test_multi_label_background_driven_inference_is_flagged(tmp_path, store):
     set becomes {} (MR-2 violated 3 of 3)."""
     import numpy as np
 
-    from .colour_model import presence_factory
+    from tests.fixtures.colour_model import presence_factory
 
     img = np.zeros((40, 40, 3), np.uint8)
     img[:] = (230, 20, 20)
     img[10:30, 10:30] = (128, 128, 128)
     ann = _coco(tmp_path / "mb", img, [("red", (10, 10, 30, 30))])
-    cfg = RunConfig(model="py:tests.fixtures.colour_model:presence_factory", task="multi", dataset=str(ann), plan="colours3")
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:presence_factory", task="multi", dataset=str(ann),
+                    plan="colours3", lazy=False)  # every mutation evaluated: the docstring counts 3 of 3
     report = Engine(store, cfg, model=presence_factory()).execute()
     votes = {v["relation"]: v for v in store.votes(report.run_id) if v["is_primary"]}
     assert (votes["MR-1"]["violations"], votes["MR-1"]["flagged"]) == (3, True)

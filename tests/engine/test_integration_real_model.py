@@ -17,6 +17,9 @@ from objrel.store import Store
 
 pytestmark = pytest.mark.slow
 
+# Operators added to the 3-colour plan in the demo run (full evaluation: every mutation runs).
+PLAN_OPS = ("inpaint", "random_erase", "move_to_background")
+
 
 @pytest.fixture(scope="module")
 def lite0():
@@ -26,8 +29,7 @@ def lite0():
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory, lite0):
     store = Store(tmp_path_factory.mktemp("demo") / "demo.db")
-    plan_ops = ("inpaint", "random_erase", "move_to_background")
-    report = Engine(store, RunConfig(dataset="demo", operators=plan_ops, seed=3), model=lite0).execute()
+    report = Engine(store, RunConfig(dataset="demo", operators=PLAN_OPS, seed=3, lazy=False), model=lite0).execute()
     return store, report
 
 
@@ -92,3 +94,23 @@ def test_summary_and_export_agree(demo_run):
     flagged_mr2 = sum(r["votes"]["MR-2 3 colours"]["flagged"] for r in recs if r["correct"])
     assert s.mr2 == flagged_mr2 and s.correct == len(recs)
     assert s.accuracy == pytest.approx(s.correct / s.evaluated)
+
+
+def test_lazy_votes_flag_the_demo_like_the_full_run(demo_run, lite0, tmp_path):
+    """Lazy votes on the real model: the same flags and the same verdicts for every mutation that ran, fewer
+    forward passes, and the rest stored as 'not evaluated' (never as holds)."""
+    from objrel.relations import classify as R
+
+    store, report = demo_run
+    lazy_store = Store(tmp_path / "lazy.db")
+    lazy = Engine(lazy_store, RunConfig(dataset="demo", operators=PLAN_OPS, seed=3, lazy=True), model=lite0).execute()
+    flags = lambda st, rid: {(v["sample_id"], v["group_name"]): v["flagged"] for v in st.votes(rid)}  # noqa: E731
+    assert flags(lazy_store, lazy.run_id) == flags(store, report.run_id)
+    full = {(v["sample_id"], v["mutation_key"]): v["verdict"] for v in store.verdicts(report.run_id)}
+    mine = {(v["sample_id"], v["mutation_key"]): (v["verdict"], v["note"]) for v in lazy_store.verdicts(lazy.run_id)}
+    assert mine.keys() == full.keys()
+    not_run = [k for k, (v, _) in mine.items() if v == R.NOT_EVALUATED]
+    assert not_run and all(mine[k][1] == R.VOTE_DECIDED for k in not_run)
+    assert all(mine[k][0] == full[k] for k in mine if k not in not_run)
+    assert lazy.forward_passes < report.forward_passes
+    lazy_store.dispose()

@@ -9,14 +9,31 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from objrel import review as R
 from objrel.engine import jobs
-from objrel.config import RunConfig
+from objrel.config import DetectionConfig, RunConfig
 from objrel.engine.classify import Engine
 from objrel.engine.retest import retest_with_box
+from objrel.errors import ConfigError, NotAllowed
 from objrel.store.reviews import retests
 from objrel.store import Store
 
 from tests.fixtures.colour_model import factory
+
+
+OPERATOR = "olga"
+
+
+@pytest.fixture(autouse=True)
+def fast_scrypt(monkeypatch):
+    monkeypatch.setattr(R.accounts, "SCRYPT_N", 2 ** 10)
+
+
+def account(store: Store, name: str = OPERATOR, roles=(R.RUN_OPERATOR,)) -> str:
+    """``name``, made in ``store`` with ``roles`` unless it is there already."""
+    if name not in R.reviewer_names(store):
+        R.create_reviewer(store, name, f"{name}-passphrase", roles=roles)
+    return name
 
 
 def wait_for(pred, timeout=90.0, step=0.1):
@@ -31,7 +48,7 @@ def wait_for(pred, timeout=90.0, step=0.1):
 def test_background_run_finishes_and_reports_progress(tmp_path, colour_set):
     store = Store(tmp_path / "bg.db")
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3")
-    job = jobs.start_run(store.url, cfg)
+    job = jobs.start_run(store.url, cfg, actor=account(store))
     assert store.get_run(job.run_id).n_total == 10
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
     run = store.get_run(job.run_id)
@@ -43,13 +60,13 @@ def test_background_run_can_be_cancelled(tmp_path, colour_set):
     store = Store(tmp_path / "cancel.db")
     cfg = RunConfig(model="py:tests.fixtures.colour_model:slow_factory", dataset=str(colour_set), plan="colours3",
                     batch_size=1)
-    job = jobs.start_run(store.url, cfg)
+    job = jobs.start_run(store.url, cfg, actor=account(store))
     assert wait_for(lambda: store.get_run(job.run_id).n_done >= 1)
-    jobs.cancel(store, job.run_id)
+    jobs.cancel(store, job.run_id, actor=OPERATOR)
     assert wait_for(lambda: store.get_run(job.run_id).status == "cancelled")
     assert store.get_run(job.run_id).n_done < 10
     # and it can be resumed to the end
-    again = jobs.start_run(store.url, resume=job.run_id)
+    again = jobs.start_run(store.url, resume=job.run_id, actor=account(store))
     assert again.run_id == job.run_id
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished", timeout=120)
     assert len(store.samples(job.run_id)) == 10
@@ -67,7 +84,8 @@ def test_dead_process_shows_as_stalled(tmp_path):
 def test_start_failure_is_reported(tmp_path):
     store = Store(tmp_path / "fail.db")
     with pytest.raises(RuntimeError, match="exited with code 2"):
-        jobs.start_run(store.url, RunConfig(model="py:nowhere:nothing", dataset=str(tmp_path / "none.json")))
+        jobs.start_run(store.url, RunConfig(model="py:nowhere:nothing", dataset=str(tmp_path / "none.json")),
+                       actor=account(store))
 
 
 def test_retest_with_a_box_over_the_whole_image(tmp_path):
@@ -89,6 +107,7 @@ def test_retest_with_a_box_over_the_whole_image(tmp_path):
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(root / "ann.json"), plan="all")
     rep = Engine(store, cfg, model=factory()).execute()
     assert set(store.flagged_sample_ids(rep.run_id, "MR-2")) == {"1"}
+    account(store, "alice", (R.REVIEWER,))
     res = retest_with_box(store, rep.run_id, "1", (0, 0, 40, 40), "alice", model=factory())
     assert res.box == (0, 0, 40, 40) and res.area_ratio == 1.0
     assert res.votes["MR-2"]["violations"] == 0 and not res.votes["MR-2"]["flagged"]
@@ -110,7 +129,7 @@ def test_background_detection_run_finishes(tmp_path):
     from objrel.config import DetectionConfig
 
     store = Store(tmp_path / "det.db")
-    job = jobs.start_run(store.url, DetectionConfig(**FACES, limit=1, name="faces"))
+    job = jobs.start_run(store.url, DetectionConfig(**FACES, limit=1, name="faces"), actor=account(store))
     run = store.get_run(job.run_id)
     assert (run.task, run.model, run.n_total, run.name) == ("detection", "haar:frontalface_default", 1, "faces")
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
@@ -129,7 +148,7 @@ def test_stopped_detection_run_resumes_in_the_background(tmp_path):
     run = store.get_run(stopped.run_id)
     assert stopped.status == "pending" and (run.n_done, run.n_total) == (2, 3)
     assert jobs.is_resumable(run) and [r.id for r in jobs.resumable_runs(store)] == [stopped.run_id]
-    job = jobs.start_run(store.url, resume=stopped.run_id)
+    job = jobs.start_run(store.url, resume=stopped.run_id, actor=account(store))
     assert job.run_id == stopped.run_id
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
     assert store.get_run(job.run_id).n_done == 3 and not jobs.is_resumable(store.get_run(job.run_id))
@@ -147,7 +166,7 @@ def test_stopped_detection_run_resumes_in_the_background(tmp_path):
 
 def test_start_run_takes_a_config_or_a_run_to_resume(tmp_path):
     with pytest.raises(ValueError, match="not both"):
-        jobs.start_run(Store(tmp_path / "x.db").url, RunConfig(), resume=1)
+        jobs.start_run(Store(tmp_path / "x.db").url, RunConfig(), resume=1, actor=OPERATOR)
 
 
 def test_run_states_for_the_runs_page(tmp_path):
@@ -163,3 +182,97 @@ def test_run_states_for_the_runs_page(tmp_path):
     assert jobs.progress_share(run) == 1.0 and not jobs.is_resumable(run)
     table = jobs.run_table(store)
     assert table.loc[0, ["task", "status", "samples"]].tolist() == ["single", "finished", "4/4"]
+
+
+# ---------------------------------------------------------------- who may start, cancel, resume, re-test
+
+
+def _run_row(store: Store) -> int:
+    rid = store.create_run(name="x", model="m", model_config={}, task="single", class_names=["a"], dataset="d",
+                           dataset_config={}, plan={"groups": []}, config={}, seed=0, n_total=4)
+    store.update_run(rid, status="running")
+    return rid
+
+
+@pytest.mark.parametrize("who, roles", [(None, ()), ("rita", (R.REVIEWER,)), ("adam", (R.ADJUDICATOR,))])
+def test_only_run_operators_and_admins_start_cancel_and_resume(tmp_path, who, roles):
+    store = Store(tmp_path / "deny.db")
+    if who is not None:
+        account(store, who, roles)
+    rid = _run_row(store)
+    held = ", ".join(roles) if roles else "no role"
+    with pytest.raises(NotAllowed, match=f"may not start runs: it needs the role run-operator or admin; .* {held}"):
+        jobs.start_run(store.url, DetectionConfig(**FACES, limit=1), actor=who)
+    with pytest.raises(NotAllowed, match=f"may not resume run {rid}"):
+        jobs.start_run(store.url, resume=rid, actor=who)
+    with pytest.raises(NotAllowed, match=f"may not cancel run {rid}"):
+        jobs.cancel(store, rid, actor=who)
+    with pytest.raises(NotAllowed, match="may not read run logs"):
+        jobs.log_tail(store, tmp_path / "any.log", who)
+    assert store.list_runs()[0].id == rid and not store.cancel_requested(rid)   # nothing started or asked
+
+
+def test_an_admin_may_cancel_and_read_logs(tmp_path):
+    store = Store(tmp_path / "admin.db")
+    rid = _run_row(store)
+    boss = account(store, "boss", (R.ADMIN,))
+    jobs.cancel(store, rid, actor=boss)
+    assert store.cancel_requested(rid)
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(f"line {i}" for i in range(30)))
+    assert jobs.log_tail(store, log, boss, lines=2) == "line 28\nline 29"
+
+
+def test_retest_needs_a_reviewer_role(tmp_path):
+    store = Store(tmp_path / "rt-deny.db")
+    account(store, OPERATOR)
+    with pytest.raises(NotAllowed, match="'olga' may not re-test run 1 .* reviewer or adjudicator or admin; "
+                                         "olga has run-operator"):
+        retest_with_box(store, 1, "1", (0, 0, 4, 4), OPERATOR)
+
+
+# ---------------------------------------------------------------- the web app's policy
+
+
+def test_web_runs_refuse_code_unlisted_models_and_paths_outside_the_roots(tmp_path, monkeypatch, colour_set):
+    store = Store(tmp_path / "web.db")
+    op = account(store)
+    with pytest.raises(ConfigError, match="never runs code named by a model spec"):
+        jobs.start_web_run(store, RunConfig(model="py:tests.fixtures.colour_model:factory", dataset="demo"), actor=op)
+    with pytest.raises(ConfigError, match="never runs code"):
+        jobs.start_web_run(store, DetectionConfig(detector="mtcnn+py:evil:f", dataset="demo-faces"), actor=op)
+    with pytest.raises(ConfigError, match="must be one of the app's list .* got 'torchvision:resnet18'"):
+        jobs.start_web_run(store, RunConfig(model="torchvision:resnet18", dataset="demo"), actor=op)
+    with pytest.raises(ConfigError, match="dataset must lie inside an allowed folder"):
+        jobs.start_web_run(store, RunConfig(model="efficientnet-lite0", dataset=str(colour_set)), actor=op)
+    with pytest.raises(ConfigError, match="weights file must lie inside an allowed folder"):
+        jobs.start_web_run(store, RunConfig(model="efficientnet-lite0", dataset="demo", weights="/etc/passwd"),
+                           actor=op)
+    with pytest.raises(ConfigError, match="dataset must lie inside"):   # no escape with ..
+        jobs.start_web_run(store, DetectionConfig(**{**FACES, "dataset": str(tmp_path / "up" / ".." / "x.json")}),
+                           actor=op)
+    with pytest.raises(NotAllowed, match="may not start runs"):
+        jobs.start_web_run(store, DetectionConfig(**FACES, limit=1), actor=account(store, "rita", (R.REVIEWER,)))
+    assert store.list_runs() == []
+    monkeypatch.setenv("OBJREL_DATA_ROOTS", str(colour_set.parent))
+    from objrel.engine.run_form import check_web_config
+    assert check_web_config(store, RunConfig(model="efficientnet-lite0", dataset=str(colour_set))).dataset == \
+        str(colour_set)
+
+
+def test_admins_register_models_for_the_web_list(tmp_path):
+    from objrel.engine.run_form import CLASSIFIER, allow_model, web_models
+
+    store = Store(tmp_path / "models.db")
+    boss = account(store, "boss", (R.ADMIN,))
+    with pytest.raises(NotAllowed, match="'olga' may not register models"):
+        allow_model(store, account(store), CLASSIFIER, "torchvision:resnet18")
+    with pytest.raises(ConfigError, match="never code"):
+        allow_model(store, boss, CLASSIFIER, "py:tests.fixtures.colour_model:factory")
+    with pytest.raises(ConfigError, match="or a path"):
+        allow_model(store, boss, CLASSIFIER, "haar:/tmp/cascade.xml")
+    assert allow_model(store, boss, CLASSIFIER, "torchvision:resnet18")[-1] == "torchvision:resnet18"
+    assert "torchvision:resnet18" in web_models(store, CLASSIFIER)
+    from objrel.engine.run_form import check_web_config
+    assert check_web_config(store, RunConfig(model="torchvision:resnet18", dataset="demo")).model == \
+        "torchvision:resnet18"

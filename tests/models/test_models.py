@@ -140,3 +140,97 @@ def test_efficientnet_lite0_is_real_and_offline():
     assert probs[0].argmax() == 285 and probs[0, 285] > 0.6
     assert probs[1].argmax() == 967 and probs[1, 967] > 0.6
     assert clf.class_names[285] == "Egyptian cat"
+
+
+# ---------------------------------------------------------------- adapter at the model's limit
+
+
+def _tiny_torch_classifier(**kw):
+    from objrel.models import TorchClassifier
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                              torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    return TorchClassifier(net, ["a", "b", "c", "d"], Preprocess(size=32), **kw)
+
+
+def test_preprocess_gives_channels_last_float32_without_a_copy_and_matches_the_reference():
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 256, (40, 50, 3), dtype=np.uint8), rng.integers(0, 256, (20, 20, 3), dtype=np.uint8)]
+    pre = Preprocess(size=32)
+    x = pre(images)
+    assert x.dtype == torch.float32 and x.is_contiguous(memory_format=torch.channels_last)
+    ref = np.stack([pre.resize_one(im) for im in images]).astype(np.float64) / 255.0
+    ref = (ref - np.asarray(pre.mean)) / np.asarray(pre.std)
+    assert np.allclose(x.permute(0, 2, 3, 1).numpy(), ref, atol=1e-5)
+
+
+def test_prepare_then_forward_equals_predict_and_both_memory_formats_agree():
+    rng = np.random.default_rng(1)
+    images = [rng.integers(0, 256, (36, 36, 3), dtype=np.uint8) for _ in range(5)]
+    cl = _tiny_torch_classifier()
+    plain = _tiny_torch_classifier(channels_last=False)
+    assert cl.channels_last and not plain.channels_last
+    x = cl.prepare(images)
+    assert isinstance(x, torch.Tensor) and x.is_contiguous(memory_format=torch.channels_last)
+    p = cl.forward(x)
+    assert p.dtype == np.float32 and p.shape == (5, 4)
+    assert np.allclose(p, cl.predict(images), atol=1e-6)
+    assert np.allclose(p, plain.predict(images), atol=1e-5)
+    assert cl.forward(cl.prepare([])).shape == (0, 4)
+    # the base adapter's prepare is the checked list, forward the function
+    fn = CallableClassifier(lambda ims: np.full((len(ims), 2), 0.5), ["x", "y"])
+    assert fn.forward(fn.prepare(images)).shape == (5, 2)
+    with pytest.raises(ValueError):
+        fn.prepare([images[0].astype(np.float32)])
+
+
+def test_compile_is_opt_in_and_compiled_once_per_module(monkeypatch):
+    from objrel.models import classifier as C
+
+    calls = []
+
+    def fake_compile(module):
+        calls.append(module)
+        return module
+
+    monkeypatch.setattr(C.torch, "compile", fake_compile)
+    clf = _tiny_torch_classifier()
+    img = [np.zeros((32, 32, 3), np.uint8)]
+    clf.predict(img)
+    assert calls == []
+    clf.enable_compile()
+    clf.predict(img)
+    clf.predict(img)
+    other = C.TorchClassifier(clf.module, clf.class_names, clf.preprocess, compile=True)
+    other.predict(img)
+    assert calls == [clf.module]  # one compile for the module, shared by both adapters
+
+
+def test_inference_threads_are_set_once():
+    from objrel.models import threads as T
+
+    assert T.INFERENCE_THREADS >= 1
+    n = T.configure_inference_threads()
+    assert n == torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert T.configure_inference_threads(5) == 1  # already configured: left alone
+    finally:
+        torch.set_num_threads(n)
+
+
+def test_run_config_and_cli_carry_lazy_compile_and_engine():
+    from objrel.cli.main import build_parser
+    from objrel.cli.run import run_config
+    from objrel.config import RunConfig
+
+    assert (RunConfig().lazy, RunConfig().compile, RunConfig().engine) == (True, False, "local")
+    with pytest.raises(ConfigError, match="engine must be one of"):
+        RunConfig(engine="spark")
+    args = build_parser().parse_args(["run", "--no-lazy", "--compile", "--engine", "ray"])
+    cfg = run_config(args)
+    assert (cfg.lazy, cfg.compile, cfg.engine) == (False, True, "ray")
+    assert RunConfig.from_dict(cfg.to_dict()) == cfg
+    cfg = run_config(build_parser().parse_args(["run"]))
+    assert (cfg.lazy, cfg.compile, cfg.engine) == (True, False, "local")

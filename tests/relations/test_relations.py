@@ -187,3 +187,82 @@ def test_strictness_survives_float_noise():
     a = P([1 / 3 + 0.1, 1 / 3, 1 / 3 - 0.1])
     assert R.mr1_single(a, P(list(np.array([1 / 3 + 0.1, 1 / 3, 1 / 3 - 0.1])))).verdict == R.VIOLATED
     assert math.isclose(R.top_certainty(a), 0.1, abs_tol=1e-12)
+
+
+# ---------------------------------------------------------------- seed 002 s V-A as the paper writes it
+
+
+def test_seed002_weighted_score_keeps_h_n_of_all_operations():
+    # preserving: N = 3 functions with H = 12, 12, 1; MvObjToImg gave 1.0 and 0.5, PsvObj 0.2, BldObjToImg none
+    # S_p = (1.0 + 0.5) / (12 * 3) + 0.2 / (1 * 3) = 0.0416667 + 0.0666667 = 0.1083333
+    h_p = {"move_to_background": 12, "blend_to_background": 12, "gray_background_blur": 1}
+    d_p = {"move_to_background": [1.0, 0.5], "gray_background_blur": [0.2]}
+    assert R.seed002_weighted_score(d_p, h_p) == pytest.approx(0.1083333, abs=1e-7)
+    # removing: H = 9, 2, 2; RmvObjByMM not applicable (no mask): its 2 operations still count in H_n and N
+    # S_r = 9 * 0.9 / (9 * 3) + (0.6 + 0.3) / (2 * 3) + 0 = 0.3 + 0.15 = 0.45
+    h_r = {"fill_object_blur": 9, "inpaint": 2, "margin_fill": 2}
+    d_r = {"fill_object_blur": [0.9] * 9, "inpaint": [0.6, 0.3]}
+    assert R.seed002_weighted_score(d_r, h_r) == pytest.approx(0.45)
+    # objrel's "applicable" weights drop RmvObjByMM from N: (0.9 + 0.45) / 2 = 0.675
+    assert R.weighted_score(d_r) == pytest.approx(0.675)
+    rel = R.seed002_relevancy(d_p, d_r, h_p, h_r, keys=("k1", "k2"))
+    assert rel.scoring == "seed002" and rel.operations == ("k1", "k2")
+    assert rel.s == pytest.approx((0.1083333 + 0.45) / 2, abs=1e-7)
+    # all distances 1 -> weights sum to 1 -> S_p = 1
+    assert R.seed002_weighted_score({fn: [1.0] * h for fn, h in h_p.items()}, h_p) == pytest.approx(1.0)
+    # the paper's Table I: 25 preserving + 13 removing = 38 operations
+    assert sum(R.SEED002_PAPER_OPERATIONS[f] for f in R.SEED002_PRESERVING) == 25
+    assert sum(R.SEED002_PAPER_OPERATIONS[f] for f in R.SEED002_REMOVING) == 13
+    with pytest.raises(ValueError, match="H_n"):
+        R.seed002_weighted_score({"inpaint": [0.1, 0.2, 0.3]}, {"inpaint": 2})
+    with pytest.raises(ValueError, match="outside"):
+        R.seed002_weighted_score({"fill_object": [0.1]}, {"inpaint": 2})
+
+
+def test_highest_ranked_label_and_inference_distance():
+    # source ranks: label 1 (0.5) 1st, label 2 (0.3) 2nd, label 0 (0.1) 3rd, label 3 (0.1) 4th
+    src = R.Prediction.from_probs(np.array([0.1, 0.5, 0.3, 0.1]), interest=[0, 2])
+    assert src.ranks == {0: 3, 2: 2}
+    assert R.highest_ranked_label(src, [0, 2]) == 2
+    assert R.highest_ranked_label(src, [5]) is None
+    # mutant: label 1 0.6, label 3 0.2, label 0 0.1 (3rd), label 2 0.1 (4th)
+    mut = R.Prediction.from_probs(np.array([0.1, 0.6, 0.1, 0.2]), interest=[0, 2])
+    # D_r(label 2) = (0.3 - 0.1) / 0.3 * (1/2 - 1/4) = 0.6667 * 0.25 = 0.1666667; D_r(label 0) = 0 * ... = 0
+    assert R.inference_distance("MR-1", src, mut, [0, 2], highest_ranked=True) == pytest.approx(1 / 6)
+    assert R.inference_distance("MR-1", src, mut, [0, 2]) == pytest.approx(1 / 12)   # mean over both labels
+    # D_p(label 2) = (1 - 0.2/0.3) * (1 - (1/2 - 1/4)) = 0.3333 * 0.75 = 0.25
+    assert R.inference_distance("MR-2", src, mut, [0, 2], highest_ranked=True) == pytest.approx(0.25)
+    with pytest.raises(ValueError):
+        R.inference_distance("MR-3", src, mut, [0])
+
+
+def test_distances_use_seed002_when_the_plan_holds_its_functions():
+    from objrel.engine.votes import Distances, scoring_basis
+    from objrel.mutations import plan as P
+
+    plan = P.preset("all")
+    basis = scoring_basis(plan)
+    h = dict(basis.h)
+    assert basis.name == "seed002" and set(h) == set(R.SEED002_PAPER_OPERATIONS)
+    assert (h["gray_background_blur"], h["fill_object_blur"], h["inpaint"], h["margin_fill"]) == (1, 9, 2, 2)
+    assert len(basis.operations) == sum(h.values())
+    assert all(k.split("(")[0] in h for k in basis.operations) and "seed 002" in basis.describe()
+    d = Distances(plan)
+    d.add("MR-2", "move_to_background", 1.0)
+    d.add("MR-2", "gray_background_blur", 0.5)
+    d.add("MR-2", "fill_background", 1.0)       # not one of seed 002's functions: ignored by its S
+    d.add("MR-1", "inpaint", 0.4)
+    d.add("MR-1", "inpaint", 0.2)
+    rel = d.relevancy()
+    # S_p = 1.0 / (H_MvObj * 3) + 0.5 / (1 * 3); S_r = (0.4 + 0.2) / (2 * 3) = 0.1
+    s_p = 1.0 / (h["move_to_background"] * 3) + 0.5 / 3
+    assert rel.scoring == "seed002" and rel.s_p == pytest.approx(s_p) and rel.s_r == pytest.approx(0.1)
+    assert rel.s == pytest.approx((s_p + 0.1) / 2) and rel.operations == basis.operations
+    # a plan without them keeps objrel's applicable weights, and says so
+    d3 = Distances(P.preset("colours3"))
+    d3.add("MR-1", "fill_object", 0.4)
+    d3.add("MR-2", "fill_background", 0.8)
+    r3 = d3.relevancy()
+    assert r3.scoring == "applicable" and r3.s_p == pytest.approx(0.8) and r3.s_r == pytest.approx(0.4)
+    assert scoring_basis(P.preset("colours3")).name == "applicable"
+    assert Distances().relevancy().scoring == "applicable"

@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from objrel import review as R
+from objrel.errors import NotAllowed
 from objrel.review import accounts
 from objrel.store import Store, transactions
 from objrel.store import schema as S
@@ -122,11 +123,22 @@ def test_kappa_two_categories_by_hand():
     assert k.observed == pytest.approx(0.8)
     assert k.expected == pytest.approx(0.52)
     assert k.kappa == pytest.approx(0.28 / 0.48)  # 0.583333
-    # se = sqrt(0.8 * 0.2 / (10 * 0.48^2)) = sqrt(0.16 / 2.304) = 0.2635231
-    assert k.se == pytest.approx(0.2635231, abs=1e-6)
-    # 0.583333 -+ 1.959964 * 0.2635231 = 0.583333 -+ 0.516496 -> [0.066837, 1.099829] -> upper clipped to 1
-    assert k.ci_low == pytest.approx(0.066837, abs=1e-5)
+    # Fleiss-Cohen-Everitt (1969) SE, 1 - kappa = 5/12, rows = columns = (0.6, 0.4):
+    # A = 0.5 (1 - 1.2 * 5/12)^2 + 0.3 (1 - 0.8 * 5/12)^2 = 0.125 + 0.133333 = 0.258333
+    # B = (5/12)^2 (0.1 (0.6 + 0.4)^2 + 0.1 (0.4 + 0.6)^2) = 0.034722
+    # C = (7/12 - 0.52 * 5/12)^2 = 0.366667^2 = 0.134444
+    # var = (A + B - C) / (10 * 0.48^2) = 0.158611 / 2.304 = 0.068842 -> se = 0.262377
+    assert k.se_method == "fleiss"
+    assert k.se == pytest.approx(0.262377, abs=1e-6)
+    # 0.583333 -+ 1.959964 * 0.262377 = 0.583333 -+ 0.514249 -> [0.069084, 1.097582] -> upper clipped to 1
+    assert k.ci_low == pytest.approx(0.069084, abs=1e-5)
     assert k.ci_high == 1.0
+    # Cohen (1960): se = sqrt(0.8 * 0.2 / (10 * 0.48^2)) = sqrt(0.16 / 2.304) = 0.2635231
+    k60 = R.cohen_kappa(a, b, se_method="cohen1960")
+    assert k60.se_method == "cohen1960" and k60.kappa == k.kappa
+    assert k60.se == pytest.approx(0.2635231, abs=1e-6)
+    # 0.583333 -+ 1.959964 * 0.2635231 = 0.583333 -+ 0.516496 -> [0.066837, 1.099829] -> upper clipped to 1
+    assert k60.ci_low == pytest.approx(0.066837, abs=1e-5)
     assert k.band == "moderate"
     # rows: a's calls (tp, fp, uncertain), columns: b's calls
     assert k.confusion == ((5, 1, 0), (1, 3, 0), (0, 0, 0))
@@ -145,9 +157,16 @@ def test_kappa_three_categories_by_hand():
     assert k.observed == pytest.approx(0.7)
     assert k.expected == pytest.approx(0.34)
     assert k.kappa == pytest.approx(0.545455, abs=1e-6)
-    # se = sqrt(0.21 / (10 * 0.66^2)) = sqrt(0.21 / 4.356) = 0.219567; z se = 0.430343
-    assert k.se == pytest.approx(0.219567, abs=1e-6)
-    assert (k.ci_low, k.ci_high) == (pytest.approx(0.115112, abs=1e-5), pytest.approx(0.975798, abs=1e-5))
+    # Cohen (1960): se = sqrt(0.21 / (10 * 0.66^2)) = sqrt(0.21 / 4.356) = 0.219567; z se = 0.430343
+    k60 = R.cohen_kappa(a, b, se_method="cohen1960")
+    assert k60.se == pytest.approx(0.219567, abs=1e-6)
+    assert (k60.ci_low, k60.ci_high) == (pytest.approx(0.115112, abs=1e-5), pytest.approx(0.975798, abs=1e-5))
+    # Fleiss-Cohen-Everitt (default): table [[3,1,0],[0,2,1],[1,0,2]] / 10, 1 - kappa = 0.454545:
+    # A = 0.3 (1 - 0.8 * .454545)^2 + 0.2 (1 - 0.6 * .454545)^2 + 0.2 (1 - 0.6 * .454545)^2 = 0.333058
+    # off-diagonal cells (a tp, b fp), (a fp, b unc), (a unc, b tp), each 0.1, weights (p_.i + p_j.)^2:
+    # B = .454545^2 * 0.1 ((0.4 + 0.3)^2 + (0.3 + 0.3)^2 + (0.3 + 0.4)^2) = 0.027686
+    # C = (0.545455 - 0.34 * 0.454545)^2 = 0.152810;  var = 0.207934 / 4.356 = 0.047735 -> se = 0.218484
+    assert k.se == pytest.approx(0.218484, abs=1e-6)
     assert k.confusion == ((3, 1, 0), (0, 2, 1), (1, 0, 2))
 
 
@@ -224,7 +243,7 @@ def test_default_scrypt_cost_is_owasp_minimum(store, monkeypatch):
 
 
 def test_account_refusals(store):
-    with pytest.raises(ValueError, match="non-empty"):
+    with pytest.raises(ValueError, match="2 to 40 characters; got 0"):
         R.create_reviewer(store, "   ", "long enough")
     with pytest.raises(ValueError, match="at least 8 characters; got 7"):
         R.create_reviewer(store, "dave", "1234567")
@@ -282,7 +301,7 @@ def test_judgments_only_on_flagged_inferences(two_reviewers):
             R.record_judgment(store, rid, sid, rel, "alice", "tp")
     with pytest.raises(ValueError, match="not flagged"):
         R.record_judgment(store, rid + 1, "f1", "MR-1", "alice", "tp")  # no such run
-    with pytest.raises(ValueError, match="no reviewer account named 'mallory'"):
+    with pytest.raises(NotAllowed, match="'mallory' may not judge .* needs the role reviewer; mallory has no role"):
         R.record_judgment(store, rid, "f1", "MR-1", "mallory", "tp")
     assert len(R.judgments(store, rid)) == 2
 
@@ -437,7 +456,8 @@ def test_agreement_over_items_both_judged(two_reviewers):
 
 def test_disagreements_adjudication_and_consensus(two_reviewers):
     store = two_reviewers
-    R.create_reviewer(store, "carol", "carol-passphrase")
+    R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
+    R.create_reviewer(store, "dave", "dave-passphrase", roles=[R.ADMIN])
     sids = ids("s", 10)
     rid = make_run(store, mr1=sids)
     _store_calls(store, rid, sids, CALLS_A, CALLS_B)
@@ -456,13 +476,18 @@ def test_disagreements_adjudication_and_consensus(two_reviewers):
 
     done = R.adjudicate(store, rid, "s005", "MR-1", "fp", ["multiple-objects"], None, "carol")
     assert (done.verdict, done.source, done.adjudicator) == ("fp", "adjudicated", "carol")
-    again = R.adjudicate(store, rid, "s005", "MR-1", "uncertain", (), "could not tell", "alice")  # upsert
-    assert again.verdict == "uncertain" and again.adjudicator == "alice"
+    with pytest.raises(NotAllowed, match="'alice' may not adjudicate .*needs the role adjudicator or admin; alice has reviewer"):
+        R.adjudicate(store, rid, "s005", "MR-1", "uncertain", (), "could not tell", "alice")
+    assert R.grant_roles(store, "dave", "alice", R.ADJUDICATOR) == ("adjudicator", "reviewer")
+    with pytest.raises(NotAllowed, match="'alice' may not adjudicate .*never a party"):
+        R.adjudicate(store, rid, "s005", "MR-1", "uncertain", (), "could not tell", "alice")  # a party, not a judge
+    again = R.adjudicate(store, rid, "s005", "MR-1", "uncertain", (), "could not tell", "dave")  # upsert
+    assert again.verdict == "uncertain" and again.adjudicator == "dave"
     with store.engine.connect() as c:
         rows = c.execute(select(S.consensus.c.sample_id, S.consensus.c.verdict)).all()
     assert rows == [("s005", "uncertain")]
     dis = R.disagreements(store, rid, "MR-1", "alice", "bob")
-    assert dis[0].resolved and dis[0].resolved_verdict == "uncertain" and dis[0].resolved_by == "alice"
+    assert dis[0].resolved and dis[0].resolved_verdict == "uncertain" and dis[0].resolved_by == "dave"
     by_id = {c.sample_id: c for c in R.consensus(store, rid, "MR-1")}
     assert len(by_id) == 8 and by_id["s005"].verdict == "uncertain"
     # a reviewer who changes a call later breaks the computed consensus: no stale row
@@ -471,7 +496,7 @@ def test_disagreements_adjudication_and_consensus(two_reviewers):
     # an adjudication overrides even an agreed item
     R.adjudicate(store, rid, "s001", "MR-1", "fp", ["incomplete-removal"], None, "carol")
     assert {c.sample_id: c.verdict for c in R.consensus(store, rid, "MR-1")}["s001"] == "fp"
-    with pytest.raises(ValueError, match="no adjudicator account named 'zed'"):
+    with pytest.raises(NotAllowed, match="'zed' may not adjudicate .*needs the role adjudicator or admin"):
         R.adjudicate(store, rid, "s002", "MR-1", "tp", (), None, "zed")
     with pytest.raises(ValueError, match="not flagged"):
         R.adjudicate(store, rid, "s002", "MR-2", "tp", (), None, "carol")
@@ -508,7 +533,7 @@ def _judge_both(store, rid, sid, verdict, reasons=(), note_a=None, note_b=None):
 
 def test_precision_table_from_consensus(two_reviewers):
     store = two_reviewers
-    R.create_reviewer(store, "carol", "carol-passphrase")
+    R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
     a = make_run(store, mr1=ids("a", 10), clean=["ok1", "ok2"], model="ResNet")
     b = make_run(store, mr1=ids("b", 3), model="MobileNet")
     assert len(R.draw_review_sample(store, a, "MR-1")) == 10  # 384.1459 / 39.31459 = 9.77 -> 10: all
@@ -700,7 +725,7 @@ def test_review_workflow_and_write_races_on_postgresql(pg_url):
     store = Store(pg_url)
     assert store.engine.dialect.name == "postgresql"
     for name in ("alice", "bob", "carol"):
-        R.create_reviewer(store, name, f"{name}-passphrase")
+        R.create_reviewer(store, name, f"{name}-passphrase", roles=[R.REVIEWER, R.ADJUDICATOR])
     rid = make_run(store, mr1=ids("s", N_RACE), model="pg")
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(2)
@@ -726,3 +751,42 @@ def test_review_workflow_and_write_races_on_postgresql(pg_url):
     assert (row["reviewed"], row["true positive"], row["false positive"], row["other"], row["unresolved"]) \
         == (9, 5, 4, 1, 1)
     assert R.reviewer_names(store) == ["alice", "bob", "carol"]
+
+
+# ---------------------------------------------------------------- kappa standard errors vs statsmodels
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_kappa_fleiss_se_matches_statsmodels(seed):
+    from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 301))
+    cats = ("tp", "fp", "uncertain")
+    a = rng.choice(3, size=n, p=[0.5, 0.35, 0.15])
+    # rater b agrees with a most of the time, otherwise draws at random
+    b = np.where(rng.random(n) < rng.uniform(0.3, 0.9), a, rng.choice(3, size=n))
+    k = R.cohen_kappa([cats[i] for i in a], [cats[i] for i in b])
+    ref = sm_kappa(np.array(k.confusion, dtype=float))
+    assert k.kappa == pytest.approx(ref.kappa, abs=1e-12)
+    assert k.se == pytest.approx(ref.std_kappa, rel=1e-10)
+    assert k.ci_low == pytest.approx(max(-1.0, ref.kappa_low), abs=1e-10)
+    assert k.ci_high == pytest.approx(min(1.0, ref.kappa_upp), abs=1e-10)
+    # Cohen 1960 by its own formula
+    k60 = R.cohen_kappa([cats[i] for i in a], [cats[i] for i in b], se_method="cohen1960")
+    assert k60.se == pytest.approx(math.sqrt(k.observed * (1 - k.observed) / (n * (1 - k.expected) ** 2)))
+
+
+def test_kappa_se_zero_when_one_rater_constant():
+    # a says tp throughout: p_o = p_e = share of b's tp calls, kappa = 0 and Fleiss' variance is 0:
+    # A = p_11 (1 - (1 + c1))^2 = c1^3, B = c1^2 (1 - c1), C = c1^2 -> A + B - C = 0
+    k = R.cohen_kappa(["tp"] * 5, ["tp", "fp", "fp", "uncertain", "tp"])
+    assert k.kappa == 0.0 and k.se == 0.0 and (k.ci_low, k.ci_high) == (0.0, 0.0)
+    k = R.cohen_kappa(["tp", "fp", "fp", "tp"] * 10, ["fp"] * 40)
+    assert k.kappa == 0.0 and k.se == 0.0
+    # Cohen 1960's approximation is not 0 there: sqrt(0.4 * 0.6 / (5 * 0.6^2)) = 0.365148
+    k60 = R.cohen_kappa(["tp"] * 5, ["tp", "fp", "fp", "uncertain", "tp"], se_method="cohen1960")
+    assert k60.se == pytest.approx(0.365148, abs=1e-6)
+    with pytest.raises(ValueError, match="se_method"):
+        R.cohen_kappa(["tp", "fp"], ["tp", "fp"], se_method="wald")
+    assert R.cohen_kappa(["tp", "fp"], ["tp", "tp"]).to_dict()["se_method"] == "fleiss"

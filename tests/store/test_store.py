@@ -82,7 +82,7 @@ def test_same_engine_runs_on_postgresql(pg_url, colour_set, colour_model, tmp_pa
     from objrel.config import RunConfig
     from objrel.engine.classify import Engine
 
-    from .test_engine import rows
+    from tests.engine.test_engine import rows
 
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="all", seed=4)
     pg = Store(pg_url)

@@ -1,0 +1,87 @@
+"""Users: admins invite accounts, grant and revoke roles, and register models for the Runs page.
+
+Every change goes through objrel.review (``invite``, ``grant_roles``, ``revoke_role``) and
+objrel.engine.run_form (``allow_model``), which check the signed-in account's admin role themselves.
+"""
+
+import streamlit as st
+
+from objrel import review
+from objrel.app.caches import open_store
+from objrel.app.widgets import sign_in_box, use_app_navigation
+from objrel.engine.run_form import TASK_LABELS, TASKS, allow_model, web_models
+from objrel.errors import ConfigError, NotAllowed
+
+use_app_navigation()
+
+FLASH_KEY = "users_flash"
+
+store = open_store()
+who = sign_in_box(store)
+st.title("Users")
+if FLASH_KEY in st.session_state:
+    st.success(st.session_state.pop(FLASH_KEY))
+if not review.has_role(store, who, (review.ADMIN,)):
+    st.info("Accounts and roles are managed by admins: sign in (sidebar) with an admin account. The server's "
+            "operator makes the first one with `objrel users add NAME --role admin`.")
+    st.stop()
+
+
+def done(message: str) -> None:
+    st.session_state[FLASH_KEY] = message
+    st.rerun()
+
+
+accounts = review.list_accounts(store)
+st.dataframe([{"name": a["name"], "sign-in": a["kind"], "roles": ", ".join(a["roles"]) or "(none)"}
+              for a in accounts], hide_index=True, key="users_table")
+
+st.subheader("Invite someone")
+with st.form("users_invite", clear_on_submit=True):
+    c1, c2, c3 = st.columns([2, 2, 3])
+    name = c1.text_input("Name", key="users_new_name", help="2-40 ASCII letters, digits, . _ - @ and inner spaces")
+    passphrase = c2.text_input("First passphrase", type="password", key="users_new_pass",
+                               help=f"at least {review.MIN_PASSPHRASE_LENGTH} characters; give it to them privately")
+    roles = c3.multiselect("Roles", review.ROLES, default=[review.REVIEWER], key="users_new_roles",
+                           format_func=review.ROLE_LABELS.get)
+    invited = st.form_submit_button("Invite", key="users_invite_btn")
+if invited:
+    try:
+        account = review.invite(store, who, name, passphrase, roles)
+    except (ValueError, NotAllowed) as exc:
+        st.error(str(exc))
+    else:
+        done(f"Invited {account.name} ({', '.join(review.roles_of(store, account.name))}).")
+
+st.subheader("Change roles")
+names = [a["name"] for a in accounts]
+with st.form("users_roles"):
+    c1, c2, c3 = st.columns([2, 2, 1])
+    target = c1.selectbox("Account", names, key="users_target")
+    role = c2.selectbox("Role", review.ROLES, key="users_role", format_func=review.ROLE_LABELS.get)
+    action = c3.radio("Action", ["grant", "revoke"], key="users_action", horizontal=True)
+    changed = st.form_submit_button("Apply", key="users_roles_btn")
+if changed:
+    try:
+        now = (review.grant_roles(store, who, target, role) if action == "grant"
+               else review.revoke_role(store, who, target, role))
+    except (ValueError, KeyError, NotAllowed) as exc:
+        st.error(str(exc))
+    else:
+        done(f"{target}: {', '.join(now) or 'no role'}.")
+
+st.subheader("Models the Runs page offers")
+with st.form("users_models"):
+    c1, c2 = st.columns([1, 3])
+    task = c1.radio("Task", TASKS, key="users_model_task", format_func=TASK_LABELS.get)
+    model = c2.text_input("Model name (a zoo name or detector spec; never py: code or a path)", key="users_model")
+    added = st.form_submit_button("Register", key="users_model_btn")
+if added:
+    try:
+        allow_model(store, who, task, model)
+    except (ConfigError, NotAllowed) as exc:
+        st.error(str(exc))
+    else:
+        done(f"Registered {model.strip()} for {TASK_LABELS[task].lower()} runs.")
+for t in TASKS:
+    st.text(f"{TASK_LABELS[t]}: {', '.join(web_models(store, t))}")

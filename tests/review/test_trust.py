@@ -1,0 +1,272 @@
+"""The trust model of the shared app: roles checked server-side, names that cannot pose as others,
+throttled sign-in, a bounded number of concurrent hashes, blind review until the sample closes,
+versioned judgments."""
+
+from __future__ import annotations
+
+import datetime as dt
+import multiprocessing as mp
+import threading
+import time
+
+import pytest
+
+from objrel import review as R
+from objrel.errors import NotAllowed
+from objrel.review import accounts
+from objrel.review.lime_pair import explain_pair
+from objrel.store import Store
+from objrel.store import accounts as account_rows
+
+from tests.review.test_review import ids, make_run
+
+
+@pytest.fixture(autouse=True)
+def fast_scrypt(monkeypatch):
+    monkeypatch.setattr(accounts, "SCRYPT_N", 2 ** 10)
+
+
+@pytest.fixture
+def team(store):
+    """alice and bob review, carol adjudicates, root is admin, olga operates runs."""
+    for name, roles in (("alice", [R.REVIEWER]), ("bob", [R.REVIEWER]), ("carol", [R.ADJUDICATOR]),
+                        ("root", [R.ADMIN]), ("olga", [R.RUN_OPERATOR])):
+        R.create_reviewer(store, name, f"{name}-passphrase", roles=roles)
+    return store
+
+
+# ---------------------------------------------------------------- roles
+
+
+def test_roles_are_stored_and_several_per_account(team):
+    assert R.roles_of(team, "alice") == ("reviewer",)
+    assert R.grant_roles(team, "root", "alice", [R.ADJUDICATOR, R.RUN_OPERATOR]) == \
+        ("adjudicator", "reviewer", "run-operator")
+    assert R.revoke_role(team, "root", "alice", R.RUN_OPERATOR) == ("adjudicator", "reviewer")
+    assert R.roles_of(team, "nobody") == () and R.roles_of(team, None) == ()
+    assert {a["name"]: a["roles"] for a in R.list_accounts(team)}["alice"] == ("adjudicator", "reviewer")
+
+
+def test_only_admins_grant_invite_and_no_admin_demotes_themselves(team):
+    with pytest.raises(NotAllowed, match="'carol' may not grant roles to 'bob': it needs the role admin; "
+                                         "carol has adjudicator"):
+        R.grant_roles(team, "carol", "bob", R.ADJUDICATOR)
+    with pytest.raises(NotAllowed, match="'alice' may not invite accounts: it needs the role admin; alice has reviewer"):
+        R.invite(team, "alice", "mallory", "mallory-passphrase", [R.ADMIN])
+    with pytest.raises(NotAllowed, match="nobody signed in may not invite accounts"):
+        R.invite(team, None, "mallory", "mallory-passphrase", [R.ADMIN])
+    assert "mallory" not in R.reviewer_names(team)
+    dora = R.invite(team, "root", "dora", "dora-passphrase", [R.REVIEWER, R.ADJUDICATOR])
+    assert R.roles_of(team, dora.name) == ("adjudicator", "reviewer")
+    with pytest.raises(ValueError, match="roles must be among .* got 'god'"):
+        R.invite(team, "root", "eve", "eve-passphrase", ["god"])
+    with pytest.raises(NotAllowed, match="revoke their own admin role"):
+        R.revoke_role(team, "root", "root", R.ADMIN)
+    assert R.roles_of(team, "root") == ("admin",)
+
+
+def test_judging_needs_the_reviewer_role(team):
+    rid = make_run(team, mr1=["f1"])
+    for who, held in (("carol", "adjudicator"), ("root", "admin"), ("olga", "run-operator")):
+        with pytest.raises(NotAllowed, match=f"'{who}' may not judge .* needs the role reviewer; {who} has {held}"):
+            R.record_judgment(team, rid, "f1", "MR-1", who, "tp")
+    assert R.record_judgment(team, rid, "f1", "MR-1", "alice", "tp").verdict == "tp"
+    assert [j.reviewer for j in R.judgments(team, rid)] == ["alice"]
+
+
+def test_adjudication_needs_the_role_and_never_a_party(team):
+    rid = make_run(team, mr1=["f1", "f2"])
+    R.record_judgment(team, rid, "f1", "MR-1", "alice", "tp")
+    R.record_judgment(team, rid, "f1", "MR-1", "bob", "fp", ["multiple-objects"])
+    with pytest.raises(NotAllowed, match="'olga' may not adjudicate .* adjudicator or admin; olga has run-operator"):
+        R.adjudicate(team, rid, "f1", "MR-1", "tp", (), None, "olga")
+    R.grant_roles(team, "root", "bob", R.ADJUDICATOR)
+    with pytest.raises(NotAllowed, match="'bob' may not adjudicate 'f1' .*judged this item themselves"):
+        R.adjudicate(team, rid, "f1", "MR-1", "fp", ["multiple-objects"], None, "bob")
+    assert R.adjudicate(team, rid, "f1", "MR-1", "tp", (), None, "carol").adjudicator == "carol"
+    assert R.adjudicate(team, rid, "f1", "MR-1", "fp", (), None, "root").adjudicator == "root"  # admins may too
+    assert R.adjudicate(team, rid, "f2", "MR-1", "tp", (), None, "bob").adjudicator == "bob"  # not a party of f2
+
+
+def test_lime_needs_a_reviewer_role_before_any_work(team):
+    class Exploding:
+        def __call__(self, *a, **k):
+            raise AssertionError("the model must not run for a refused request")
+
+    with pytest.raises(NotAllowed, match="'olga' may not compute LIME explanations: it needs the role reviewer or "
+                                         "adjudicator or admin; olga has run-operator"):
+        explain_pair(team, Exploding(), 1, "s", "fill", 10, actor="olga")
+    with pytest.raises(NotAllowed, match="nobody signed in"):
+        explain_pair(team, Exploding(), 1, "s", "fill", 10, actor=None)
+
+
+# ---------------------------------------------------------------- names
+
+
+@pytest.mark.parametrize("name, match", [
+    ("\u0430lice", "U\\+0430 CYRILLIC SMALL LETTER A"),          # Cyrillic a posing as alice
+    ("al\u200bice", "U\\+200B ZERO WIDTH SPACE"),
+    ("bob\u202e", "U\\+202E RIGHT-TO-LEFT OVERRIDE"),
+    ("a", "2 to 40 characters; got 1"),
+    ("x" * 41, "2 to 40 characters; got 41"),
+    ("tab\tname", "U\\+0009 control character"),
+])
+def test_names_outside_the_allowed_set_are_refused(store, name, match):
+    with pytest.raises(ValueError, match=match):
+        R.create_reviewer(store, name, "long enough passphrase")
+    assert R.reviewer_names(store) == []
+
+
+def test_names_are_nfkc_normalised_and_unique_ignoring_case(store):
+    assert R.create_reviewer(store, "\uff34rudy", "trudy-passphrase").name == "Trudy"  # fullwidth T -> T
+    for twin in ("TRUDY", "trudy", " Trudy "):
+        with pytest.raises(ValueError, match="taken"):
+            R.create_reviewer(store, twin, "other-passphrase")
+    assert R.verify_reviewer(store, "tRuDy", "trudy-passphrase").name == "Trudy"  # sign-in ignores case
+
+
+def _sign_up(path: str, name: str, barrier, results) -> None:
+    from objrel.review import accounts as acc
+
+    acc.SCRYPT_N = 2 ** 10
+    store = Store(path)
+    barrier.wait()
+    try:
+        acc.create_reviewer(store, name, f"{name}-passphrase")
+        results.put((name, "ok"))
+    except ValueError as exc:
+        results.put((name, str(exc)))
+
+
+def test_concurrent_sign_ups_of_one_name_in_two_processes_make_one_account(tmp_path, monkeypatch):
+    path = str(tmp_path / "race.db")
+    Store(path).dispose()
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_sign_up, args=(path, name, barrier, results)) for name in ("Trudy", "TRUDY")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    got = dict(results.get(timeout=5) for _ in procs)
+    assert sorted(v == "ok" for v in got.values()) == [False, True], got
+    assert any("taken" in v for v in got.values())
+    assert len(R.reviewer_names(Store(path))) == 1
+
+
+def test_the_store_refuses_a_case_twin_even_past_the_python_check(store, monkeypatch):
+    """The unique index on lower(name) decides a race the in-transaction check cannot see."""
+    R.create_reviewer(store, "Trudy", "trudy-passphrase")
+    monkeypatch.setattr(account_rows, "_taken", lambda c, name: False)   # as if the check ran before the insert
+    with pytest.raises(ValueError, match="taken"):
+        R.create_reviewer(store, "TRUDY", "trudy-passphrase")
+    assert R.reviewer_names(store) == ["Trudy"]
+
+
+# ---------------------------------------------------------------- sign-in throttling
+
+
+def test_throttle_wait_grows_and_is_capped():
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    fails = [t0 + dt.timedelta(seconds=i) for i in range(10)]
+    last = fails[-1]
+    assert accounts.throttle_wait(fails[:2], last) == 0.0
+    assert accounts.throttle_wait(fails[:3], fails[2]) == accounts.THROTTLE_BASE_S
+    assert accounts.throttle_wait(fails[:5], fails[4]) == 4 * accounts.THROTTLE_BASE_S
+    assert accounts.throttle_wait(fails[:5], fails[4] + dt.timedelta(seconds=3)) == 1.0
+    assert accounts.throttle_wait(fails * 3, last) == accounts.THROTTLE_MAX_S
+
+
+def test_failed_sign_ins_throttle_the_name_without_hashing(store, monkeypatch):
+    R.create_reviewer(store, "alice", "alice-passphrase")
+    for _ in range(accounts.THROTTLE_AFTER_FAILURES):
+        result = R.verify_reviewer(store, "alice", "wrong guess", client="10.0.0.1")
+        assert not result and result.wait_s == 0 and result.message == "Unknown name or wrong passphrase."
+    hashed = []
+    real = accounts._check_passphrase
+    monkeypatch.setattr(accounts, "_check_passphrase", lambda *a: hashed.append(1) or real(*a))
+    refused = R.verify_reviewer(store, "ALICE", "alice-passphrase", client="10.0.0.2")  # the right one, too soon
+    assert not refused and 0 < refused.wait_s <= accounts.THROTTLE_BASE_S and hashed == []
+    assert "try again in 1 s" in refused.message
+    time.sleep(refused.wait_s + 0.05)
+    ok = R.verify_reviewer(store, "alice", "alice-passphrase", client="10.0.0.2")
+    assert ok and ok.name == "alice" and hashed == [1]
+    assert R.verify_reviewer(store, "alice", "wrong", client="10.0.0.3").wait_s == 0  # success forgot the failures
+
+
+def test_one_client_guessing_many_names_is_throttled(store):
+    for i in range(accounts.THROTTLE_AFTER_FAILURES):
+        assert not R.verify_reviewer(store, f"name{i}", "guess guess", client="10.9.9.9")
+    assert R.verify_reviewer(store, "another", "guess guess", client="10.9.9.9").wait_s > 0
+    assert R.verify_reviewer(store, "another", "guess guess", client="10.1.1.1").wait_s == 0  # others go on
+
+
+def test_at_most_hash_slots_scrypt_hashes_run_at_once(monkeypatch):
+    running, peak, lock = [0], [0], threading.Lock()
+    release = threading.Event()
+
+    def slow_scrypt(*a, **k):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        release.wait(5)
+        with lock:
+            running[0] -= 1
+        return b"x" * 32
+
+    monkeypatch.setattr(accounts.hashlib, "scrypt", slow_scrypt)
+    threads = [threading.Thread(target=accounts._hash_passphrase, args=("p",)) for _ in range(accounts.HASH_SLOTS + 1)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 5
+    while time.time() < deadline and running[0] < accounts.HASH_SLOTS:
+        time.sleep(0.01)
+    time.sleep(0.2)   # time for a third hash to start, were it allowed to
+    assert running[0] == accounts.HASH_SLOTS == 2   # the third waits at the gate
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert peak[0] == accounts.HASH_SLOTS and running[0] == 0
+
+
+# ---------------------------------------------------------------- blind review, closing, versions
+
+
+def test_the_sample_closes_when_two_reviewers_judged_every_drawn_item(team):
+    rid = make_run(team, mr1=ids("s", 4))
+    drawn = R.draw_review_sample(team, rid, "MR-1")
+    assert len(drawn) == 4 and not R.sample_state(team, rid, "MR-1").closed
+    for sid in drawn:
+        R.record_judgment(team, rid, sid, "MR-1", "alice", "tp")
+    assert R.sample_state(team, rid, "MR-1").closed_by == ("alice",)
+    # blind: bob's queue shows his calls only, never alice's
+    assert all(not q.judged_by_me for q in R.review_queue(team, rid, "MR-1", "bob"))
+    for sid in drawn[:-1]:
+        R.record_judgment(team, rid, sid, "MR-1", "bob", "fp", ["other"], "glare")
+    assert not R.sample_state(team, rid, "MR-1").closed
+    with pytest.raises(NotAllowed, match="'bob' may not see the calls of alice and bob"):
+        R.pair_view(team, rid, "MR-1", "alice", "bob", "bob")
+    R.record_judgment(team, rid, drawn[-1], "MR-1", "bob", "tp")
+    state = R.sample_state(team, rid, "MR-1")
+    assert state.closed and state.closed_by == ("alice", "bob")
+    assert R.pair_view(team, rid, "MR-1", "alice", "bob", "carol").state.closed
+
+
+def test_changes_are_new_versions_with_who_and_when_never_overwritten(team):
+    rid = make_run(team, mr1=ids("s", 2))
+    drawn = R.draw_review_sample(team, rid, "MR-1")
+    for who in ("alice", "bob"):
+        for sid in drawn:
+            R.record_judgment(team, rid, sid, "MR-1", who, "tp")
+    assert R.sample_state(team, rid, "MR-1").closed
+    sid = drawn[0]
+    R.record_judgment(team, rid, sid, "MR-1", "alice", "fp", ["incomplete-removal"], "the tail survived")
+    history = R.judgment_history(team, rid, sid, "MR-1", "alice", viewer="alice")
+    assert [(v.version, v.verdict, v.after_close) for v in history] == [(1, "tp", False), (2, "fp", True)]
+    assert history[1].note == "the tail survived" and history[1].created_at >= history[0].created_at
+    assert history[1].created_at.tzinfo is not None
+    # the current call is the latest version
+    assert [j.verdict for j in R.judgments(team, rid, "MR-1", reviewer="alice") if j.sample_id == sid] == ["fp"]
+    with pytest.raises(NotAllowed, match="'bob' may not see alice's calls"):
+        R.judgment_history(team, rid, sid, "MR-1", "alice", viewer="bob")
+    assert len(R.judgment_history(team, rid, sid, "MR-1", "alice", viewer="carol")) == 2

@@ -8,8 +8,17 @@ from objrel.app.icon import page_icon
 # browser fetch the favicon from a font or emoji CDN.
 st.set_page_config(page_title="objrel", page_icon=page_icon(), layout="wide")
 
+# The default page is served at "/" whatever its url_path says (its url_path only names it inside
+# Streamlit), so "/overview" gets a hidden page of its own that hands over to it.
+OVERVIEW = st.Page("pages/overview.py", title="Overview", url_path="home", default=True, icon=":material/dashboard:")
+
+
+def overview_alias() -> None:
+    st.switch_page(OVERVIEW)
+
+
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", url_path="overview", default=True, icon=":material/dashboard:"),
+    OVERVIEW,
     st.Page("pages/explore.py", title="Explore", url_path="explore", icon=":material/query_stats:"),
     st.Page("pages/review.py", title="Review", url_path="review", icon=":material/fact_check:"),
     st.Page("pages/agreement.py", title="Agreement", url_path="agreement", icon=":material/handshake:"),
@@ -17,5 +26,6 @@ PAGES = [
     st.Page("pages/inspect.py", title="Inspect", url_path="inspect", icon=":material/hub:"),
     st.Page("pages/shortcut.py", title="Shortcut", url_path="shortcut", icon=":material/science:"),
     st.Page("pages/users.py", title="Users", url_path="users", icon=":material/group:"),
+    st.Page(overview_alias, title="Overview", url_path="overview", visibility="hidden"),
 ]
 st.navigation(PAGES, position="top").run()

@@ -10,9 +10,9 @@ precision tables; only adjudicators and admins see the pair's calls, kappa detai
 import streamlit as st
 
 from objrel import review
-from objrel.app import captions
+from objrel.app import captions, review_panels
 from objrel.app.captions import plain
-from objrel.app.caches import open_store
+from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent
 from objrel.app.state import keep_choice
 from objrel.app.tables import percent_columns, table
@@ -32,6 +32,7 @@ def adjudication_form(d, run_id, relation, name_a, name_b, who):
     key = f"{run_id}_{relation}_{d.sample_id}"
     with st.form(key=f"adj_form_{key}"):
         st.markdown(captions.disagreement_heading(d))
+        review_panels.item_card(cached_item_card(store, run_id, d.sample_id, relation))
         st.markdown(captions.disagreement_calls(d, name_a, name_b))
         if d.resolved:
             st.caption(captions.decision_text(d))
@@ -137,7 +138,7 @@ if ag.kappa is None:
 
 k = ag.kappa
 st.subheader("Agreement")
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3, m4 = st.columns([1, 1.6, 1.3, 1])   # the interval is the widest value
 m1.metric("Cohen's kappa", "undefined" if k.kappa is None else decimals(k.kappa),
           help="(p_o - p_e) / (1 - p_e): observed agreement beyond what the two reviewers' call frequencies give "
                "by chance.")

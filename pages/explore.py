@@ -111,10 +111,42 @@ table(bins, "explore_size", f"object_size_{relation}.csv", share_columns(bins, [
 
 st.header("Models")
 comparison = A.model_comparison(store, run_ids)
-st.caption("One row per run (seed 000 Tables 5/6): accuracy, and how many correct answers each relation flags "
-           "(counts and share of the correct answers).")
+chart(charts.model_comparison_bars(comparison, labels), "explore_models", "model_comparison")
+st.caption("One group per measure, one bar per run (seed 000 Tables 5/6): accuracy, and the share of the correct "
+           "answers each relation flags (bar labels: counts).")
 table(comparison, "explore_models", "model_comparison.csv",
       share_columns(comparison, ("accuracy", "mr1_ratio", "mr2_ratio", "both_ratio")))
+
+st.subheader("Do two runs flag the same answers? (McNemar)")
+if len(run_ids) < 2:
+    st.info("Select at least 2 runs to compare their flags sample by sample.")
+elif relation == A.BOTH:
+    st.info("McNemar's test compares one relation's flags: choose MR-1 or MR-2 above.")
+else:
+    keep_choice("explore_mcnemar_a", run_ids[0], run_ids)
+    others = [r for r in run_ids if r != st.session_state.explore_mcnemar_a]
+    keep_choice("explore_mcnemar_b", others[0], others)
+    p1, p2 = st.columns(2)
+    run_a = p1.selectbox("Run A", run_ids, format_func=lambda r: labels[r], key="explore_mcnemar_a")
+    run_b = p2.selectbox("Run B", others, format_func=lambda r: labels[r], key="explore_mcnemar_b")
+    try:
+        mc = A.paired_flags(store, run_a, run_b, relation)
+    except A.NotAvailable as exc:
+        st.info(str(exc))
+    else:
+        left, right = st.columns([3, 2])
+        with left:
+            chart(charts.mcnemar_bars(mc), "explore_mcnemar", f"mcnemar_{relation}")
+        with right:
+            m1, m2 = st.columns(2)
+            m1.metric("p-value", pvalue(mc.pvalue), help=mc.method_label)
+            m2.metric("Shared", mc.n, help="Samples both runs answered correctly and tested.")
+            table(mc.table().rename_axis("run A \\ run B").reset_index(), "explore_mcnemar",
+                  f"mcnemar_run{run_a}_run{run_b}_{relation}.csv")
+        st.caption(f"McNemar's paired test on the {mc.n} samples both runs answered correctly: only the discordant "
+                   f"pairs count, b = {mc.only_a} flagged by run A only and c = {mc.only_b} by run B only. "
+                   f"p-value: {mc.method_label}. A small p-value says one model leans on shortcuts more often on "
+                   "the same images.")
 
 # ---------------------------------------------------------------- overlap
 
@@ -150,8 +182,8 @@ else:
         w = rel_acc.wilcoxon
         m1, m2, m3 = st.columns(3)
         m1.metric("Wilcoxon statistic", f"{w.statistic:g}")
-        m2.metric("p-value (reliable vs original)", pvalue(w.pvalue))
-        m3.metric("paired runs", w.n)
+        m2.metric("p-value", pvalue(w.pvalue), help="Reliable vs original accuracy, paired by run.")
+        m3.metric("Paired runs", w.n)
         st.caption("Wilcoxon signed-rank test, paired by run, two-sided: a small p-value says removing the "
                    "unreliable answers changes accuracy consistently across models. "
                    f"p-value: {w.method_label}." +

@@ -107,8 +107,7 @@ else:
     shown = result.n_classes
 st.plotly_chart(charts.napvd_heatmap(napvd_frame(result, heatmap_classes(result, shown))), width="stretch",
                 key="inspect_heatmap")
-st.caption("Euclidean distance between the classes' neuron activation probability vectors (seed 004 Eq. 2); "
-           "dark cells are pairs the model may not separate.")
+st.caption(captions.NAPVD_HEATMAP_CAPTION)
 
 # ---------------------------------------------------------------- ranked pairs
 

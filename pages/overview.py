@@ -4,7 +4,7 @@ links into the other pages and a one-click stakeholder report."""
 import pandas as pd
 import streamlit as st
 
-from objrel.analysis.overview import striking_examples, summary_table, tested_runs
+from objrel.analysis.overview import detection_summary_table, striking_examples, summary_table, tested_runs
 from objrel.app import captions
 from objrel.app.caches import cached_review_item, open_store
 from objrel.app.state import keep_choice
@@ -32,16 +32,29 @@ links[1].page_link("pages/review.py", label="Review flagged inferences", icon=":
 links[2].page_link("pages/agreement.py", label="Reviewer agreement", icon=":material/handshake:")
 links[3].page_link("pages/runs.py", label="Start or watch runs", icon=":material/play_circle:")
 
-st.subheader("Headline per run")
-st.caption("Correct inferences flagged by the 2-of-3 colour vote; ratios over correct inferences.")
-st.dataframe(pd.DataFrame(summary_table(store)), hide_index=True, width="stretch", key="overview_summary")
+headline = summary_table(store)
+detection_headline = detection_summary_table(store)
+if headline:
+    st.subheader("Headline per run")
+    st.caption("Correct inferences flagged by the 2-of-3 colour vote; ratios over correct inferences.")
+    st.dataframe(pd.DataFrame(headline), hide_index=True, width="stretch", key="overview_summary")
+if detection_headline:
+    st.subheader("Detection runs")
+    st.caption("Units are ground-truth objects and unmatched detections; flagged units are those detected on the "
+               "source (T = 1). Missing / incorrect detections count MR-2 verdicts (unit x mutation).")
+    st.dataframe(pd.DataFrame(detection_headline), hide_index=True, width="stretch", key="overview_detection_summary")
 
 st.subheader("Runs")
 st.dataframe(runs, hide_index=True, width="stretch", key="overview_runs")
 
-examples = striking_examples(store)
-if examples:
-    st.subheader("Striking examples")
+st.subheader("Striking examples")
+show_incorrect = st.toggle("Show incorrect inferences", key="overview_show_incorrect",
+                           help="Runs tested with test_all also test incorrect inferences; a flag on a wrong "
+                                "answer says little about the reasons of a right one, so they are hidden by default.")
+examples = striking_examples(store, include_incorrect=show_incorrect)
+if not examples:
+    st.info("No flagged inference to show" + ("." if show_incorrect else " among the correct ones."))
+else:
     st.caption("Flagged by both relations first, then by the lowest object-relevancy score S.")
     cols = st.columns(len(examples))
     for col, ex in zip(cols, examples):
@@ -50,6 +63,9 @@ if examples:
         mutant = item.violating_mutant(rel)
         col.image(item.source.image, caption=f"{ex['image']} (run {ex['run_id']})", width="stretch")
         col.image(mutant.image, caption=mutant.key, width="stretch")
+        badge = captions.incorrect_badge(ex["correct"], item.is_detection)
+        if badge:
+            col.markdown(badge)
         col.markdown(captions.example_caption(ex, item, mutant))
         col.page_link("pages/review.py", label="Open in Review",
                       query_params={**link_params(ex["run_id"], rel, ex["sample_id"]), "queue": ALL_FLAGGED})

@@ -10,13 +10,14 @@ from objrel.app.caches import cached_flagged, cached_review_item, open_store
 from objrel.app.state import keep_choice
 from objrel.app.widgets import sign_in_box, use_app_navigation
 from objrel.errors import NotAllowed
-from objrel.review.queue import QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, link_params, open_queue, \
-    record_call
+from objrel.review.queue import QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
+    link_params, open_queue, record_call
 
 use_app_navigation()
 
 ERROR_KEY = "review_error"
 GOTO_KEY = "review_goto"
+LINK_KEY = "review_link_written"
 
 store = open_store()
 who = sign_in_box(store)
@@ -28,13 +29,18 @@ if not runs:
     st.stop()
 by_id = {r.id: r for r in runs}
 
-# A deep link (?run=&relation=&queue=&item=) sets the selection once per session.
-if "review_run" not in st.session_state:
-    link = ReviewLink.parse(st.query_params.to_dict(), list(by_id))
+# A deep link (?run=&relation=&queue=&item=) sets the selection: on a session's first visit, and whenever the
+# query names another item than the one this page wrote last (a link from Overview or Agreement).  What the
+# link leaves open is filled with a run and relation that have flagged inferences.
+params = st.query_params.to_dict()
+if "review_run" not in st.session_state or is_new_link(params, st.session_state.get(LINK_KEY)):
+    link = ReviewLink.parse(params, list(by_id), lambda r, rel: len(cached_flagged(store, r, rel)))
     st.session_state.review_run = link.run_id
     st.session_state.review_relation = link.relation
     st.session_state.review_mode = link.mode
     st.session_state[GOTO_KEY] = link.item
+    for key in [k for k in st.session_state if str(k).startswith("review_pos_")]:
+        del st.session_state[key]     # the link names where to stand
 keep_choice("review_run", list(by_id)[-1], list(by_id))   # a run deleted since keeps no stale choice
 
 c1, c2, c3 = st.columns([3, 1, 2])
@@ -71,16 +77,26 @@ def move(step: int) -> None:
 
 
 sample_id = queue.at(pos)
-st.query_params.update(link_params(run_id, relation, sample_id))
+written = {**link_params(run_id, relation, sample_id), "queue": mode}
+st.query_params.update(written)
+st.session_state[LINK_KEY] = written
 
 nav = st.columns([1.4, 1.2, 4, 2])
 nav[0].button("Previous (P)", key="review_prev", on_click=move, args=(-1,), shortcut="P", disabled=queue.is_first(pos))
 nav[1].button("Next (N)", key="review_next", on_click=move, args=(1,), shortcut="N", disabled=queue.is_last(pos))
 nav[2].progress(queue.judged_share, text=captions.queue_progress(queue, pos))
 nav[3].markdown(captions.my_call(queue.my_call(sample_id)))
+end = captions.queue_end(queue, pos)
+if end:
+    done = st.columns([3, 1])
+    (done[0].success if queue.done else done[0].info)(end)
+    done[1].markdown(captions.agreement_link())
 
 item = cached_review_item(store, run_id, sample_id, relation)
 st.subheader(f"{plain(item.rel_path)}  (sample {plain(sample_id)})")
+badge = captions.incorrect_badge(item.correct, item.is_detection)
+if badge:
+    st.markdown(badge + " The model got this one wrong on the source; the run tested every inference (test_all).")
 review_panels.headline(item, relation)
 review_panels.image_panels(item)
 review_panels.details(item)

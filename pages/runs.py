@@ -1,14 +1,20 @@
 """Runs: start a classifier or detection run, or resume a stopped one, as a background process; watch it,
 cancel it.  Everyone sees the history; only run operators and admins get the form, the cancel and resume
-buttons and the logs (and ``objrel.engine.jobs`` checks the role again on every start and cancel)."""
+buttons and the logs (and ``objrel.engine.jobs`` checks the role again on every start and cancel), uploads of
+datasets and weights, renaming and deleting runs (``objrel.engine.manage`` checks the role).  Everyone sees each
+run's skipped and untested samples with their reasons."""
 
+from dataclasses import asdict
+
+import pandas as pd
 import streamlit as st
 
 from objrel.app import captions
 from objrel.app.caches import open_store
 from objrel.app.state import init_value, keep_choice
 from objrel.app.widgets import sign_in_box, use_app_navigation
-from objrel.engine import jobs
+from objrel.data import uploads
+from objrel.engine import jobs, manage
 from objrel.engine.run_form import (CLASSIFIER, DETECTOR, MAX_DILATE_PX, MAX_SEED, MAX_VOTE_K, TASK_LABELS, TASKS,
                                     RunForm, base_config, data_roots, extra_operator_choices, stored_config, task_of,
                                     web_models)
@@ -119,7 +125,7 @@ def live():
         return
     for r in jobs.active_runs(store):
         c1, c2 = st.columns([5, 1])
-        c1.progress(jobs.progress_share(r), text=captions.run_progress(r))
+        c1.progress(jobs.progress_share(r), text=f"{captions.plain(captions.run_label(r))}: {jobs.progress_text(r)}")
         if operator and jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
             jobs.cancel(store, r.id, actor=who)
     st.dataframe(table, hide_index=True, width="stretch", key="runs_table")
@@ -134,6 +140,105 @@ else:
 
 st.subheader("History")
 live()
+
+
+
+def use_upload(up) -> None:
+    """Put an upload into the start form (a callback: runs before the form's widgets are drawn)."""
+    if up.kind == uploads.WEIGHTS:
+        st.session_state[TASK_KEY] = CLASSIFIER
+        st.session_state[MODEL_KEYS[CLASSIFIER]] = f"torchvision:{up.architecture}"
+        st.session_state[FIELD_KEYS["weights"]] = str(up.weights)
+    else:
+        st.session_state[FIELD_KEYS["dataset"]] = str(up.annotation)
+        st.session_state[FIELD_KEYS["images"]] = str(up.images)
+
+
+def upload_section() -> None:
+    """Upload a dataset (annotation .json + images .zip) or a state dict for a listed architecture."""
+    mib = uploads.MIB
+    st.caption(f"Files land in the uploads folder, one folder per name. Limits: annotation "
+               f"{uploads.MAX_ANNOTATION_BYTES // mib} MiB; zip {uploads.MAX_ZIP_BYTES // mib} MiB, "
+               f"{uploads.MAX_UNPACKED_BYTES // mib} MiB unpacked, {uploads.MAX_ZIP_MEMBERS} files, images only; "
+               f"weights {uploads.MAX_WEIGHTS_BYTES // mib} MiB, a state dict (loaded without unpickling code).")
+    kind = st.radio("Upload", ("Dataset", "Weights"), horizontal=True, key="runs_up_kind")
+    name = st.text_input("Name (letters, digits, _ . -)", key="runs_up_name")
+    if kind == "Dataset":
+        ann = st.file_uploader("Annotations: COCO or manifest .json", type=["json"], key="runs_up_ann")
+        zipped = st.file_uploader("Images: a .zip", type=["zip"], key="runs_up_zip")
+        if st.button("Upload dataset", key="runs_up_dataset_btn"):
+            try:
+                if ann is None or zipped is None:
+                    raise ValueError("choose both the annotation .json and the images .zip")
+                up = manage.upload_dataset(store, name, ann.getvalue(), zipped.getvalue(), actor=who)
+                st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind}).")
+            except Exception as exc:  # shown to the user, the page stays up
+                st.error(f"Upload refused: {exc}")
+    else:
+        arch = st.selectbox("Architecture (torchvision)", uploads.WEIGHT_ARCHITECTURES, key="runs_up_arch")
+        weights = st.file_uploader("Weights: a state dict (.pt, .pth)", type=["pt", "pth"], key="runs_up_weights")
+        if st.button("Upload weights", key="runs_up_weights_btn"):
+            try:
+                if weights is None:
+                    raise ValueError("choose a weights file")
+                up = manage.upload_weights(store, name, arch, weights.getvalue(), actor=who)
+                st.success(f"Weights {up.name} stored for {up.architecture}.")
+            except Exception as exc:  # shown to the user, the page stays up
+                st.error(f"Upload refused: {exc}")
+    stored = {u.name: u for u in manage.uploads()}
+    if stored:
+        c1, c2 = st.columns([3, 1])
+        pick = c1.selectbox("Uploaded", list(stored), key="runs_up_pick",
+                            format_func=lambda n: f"{n} ({stored[n].kind}"
+                                                  f"{', ' + stored[n].architecture if stored[n].architecture else ''})")
+        c2.button("Use in the start form", key="runs_up_use", on_click=use_upload, args=(stored[pick],))
+
+
+def manage_section() -> None:
+    """Rename or delete a run (deleting asks for its id)."""
+    keep_choice("runs_manage_pick", runs[-1].id, list(by_id))
+    pick = st.selectbox("Run", list(by_id), format_func=lambda i: captions.run_label(by_id[i]),
+                        key="runs_manage_pick")
+    c1, c2 = st.columns(2)
+    new_name = c1.text_input("New name", key="runs_rename_name")
+    if c1.button("Rename", key="runs_rename_btn"):
+        try:
+            manage.rename_run(store, pick, new_name, actor=who)
+            st.success(f"Run {pick} renamed.")
+        except Exception as exc:  # shown to the user, the page stays up
+            st.error(f"Could not rename run {pick}: {exc}")
+    confirm = c2.text_input(f"Type {pick} to confirm deleting run {pick} with all its rows (judgments too)",
+                            key="runs_delete_confirm")
+    if c2.button("Delete run", key="runs_delete_btn"):
+        try:
+            gone = manage.delete_run(store, pick, actor=who, confirm=confirm)
+            st.success(f"Run {pick} deleted ({sum(gone.values())} rows).")
+        except Exception as exc:  # shown to the user, the page stays up
+            st.error(f"Could not delete run {pick}: {exc}")
+
+
+def issues_section() -> None:
+    """Each run's skipped and untested samples with reasons, and annotations dropped from tested ones."""
+    keep_choice("runs_issues_pick", runs[-1].id, list(by_id))
+    pick = st.selectbox("Run", list(by_id), format_func=lambda i: captions.run_label(by_id[i]),
+                        key="runs_issues_pick")
+    rows = manage.sample_issues(store, pick)
+    if not rows:
+        st.info("Every sample of this run was tested, with every annotation.")
+        return
+    st.dataframe(pd.DataFrame([asdict(r) for r in rows]),
+                 hide_index=True, width="stretch", key="runs_issues_table")
+
+
+if operator:
+    with st.expander("Bring your own data"):
+        upload_section()
+    if runs:
+        with st.expander("Rename or delete a run"):
+            manage_section()
+if runs:
+    st.subheader("Skipped and untested samples")
+    issues_section()
 
 stopped = {r.id: r for r in jobs.resumable_runs(store)} if operator else {}
 if stopped:

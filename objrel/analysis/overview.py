@@ -19,23 +19,34 @@ def tested_runs(store: Store) -> list[RunRecord]:
     return [r for r in store.list_runs() if r.n_tested > 0]
 
 
-def summary_table(store: Store) -> list[dict]:
-    """One headline row per run with results (seed 000 Tables 5/6), with its correct and evaluated counts."""
-    out = []
+def _summaries(store: Store):
     for r in store.list_runs():
-        if r.n_done == 0:
-            continue
-        s = summarize(store, r.id)
-        out.append({"run": r.id, **s.table_row(), "correct": s.correct, "evaluated": s.evaluated})
-    return out
+        if r.n_done:
+            yield summarize(store, r.id)
 
 
-def striking_examples(store: Store, limit: int = STRIKING_EXAMPLES) -> list[dict]:
+def summary_table(store: Store) -> list[dict]:
+    """One headline row per classifier run with results (seed 000 Tables 5/6), with its correct and
+    evaluated counts.  Detection runs have their own table: ``detection_summary_table``."""
+    return [{"run": s.run_id, **s.table_row(), "correct": s.correct, "evaluated": s.evaluated}
+            for s in _summaries(store) if not s.is_detection]
+
+
+def detection_summary_table(store: Store) -> list[dict]:
+    """One headline row per detection run with results (seed 001 Tables 3-4): images, units, units detected,
+    flagged units, and the MR-2 verdicts with a missing or an incorrect detection."""
+    return [{"run": s.run_id, **s.detection_row()} for s in _summaries(store) if s.is_detection]
+
+
+def striking_examples(store: Store, limit: int = STRIKING_EXAMPLES, include_incorrect: bool = False) -> list[dict]:
     """Flagged inferences, those flagged by both relations first, then by the lowest object-relevancy
     score S: the examples that make the point to a stakeholder.
 
     Each: ``run_id``, ``sample_id``, ``relation`` (MR-1, MR-2 or MR-1&2), ``review_relation`` (the one
-    relation to open it under: MR-2 when MR-2 flags it), ``image`` (its path in the dataset), ``s``, ``both``.
+    relation to open it under: MR-2 when MR-2 flags it), ``image`` (its path in the dataset), ``s``, ``both``,
+    ``correct`` (False for an incorrect inference, tested because the run tested all).  Incorrect
+    inferences are left out unless ``include_incorrect``: a flag on a wrong answer makes no point about
+    the reasons of a right one.
     """
     out = []
     for r in store.list_runs():
@@ -43,21 +54,24 @@ def striking_examples(store: Store, limit: int = STRIKING_EXAMPLES) -> list[dict
         f2 = set(store.flagged_sample_ids(r.id, MR2))
         if not (f1 | f2):
             continue
-        for sid, image, score in _tested_inferences(store, r):
+        for sid, image, score, correct in _tested_inferences(store, r):
             if sid not in f1 and sid not in f2:
+                continue
+            if not correct and not include_incorrect:
                 continue
             both = sid in f1 and sid in f2
             relation = BOTH if both else (MR1 if sid in f1 else MR2)
             out.append({"run_id": r.id, "sample_id": sid, "relation": relation,
-                        "review_relation": MR2 if sid in f2 else MR1, "image": image, "s": score, "both": both})
-    out.sort(key=lambda d: (not d["both"], d["s"] if d["s"] is not None else 1.0))
+                        "review_relation": MR2 if sid in f2 else MR1, "image": image, "s": score, "both": both,
+                        "correct": correct})
+    out.sort(key=lambda d: (not d["correct"], not d["both"], d["s"] if d["s"] is not None else 1.0))
     return out[:limit]
 
 
-def _tested_inferences(store: Store, run: RunRecord) -> list[tuple[str, str, float | None]]:
-    """(inference id, image path, S) of every tested inference: a classifier run's samples, a detection
-    run's units (named by unit id, as their votes are)."""
+def _tested_inferences(store: Store, run: RunRecord) -> list[tuple[str, str, float | None, bool]]:
+    """(inference id, image path, S, correct) of every tested inference: a classifier run's samples, a
+    detection run's units (named by unit id, as their votes are; correct = detected on the source)."""
     if D.is_detection_run(run):
         images = {s["sample_id"]: s["rel_path"] for s in store.samples(run.id)}
-        return [(u.unit_id, images[u.image_id], u.s) for u in D.units(store, run.id, tested=True)]
-    return [(s["sample_id"], s["rel_path"], s["s"]) for s in store.samples(run.id, status="tested")]
+        return [(u.unit_id, images[u.image_id], u.s, bool(u.detected)) for u in D.units(store, run.id, tested=True)]
+    return [(s["sample_id"], s["rel_path"], s["s"], bool(s["correct"])) for s in store.samples(run.id, status="tested")]

@@ -33,7 +33,12 @@ h1{margin-bottom:0}.sub{color:#666;margin-top:.2rem}table{border-collapse:collap
 td,th{border:1px solid #ddd;padding:.3rem .6rem;text-align:right}th{background:#f4f4f4}td:first-child{text-align:left}
 .gallery{display:flex;flex-wrap:wrap;gap:.4rem;margin-bottom:1.2rem}.card{font-size:.75rem;width:224px}
 .card img{width:100%;border:1px solid #ccc}.bad{color:#b00020}.ok{color:#1b7f3b}.note{color:#555;font-size:.9rem}
+.badge{display:inline-block;background:#fde7ea;color:#b00020;border-radius:.6rem;padding:0 .5rem;font-weight:600}
+.tablewrap{max-width:100%;overflow-x:auto}.tablewrap table{width:100%;font-size:.8rem}
+.tablewrap th{white-space:normal;text-align:center}
 """
+INCORRECT_LABEL = "incorrect inference"
+REPORT_DROPPED = ("run", "model", "dataset", "task", "relation")  # precision-table columns the report's title says
 
 
 def _img(arr) -> str:
@@ -45,7 +50,19 @@ def _img(arr) -> str:
 
 
 def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, border=0, na_rep="-", float_format=lambda v: f"{v:.3f}")
+    """An HTML table no wider than the page: percentage columns (``... %``, 0-100) with one decimal and a
+    % sign, other floats with three decimals; the table wraps its headers and scrolls if it must."""
+    shown = df.copy()
+    for col in shown.columns:
+        if str(col).endswith("%"):
+            shown[col] = [percent_text(v) for v in shown[col]]
+    table = shown.to_html(index=False, border=0, na_rep="-", float_format=lambda v: f"{v:.3f}")
+    return f"<div class='tablewrap'>{table}</div>"
+
+
+def percent_text(value) -> str:
+    """A 0-100 percentage as ``50.0%``; ``-`` for a missing one."""
+    return "-" if value is None or pd.isna(value) else f"{float(value):.1f}%"
 
 
 def _gallery(store: Store, run_id: int, relation: str) -> str:
@@ -56,8 +73,9 @@ def _gallery(store: Store, run_id: int, relation: str) -> str:
     for sid in ids:
         item = review_item(store, run_id, sid, relation, side=GALLERY_THUMB)
         top = item.source.top[0] if item.source.top else ("-", 0.0)
+        badge = f"<br><span class='badge'>{INCORRECT_LABEL}</span>" if item.is_incorrect else ""
         cards = [f"<div class='card'><img src='{_img(item.source.image)}' alt='source {html.escape(sid)}'>"
-                 f"<b>source</b> {html.escape(item.rel_path)}<br>{html.escape(top[0])} {top[1]:.2f}</div>"]
+                 f"<b>source</b> {html.escape(item.rel_path)}<br>{html.escape(top[0])} {top[1]:.2f}{badge}</div>"]
         for p in item.mutants:
             if p.relation != relation:
                 continue
@@ -109,7 +127,8 @@ def build_report(store: Store, run_id: int) -> str:
         if pt.empty or int(pt["reviewed"].fillna(0).sum()) == 0:
             sections.append(f"<p class='note'>{rel}: no reviewed items yet.</p>")
         else:
-            sections.append(f"<h3>{rel}</h3>" + _table(pt))
+            # one run, one relation: the identifying columns are the report's title and this heading
+            sections.append(f"<h3>{rel}</h3>" + _table(pt.drop(columns=list(REPORT_DROPPED), errors="ignore")))
     sections.append("<h2>Examples</h2>")
     for rel in ("MR-2", "MR-1"):
         sections.append(f"<h3>Flagged by {rel}</h3>" + _gallery(store, run_id, rel))

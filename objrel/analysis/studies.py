@@ -28,7 +28,7 @@ Common conventions
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Sequence
 
 import numpy as np
@@ -576,6 +576,93 @@ def wilcoxon_signed_rank(x, y, alternative: str = "two-sided") -> SignificanceTe
     return SignificanceTest("wilcoxon", float(res.statistic), float(res.pvalue), int(nz.size), alternative,
                             method="exact" if exact else "approx", zero_method=WILCOXON_ZERO_METHOD,
                             n_zero=n_zero, ties=ties)
+
+
+# ---------------------------------------------------------------- paired comparison of two runs (McNemar)
+
+
+# McNemar (1947): the exact binomial test below this many discordant pairs (b + c), else the chi-square
+# approximation with Edwards' continuity correction (the usual rule of thumb: b + c >= 25).
+MCNEMAR_EXACT_BELOW = 25
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar's paired test of two runs' flags on the inferences both answered correctly.
+
+    ``both`` (a) / ``only_a`` (b) / ``only_b`` (c) / ``neither`` (d): the 2x2 table of flagged (primary vote
+    of ``relation``) vs not, over the ``n`` shared samples.  Only b and c, the discordant pairs, inform the
+    test.  ``method``: ``exact`` (binomial, statistic min(b, c)) or ``chi-square`` ((|b - c| - 1)^2 / (b + c),
+    1 degree of freedom).
+    """
+
+    run_a: int
+    run_b: int
+    relation: str
+    n: int
+    both: int
+    only_a: int
+    only_b: int
+    neither: int
+    statistic: float
+    pvalue: float
+    method: str
+
+    @property
+    def discordant(self) -> int:
+        return self.only_a + self.only_b
+
+    @property
+    def method_label(self) -> str:
+        if self.method == "exact":
+            return (f"exact binomial test (b + c = {self.discordant} < {MCNEMAR_EXACT_BELOW}), statistic "
+                    "min(b, c)")
+        return (f"chi-square with continuity correction (b + c = {self.discordant} >= {MCNEMAR_EXACT_BELOW}), "
+                "(|b - c| - 1)^2 / (b + c), 1 degree of freedom")
+
+    def table(self) -> pd.DataFrame:
+        """The 2x2 table: rows run A flagged / not, columns run B flagged / not."""
+        a, b = f"run {self.run_a}", f"run {self.run_b}"
+        return pd.DataFrame([[self.both, self.only_a], [self.only_b, self.neither]],
+                            index=[f"{a} flags", f"{a} does not"], columns=[f"{b} flags", f"{b} does not"])
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "discordant": self.discordant, "method_label": self.method_label}
+
+
+def mcnemar_test(b: int, c: int) -> tuple[float, float, str]:
+    """(statistic, two-sided p-value, method) of McNemar's test from the discordant counts ``b`` and ``c``:
+    ``exact`` (binomial, p = min(1, 2 P[X <= min(b, c)]), X ~ Bin(b + c, 1/2)) when b + c < MCNEMAR_EXACT_BELOW,
+    else ``chi-square`` with continuity correction.  No discordant pair: statistic 0, p = 1 (exact)."""
+    b, c = int(b), int(c)
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    n = b + c
+    if n < MCNEMAR_EXACT_BELOW:
+        k = min(b, c)
+        return float(k), float(min(1.0, 2.0 * sps.binom.cdf(k, n, 0.5))) if n else 1.0, "exact"
+    stat = (abs(b - c) - 1.0) ** 2 / n
+    return float(stat), float(sps.chi2.sf(stat, 1)), "chi-square"
+
+
+def paired_flags(store: Store, run_a: int, run_b: int, relation: str) -> McNemar:
+    """McNemar's test of whether two runs on one dataset flag (``relation``) their shared inferences
+    differently: the samples with the same id that both runs answered correctly and tested."""
+    _check_relation(relation)
+    ra, rb = _run_list(store, [run_a, run_b], same_dataset=True, minimum=2, what="McNemar's test")
+    col = RELATION_COLUMN[relation]
+    frames = []
+    for rec in (ra, rb):
+        df = inferences(store, rec.id, labels=False)
+        frames.append(df.loc[df["correct"] & df["tested"], ["sample_id", col]].set_index("sample_id")[col])
+    shared = pd.concat(frames, axis=1, join="inner", keys=["a", "b"])
+    if shared.empty:
+        raise NotAvailable(f"runs {ra.id} and {rb.id} have no correctly answered, tested sample in common")
+    fa, fb = shared["a"].astype(bool), shared["b"].astype(bool)
+    both, only_a, only_b = int((fa & fb).sum()), int((fa & ~fb).sum()), int((~fa & fb).sum())
+    stat, p, method = mcnemar_test(only_a, only_b)
+    return McNemar(ra.id, rb.id, relation, int(len(shared)), both, only_a, only_b,
+                   int(len(shared)) - both - only_a - only_b, stat, p, method)
 
 
 # ---------------------------------------------------------------- 3 vs 15 colours (Table 4)

@@ -63,6 +63,26 @@ class Summary:
             row["Incorrect detections"] = str(self.incorrect_detections)
         return row
 
+    @property
+    def is_detection(self) -> bool:
+        return self.missing_detections is not None
+
+    def detection_row(self) -> dict:
+        """A detection run's headline (seed 001 Tables 3-4): images, units, the share detected on the source,
+        the flagged detected units and the MR-2 verdicts with a missing or an incorrect detection."""
+        pct = lambda r: "-" if r is None else f"{100 * r:.1f}%"  # noqa: E731
+        return {
+            "Model": self.model,
+            "Dataset": self.dataset,
+            "Images": self.samples - self.skipped,
+            "Units": self.evaluated,
+            "Detected": f"{self.correct} ({pct(self.accuracy)})",
+            "Violating MR-1": f"{self.mr1} ({pct(self.mr1_ratio)})",
+            "Violating MR-2": f"{self.mr2} ({pct(self.mr2_ratio)})",
+            "Missing detections": self.missing_detections,
+            "Incorrect detections": self.incorrect_detections,
+        }
+
 
 def flagged_sets(store: Store, run_id: int) -> tuple[set[str], set[str]]:
     return (set(store.flagged_sample_ids(run_id, "MR-1")), set(store.flagged_sample_ids(run_id, "MR-2")))

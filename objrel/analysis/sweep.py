@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from objrel.relations import classify as R
+from objrel.relations import common as C
 from objrel.mutations import Mutation, Plan, VoteGroup, get_operator
 from objrel.store import Store
 from objrel.store import detections as D
@@ -130,12 +130,12 @@ def sweep_table(store: Store, run_id: int) -> SweepResult:
         cs = counts[m.key]
         count = lambda pred: sum(c.n for c in cs if pred(c))  # noqa: E731
         rows.append(SweepRow(float(m.kwargs[swept]), m.key, m.relation, count(lambda c: True),
-                             count(lambda c: c.verdict == R.VIOLATED),
+                             count(lambda c: c.verdict == C.VIOLATED),
                              count(lambda c: c.outcome == MISSING_DETECTION),
                              count(lambda c: c.outcome == INCORRECT_DETECTION),
                              count(lambda c: c.outcome == STILL_DETECTED),
-                             count(lambda c: c.verdict == R.HOLDS),
-                             count(lambda c: c.verdict == R.NOT_APPLICABLE)))
+                             count(lambda c: c.verdict == C.HOLDS),
+                             count(lambda c: c.verdict == C.NOT_APPLICABLE)))
     op = next(iter(ops))
     return SweepResult(run_id, run.model, run.dataset, op, swept, rows[0].relation if rows else "", tuple(rows))
 

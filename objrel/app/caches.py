@@ -56,6 +56,18 @@ def cached_review_item(store: Store, run_id: int, sample_id: str, relation: str)
     return _item(store.url, int(run_id), str(sample_id), relation)
 
 
+def cached_item_card(store: Store, run_id: int, sample_id: str, relation: str):
+    """``objrel.review.items.item_card``: an adjudication card's thumbnails, rebuilt once per item."""
+
+    @st.cache_data(max_entries=REVIEW_ITEM_CACHE, show_spinner=False)
+    def _card(url: str, run_id: int, sample_id: str, relation: str):
+        from objrel.review.items import item_card
+
+        return item_card(store, run_id, sample_id, relation)
+
+    return _card(store.url, run_id, sample_id, relation)
+
+
 def cached_size_bins(store: Store, run_id: int, relation: str) -> pd.DataFrame:
     """analysis.size_bins, computed once per server process for each state of the run (its n_done)."""
     from objrel.analysis.studies import size_bins

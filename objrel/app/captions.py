@@ -91,10 +91,27 @@ def detection_source_caption(panel) -> str:
     return f"source: {panel.note}; object gold, detections blue, compared record magenta"
 
 
+INCORRECT_BADGE = ":red-badge[:material/error: incorrect inference]"
+
+
+def incorrect_badge(correct: bool | None, detection: bool = False) -> str | None:
+    """The badge of an incorrect inference (tested because the run tested all), None for a correct one:
+    a flag on a wrong answer says nothing about the reasons of a right one."""
+    if correct is not False:
+        return None
+    return ":red-badge[:material/error: incorrect: not detected on the source]" if detection else INCORRECT_BADGE
+
+
+def vote_count(item, relation: str) -> str:
+    """``2/3``: violated mutations of the relation's primary vote, MISSING when the item has none."""
+    vote = next((v for v in item.votes.values() if v["is_primary"] and v["relation"] == relation), None)
+    return MISSING if vote is None else f"{vote['violations']}/{vote['n']}"
+
+
 def vote_text(item, relation: str) -> str:
     """``2/3 violated`` for the relation's primary vote, MISSING when the item has none."""
-    vote = next((v for v in item.votes.values() if v["is_primary"] and v["relation"] == relation), None)
-    return MISSING if vote is None else f"{vote['violations']}/{vote['n']} violated"
+    count = vote_count(item, relation)
+    return count if count == MISSING else f"{count} violated"
 
 
 def my_call(verdict: str | None) -> str:
@@ -107,6 +124,17 @@ def queue_caption(queue) -> str:
 
 def queue_progress(queue, position: int) -> str:
     return f"Item {position + 1} of {len(queue)} - you judged {queue.n_judged}"
+
+
+def queue_end(queue, position: int) -> str | None:
+    """What the reviewer should know at the end of the queue: that every item is judged, or how many are
+    still open when the last item is reached; None elsewhere."""
+    if queue.done:
+        return (f"You have judged all {len(queue)} items of this queue. The Agreement page compares your calls with "
+                "the other reviewer's once they have judged theirs.")
+    if queue.is_last(position):
+        return f"End of the queue: {queue.n_open} of {len(queue)} items still wait for your call."
+    return None
 
 
 def retest_lines(result) -> list[str]:
@@ -147,11 +175,45 @@ def disagreement_calls(d, name_a: str, name_b: str) -> str:
             f"- {plain(name_b)}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}")
 
 
+def card_title(card) -> str:
+    """An adjudication card's heading line: the file name and the item's id."""
+    return f"{plain(card.rel_path)} (item {plain(card.sample_id)}, run {card.run_id})"
+
+
+AGREEMENT_URL_PATH = "agreement"    # app.py's url_path of the Agreement page
+
+
+def agreement_link() -> str:
+    """A markdown link to the Agreement page (relative, so it works from any page and in a page's AppTest)."""
+    return f":material/handshake: [Agreement page]({AGREEMENT_URL_PATH})"
+
+
+def review_link(url: str) -> str:
+    """A markdown link into Review; ``url`` comes from ``objrel.review.queue.review_url`` (query values encoded)."""
+    return f":material/fact_check: [Open in Review]({url})"
+
+
+def card_problem(card) -> str:
+    return f"No image: {plain(card.problem)}"
+
+
+def card_mutant_caption(panel) -> str:
+    """A thumbnail caption (plain text): the mutation, its top label and the relation's verdict."""
+    top = panel.top[0][0] if panel.top else MISSING
+    return f"{panel.key}: {top}" + (f" ({panel.verdict})" if panel.verdict else "")
+
+
 def decision_text(d) -> str:
     return f"Decided by {plain(d.resolved_by)}: {call_text(d.resolved_verdict, d.resolved_reasons, d.resolved_note)}"
 
 
 # ---------------------------------------------------------------- Inspect and Shortcut pages
+
+
+# charts.napvd_heatmap draws small distances light (yellow) and large ones dark (Viridis reversed).
+NAPVD_HEATMAP_CAPTION = ("Euclidean distance between the classes' neuron activation probability vectors (seed 004 "
+                         "Eq. 2): light (yellow) cells are close pairs the model may not separate; dark cells are "
+                         "well separated.")
 
 
 def inspect_summary(result) -> str:

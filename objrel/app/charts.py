@@ -44,6 +44,31 @@ def size_histogram(bins: pd.DataFrame, area_ratio: float, relation: str) -> go.F
     return fig
 
 
+BOX_SELECT_HEIGHT = 420
+BOX_GRID = 24          # invisible selectable points per side of the box-drawing figure
+
+
+def box_select_figure(image, size, box=None) -> go.Figure:
+    """The source (a thumbnail) on axes in full-size pixels (``size`` = (width, height)), ready to draw a
+    box with the mouse (dragmode ``select``); ``box`` (xyxy) is outlined."""
+    h, w = image.shape[:2]
+    sx, sy = size[0] / w, size[1] / h
+    fig = go.Figure(go.Image(z=image, x0=sx / 2, dx=sx, y0=sy / 2, dy=sy, hoverinfo="x+y"))
+    # image traces cannot be selected: an invisible grid of points gives the box selection something to
+    # select, so the browser reports every box drawn over the image
+    gx = [size[0] * (i + 0.5) / BOX_GRID for i in range(BOX_GRID)]
+    gy = [size[1] * (j + 0.5) / BOX_GRID for j in range(BOX_GRID)]
+    fig.add_trace(go.Scatter(x=[x for x in gx for _ in gy], y=[y for _ in gx for y in gy], mode="markers",
+                             marker=dict(opacity=0, size=4), hoverinfo="skip", showlegend=False))
+    if box is not None:
+        x1, y1, x2, y2 = box
+        fig.add_shape(type="rect", x0=x1, y0=y1, x1=x2, y1=y2, line=dict(color="#00c8ff", width=2))
+    fig.update_layout(dragmode="select", height=BOX_SELECT_HEIGHT, margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(range=[0, size[0]], showgrid=False, constrain="domain"),
+                      yaxis=dict(range=[size[1], 0], showgrid=False, scaleanchor="x"))
+    return fig
+
+
 # ---------------------------------------------------------------- Explore
 
 
@@ -78,6 +103,40 @@ def reliable_accuracy_bars(table: pd.DataFrame, run_labels: dict) -> go.Figure:
     fig = px.bar(long, x="run", y="accuracy", color="subset", barmode="group")
     fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
     return fig
+
+
+MODEL_MEASURES = {"accuracy": "accuracy", "mr1_ratio": "MR-1 flagged", "mr2_ratio": "MR-2 flagged",
+                  "both_ratio": "MR-1&2 flagged"}
+
+
+def model_comparison_bars(comparison: pd.DataFrame, run_labels: dict) -> go.Figure:
+    """Accuracy and the share of correct answers each relation flags, one bar per run in each group (bar
+    labels: the counts behind the shares)."""
+    rows = []
+    for _, r in comparison.iterrows():
+        counts = {"accuracy": (r["correct"], r["evaluated"]), "mr1_ratio": (r["mr1"], r["correct"]),
+                  "mr2_ratio": (r["mr2"], r["correct"]), "both_ratio": (r["both"], r["correct"])}
+        for col, name in MODEL_MEASURES.items():
+            k, n = counts[col]
+            rows.append({"run": run_labels.get(int(r["run"]), str(r["run"])), "measure": name, "share": r[col],
+                         "count": f"{int(k)}/{int(n)}" if n else ""})
+    long = pd.DataFrame(rows, columns=["run", "measure", "share", "count"])
+    fig = px.bar(long, x="measure", y="share", color="run", barmode="group", text="count",
+                 labels={"measure": "", "share": "share"})
+    fig.update_layout(yaxis_tickformat=PERCENT_AXIS, legend_title_text="run")
+    return _labels_outside(fig)
+
+
+def mcnemar_bars(result) -> go.Figure:
+    """The discordant pairs of McNemar's test: flagged by run A only (b) and by run B only (c)."""
+    fig = go.Figure(go.Bar(x=[f"only run {result.run_a} (b)", f"only run {result.run_b} (c)",
+                              "both (a)"],
+                           y=[result.only_a, result.only_b, result.both],
+                           text=[result.only_a, result.only_b, result.both],
+                           marker_color=["#1f77b4", "#ff7f0e", "#9e9e9e"]))
+    fig.update_layout(yaxis_title=f"inferences flagged ({result.relation})", height=300,
+                      margin=dict(l=10, r=10, t=10, b=10))
+    return _labels_outside(fig)
 
 
 def accuracy_scatter(corr, relation: str) -> go.Figure:

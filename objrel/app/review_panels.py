@@ -10,22 +10,28 @@ from objrel.app import captions, charts
 from objrel.app.caches import cached_size_bins, run_model
 from objrel.app.formats import decimals, percent
 from objrel.errors import NotAllowed
-from objrel.review.items import ReviewItem, draw_box, thumbnail
+from objrel.app.state import init_value
+from objrel.review.items import ItemCard, ReviewItem, draw_box, selection_box, thumbnail
 from objrel.store import Store
 
 PANEL_COLUMNS = 4               # the source, then the mutants three to a row
 LIME_SAMPLE_CHOICES = (100, 300, 1000)
 LIME_DEFAULT_SAMPLES = 300
 NEW_BOX_PREVIEW_PX = 320
+BOX_SELECT_SIDE = 640           # the box-drawing figure's image (its axes are full-size pixels)
+CARD_COLUMNS = 6                # an adjudication card: the source and up to five mutants in one row
 
 
 def headline(item: ReviewItem, relation: str) -> None:
-    m = st.columns(5)
-    m[0].metric("Ground truth", ", ".join(item.ground_truth) or "-")
-    m[1].metric("Object area ratio", percent(item.area_ratio))
-    m[2].metric("S_p (preserving)", decimals(item.s_p))
-    m[3].metric("S_r (removing)", decimals(item.s_r))
-    m[4].metric(f"{relation} vote", captions.vote_text(item, relation))
+    # Short labels and values (help says the rest): five metrics fit beside the sign-in sidebar at 1,400 px.
+    truth = ", ".join(item.ground_truth) or "-"
+    m = st.columns([2, 1, 1, 1, 1.2])
+    m[0].metric("Ground truth", truth, help=truth)
+    m[1].metric("Object area", percent(item.area_ratio), help="Share of the image the target region covers.")
+    m[2].metric("S_p", decimals(item.s_p), help="Relevancy score of the object-preserving mutations.")
+    m[3].metric("S_r", decimals(item.s_r), help="Relevancy score of the object-removing mutations.")
+    m[4].metric(f"{relation} violated", captions.vote_count(item, relation),
+                help=f"{relation} primary vote: {captions.vote_text(item, relation)}.")
 
 
 def image_panels(item: ReviewItem) -> None:
@@ -55,14 +61,14 @@ def details(item: ReviewItem) -> None:
         t1, t2 = st.columns(2)
         if item.is_detection:
             t1.caption("source")
-            t1.dataframe(list(item.source.detections), hide_index=True, key="review_top5_src")
+            t1.dataframe(list(item.source.detections), hide_index=True, width="stretch", key="review_top5_src")
             t2.caption(choice)
-            t2.dataframe(list(chosen.detections), hide_index=True, key="review_top5_mut")
+            t2.dataframe(list(chosen.detections), hide_index=True, width="stretch", key="review_top5_mut")
         else:
-            t1.dataframe(_top_table(item.source), hide_index=True, key="review_top5_src")
-            t2.dataframe(_top_table(chosen), hide_index=True, key="review_top5_mut")
+            t1.dataframe(_top_table(item.source), hide_index=True, width="stretch", key="review_top5_src")
+            t2.dataframe(_top_table(chosen), hide_index=True, width="stretch", key="review_top5_mut")
         if item.others:
-            st.dataframe(item.others, hide_index=True, key="review_others")
+            st.dataframe(item.others, hide_index=True, width="stretch", key="review_others")
 
 
 def lime(store: Store, item: ReviewItem, viewer: str | None) -> None:
@@ -105,19 +111,34 @@ def box_retest(store: Store, item: ReviewItem, reviewer: str) -> None:
         if item.is_detection:
             st.caption("Re-testing with a redrawn box is available for classifier runs.")
             return
-        st.caption("Imperfect annotations cause most false positives (seed 000 s5.1.3). Move the box and re-test "
-                   "this sample with the run's model and primary votes.")
+        st.caption("Imperfect annotations cause most false positives (seed 000 s5.1.3). Draw the target box on the "
+                   "source with the mouse (or type its corners below) and re-test this sample with the run's model "
+                   "and primary votes.")
         w, h = item.size
-        x1, y1, x2, y2 = item.target_box()
         suffix = f"{item.run_id}_{item.sample_id}"
-        b = st.columns(4)
-        box = (b[0].number_input("x1", 0, w - 1, int(x1), key=f"rb_x1_{suffix}"),
-               b[1].number_input("y1", 0, h - 1, int(y1), key=f"rb_y1_{suffix}"),
-               b[2].number_input("x2", 1, w, int(x2), key=f"rb_x2_{suffix}"),
-               b[3].number_input("y2", 1, h, int(y2), key=f"rb_y2_{suffix}"))
+        keys = [f"rb_{c}_{suffix}" for c in ("x1", "y1", "x2", "y2")]
+        for key, value in zip(keys, item.target_box()):
+            init_value(key, int(value))
         from objrel.mutations.rebuild import source_of
 
         source, _ = source_of(store, item.run_id, item.sample_id)
+        chart_key = f"rb_draw_{suffix}"
+        # the box drawn on the figure (its selection state arrives before the figure is drawn again)
+        drawn = selection_box((st.session_state.get(chart_key) or {}).get("selection"), (w, h))
+        if drawn is not None and drawn != st.session_state.get(f"rb_drawn_{suffix}"):
+            # a new drawing: it becomes the box (typing in the corners afterwards still wins)
+            st.session_state[f"rb_drawn_{suffix}"] = drawn
+            for key, value in zip(keys, drawn):
+                st.session_state[key] = value
+        current = tuple(int(st.session_state[k]) for k in keys)
+        st.plotly_chart(charts.box_select_figure(thumbnail(source, BOX_SELECT_SIDE), (w, h), current),
+                        on_select="rerun", selection_mode="box", key=chart_key,
+                        config={"modeBarButtonsToRemove": ["lasso2d"]})
+        b = st.columns(4)
+        box = (b[0].number_input("x1", 0, w - 1, key=keys[0]),
+               b[1].number_input("y1", 0, h - 1, key=keys[1]),
+               b[2].number_input("x2", 1, w, key=keys[2]),
+               b[3].number_input("y2", 1, h, key=keys[3]))
         st.image(thumbnail(draw_box(source, box)), caption="new box", width=NEW_BOX_PREVIEW_PX)
         if not st.button("Re-test with this box", key="review_retest_btn"):
             return
@@ -132,3 +153,22 @@ def box_retest(store: Store, item: ReviewItem, reviewer: str) -> None:
             return
         for line in captions.retest_lines(result):
             st.write(line)
+
+
+def item_card(card: ItemCard) -> None:
+    """An adjudication card's item: file name, the source and the relation's mutants as thumbnails (or why
+    there are none), and a link that opens the item in Review."""
+    from objrel.review.queue import review_url
+
+    st.markdown(captions.card_title(card))
+    badge = captions.incorrect_badge(card.correct)
+    if badge:
+        st.markdown(badge)
+    if card.source is None:
+        st.caption(captions.card_problem(card))
+    else:
+        cols = st.columns(CARD_COLUMNS)
+        cols[0].image(card.source.image, caption="source", width="stretch")
+        for col, panel in zip(cols[1:], card.mutants):
+            col.image(panel.image, caption=captions.card_mutant_caption(panel), width="stretch")
+    st.markdown(captions.review_link(review_url(card.run_id, card.relation, card.sample_id)))

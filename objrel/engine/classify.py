@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from objrel.relations import classify as R
+from objrel.relations import common as C
 from objrel.config import RunConfig
 from objrel.data import Dataset, load_dataset, load_rgb
 from objrel.data.region import area_ratio, check_object, target_region
@@ -277,7 +278,7 @@ class Engine:
             self._predict_mutants(wave, report)
             for p, m in wave:
                 res = p.mutants[m.key]
-                verdicts[id(p)][m.key] = (R.NOT_APPLICABLE if isinstance(res, NotApplicable)
+                verdicts[id(p)][m.key] = (C.NOT_APPLICABLE if isinstance(res, NotApplicable)
                                           else R.check(m.relation, p.source, res).verdict)
             wave = [(p, m) for p in tested for m in schedule.next_wave(verdicts[id(p)])]
 
@@ -345,13 +346,13 @@ class Engine:
                 preds.append({"sample_id": s.sample_id, "mutation_key": m.key, "seed": str(seed),
                               "prediction": None if res is None or isinstance(res, NotApplicable) else res.to_dict()})
                 if res is None:  # a lazy run's vote groups were decided without it: never "holds"
-                    v = {"verdict": R.NOT_EVALUATED, "source_certainty": None, "mutant_certainty": None,
-                         "label_changed": None, "distance": None, "note": R.VOTE_DECIDED}
-                    by_key[m.key] = R.NOT_EVALUATED
+                    v = {"verdict": C.NOT_EVALUATED, "source_certainty": None, "mutant_certainty": None,
+                         "label_changed": None, "distance": None, "note": C.VOTE_DECIDED}
+                    by_key[m.key] = C.NOT_EVALUATED
                 elif isinstance(res, NotApplicable):
-                    v = {"verdict": R.NOT_APPLICABLE, "source_certainty": None, "mutant_certainty": None,
+                    v = {"verdict": C.NOT_APPLICABLE, "source_certainty": None, "mutant_certainty": None,
                          "label_changed": None, "distance": None, "note": str(res)}
-                    by_key[m.key] = R.NOT_APPLICABLE
+                    by_key[m.key] = C.NOT_APPLICABLE
                 else:
                     chk = R.check(m.relation, p.source, res)
                     d = self._distance(p, m.relation, res)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from objrel.relations import classify as R
+from objrel.relations import common as C
 from objrel.data import Dataset, load_rgb
 from objrel.data.region import area_ratio, check_object
 from objrel.data.sample import Sample, TargetObject
@@ -228,7 +228,7 @@ class DetectionEngine:
         image_id, key, src, label = img.sample.sample_id, st.unit.key, st.unit.source, st.unit.label
         verdicts: list[DetectionVerdict] = []
         votes: list[dict] = []
-        scores = R.Relevancy(None, None)
+        scores = C.Relevancy(None, None)
         if st.tested:
             by_key = {}
             dist: dict[str, dict[str, list[float]]] = {"MR-1": defaultdict(list), "MR-2": defaultdict(list)}
@@ -236,7 +236,7 @@ class DetectionEngine:
                 res = st.mutants.get(m.key)
                 seed = st.seeds.get(m.key)
                 if isinstance(res, NotApplicable):
-                    v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, R.NOT_APPLICABLE, None,
+                    v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, C.NOT_APPLICABLE, None,
                                          st.t_source, None, src.iou, None, None, None, seed, note=str(res))
                 else:
                     d, match = res if res is not None else (None, RecordMatch())
@@ -250,12 +250,12 @@ class DetectionEngine:
                 by_key[m.key] = v.verdict
                 verdicts.append(v)
             for g in self.plan.groups:
-                vt = R.vote(g.name, g.relation, [by_key[m.key] for m in g.mutations], g.k)
+                vt = C.vote(g.name, g.relation, [by_key[m.key] for m in g.mutations], g.k)
                 primary = self.plan.primary(g.relation)
                 votes.append({"sample_id": st.unit_id, "group_name": g.name, "relation": g.relation,
                               "is_primary": primary is not None and primary.name == g.name, "k": vt.k, "n": vt.n,
                               "applicable": vt.applicable, "violations": vt.violations, "flagged": vt.flagged})
-            scores = R.relevancy(dist["MR-2"], dist["MR-1"])
+            scores = C.relevancy(dist["MR-2"], dist["MR-1"])
         unit = DetectionUnit(
             image_id=image_id, key=key, unit_id=st.unit_id, kind=unit_kind(key), object_index=st.unit.object,
             label=label, label_index=self.class_names.index(label), object=st.obj.to_dict(),

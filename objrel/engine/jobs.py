@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from objrel.config import DetectionConfig, RunConfig
+from objrel.progress import estimate_text, run_estimate, share
 from objrel.review import roles as R
 from objrel.store import RunRecord, Store
 
@@ -194,8 +195,13 @@ def resumable_runs(store: Store) -> list[RunRecord]:
 
 
 def progress_share(run: RunRecord) -> float:
-    """Share of the run's samples done, in [0, 1] (0 for a run with none)."""
-    return min(1.0, run.n_done / run.n_total) if run.n_total else 0.0
+    """Share of the run done, in [0, 1]: by forward passes while the run reports them, else by samples."""
+    return share(run_estimate(run))
+
+
+def progress_text(run: RunRecord) -> str:
+    """Samples done/total, forward passes, images per second and ETA of a run (``objrel.progress``)."""
+    return estimate_text(run_estimate(run))
 
 
 def run_table(store: Store) -> pd.DataFrame:
@@ -203,6 +209,7 @@ def run_table(store: Store) -> pd.DataFrame:
     rows = [{
         "run": r.id, "name": r.name, "task": r.task, "model": r.model, "dataset": r.dataset,
         "status": display_status(r), "samples": f"{r.n_done}/{r.n_total}", "tested": r.n_tested,
+        "forward passes": r.passes_done,
         "skipped": r.n_skipped, "created": r.created_at.strftime("%Y-%m-%d %H:%M"),
     } for r in store.list_runs()]
     return pd.DataFrame(rows)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 import time
 from collections import Counter
@@ -17,9 +18,16 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from objrel.mutations import NotApplicable, derive_seed, make_mutant
+from objrel.progress import expected_passes
 from objrel.store.store import now
 
 ProgressFn = Callable[[int, int], None]
+# pass_progress(samples done, samples total, forward passes of this invocation, passes expected, seconds)
+PassProgressFn = Callable[[int, int, int, int, float], None]
+
+# Least seconds between two writes of a run's forward-pass count to the store (and calls of a worker's
+# ``pass_progress``): often enough for a live bar, rarely enough to cost nothing next to the model.
+PROGRESS_INTERVAL_S = 0.5
 
 # Mutant batches made ahead of the model; each holds batch_size full-size images.
 PREFETCH_BATCHES = 2
@@ -145,6 +153,57 @@ def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[list]
     return out
 
 
+class PassTicker:
+    """Reports a running invocation's forward passes (``report.forward_passes``, counted by the worker per
+    batch) every ``PROGRESS_INTERVAL_S`` from a daemon thread: to the store (``Store.set_progress``) and to
+    the worker's optional ``pass_progress`` callable.  The samples count comes from the loop (``samples``)."""
+
+    def __init__(self, worker, run_id: int, report: RunReport, total: int, done_before: int, todo: int,
+                 interval: float = PROGRESS_INTERVAL_S):
+        self.worker, self.run_id, self.report, self.total = worker, run_id, report, total
+        self.done_before, self.todo, self.interval = done_before, todo, interval
+        self.samples = done_before
+        self.guess = 1 + len(getattr(worker, "mutations", ()) or ())  # the source and each mutation
+        self.t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._last: tuple | None = None
+        self._thread = threading.Thread(target=self._work, name="objrel-progress", daemon=True)
+
+    def expected(self) -> int:
+        done_here = self.samples - self.done_before
+        return expected_passes(self.report.forward_passes, done_here, self.todo - done_here, self.guess)
+
+    def tick(self) -> None:
+        passes = self.report.forward_passes
+        state = (passes, self.samples)
+        if state == self._last:
+            return
+        self._last = state
+        expected = self.expected()
+        try:
+            self.worker.store.set_progress(self.run_id, passes, expected)
+        except Exception as exc:  # a busy store must not stop the run; the next tick tries again
+            print(f"objrel: progress not recorded ({type(exc).__name__}: {exc})", file=sys.stderr)
+            self._last = None
+        hook = getattr(self.worker, "pass_progress", None)
+        if hook is not None:
+            hook(self.samples, self.total, passes, expected, time.perf_counter() - self.t0)
+
+    def _work(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.tick()
+
+    def __enter__(self) -> PassTicker:
+        self.tick()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.tick()
+
+
 def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
                 progress: ProgressFn | None = None, stop_after: int | None = None) -> RunReport:
     """The run loop shared by the classifier and detection engines.
@@ -162,7 +221,7 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
     if stop_after is not None:
         todo = todo[:stop_after]
     store.update_run(run_id, status="running", started_at=now(), pid=os.getpid(), error=None,
-                     cancel_requested=False)
+                     cancel_requested=False, passes_done=0, passes_expected=None, progress_at=None)
     t_start = time.perf_counter()
     n_done = len(done)
     total = len(worker.samples)
@@ -170,18 +229,20 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
         progress(n_done, total)
     status = "finished"
     try:
-        for chunk in _chunks(todo, store.attempts(run_id), worker.config.batch_size):
-            if store.cancel_requested(run_id):
-                status = "cancelled"
-                break
-            ids = [s.sample_id for s in chunk]
-            store.record_attempts(run_id, ids)
-            for item in worker._process_chunk(chunk, report):
-                worker._commit(run_id, item, report)
-                n_done += 1
-                if progress:
-                    progress(n_done, total)
-            store.clear_attempts(run_id, ids)
+        with PassTicker(worker, run_id, report, total, n_done, len(todo)) as ticker:
+            for chunk in _chunks(todo, store.attempts(run_id), worker.config.batch_size):
+                if store.cancel_requested(run_id):
+                    status = "cancelled"
+                    break
+                ids = [s.sample_id for s in chunk]
+                store.record_attempts(run_id, ids)
+                for item in worker._process_chunk(chunk, report):
+                    worker._commit(run_id, item, report)
+                    n_done += 1
+                    ticker.samples = n_done
+                    if progress:
+                        progress(n_done, total)
+                store.clear_attempts(run_id, ids)
     except BaseException as exc:
         store.update_run(run_id, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
                          error=f"{type(exc).__name__}: {exc}", finished_at=now())

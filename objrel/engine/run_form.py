@@ -13,6 +13,7 @@ from pathlib import Path
 
 from objrel.config import DetectionConfig, RunConfig, config_from_dict
 from objrel.constants import THREE_COLOUR_VOTE_K
+from objrel.data.uploads import WEIGHT_ARCHITECTURES
 from objrel.errors import ConfigError
 from objrel.review import roles as R
 from objrel.store import Store
@@ -34,6 +35,8 @@ AnyConfig = RunConfig | DetectionConfig
 
 # Classifiers of the zoo the app offers (objrel.models.efficientnet.LITE_SIZES).
 ZOO_CLASSIFIERS = ("efficientnet-lite0", "efficientnet-lite1", "efficientnet-lite2")
+# torchvision classifiers the app offers for uploaded state dicts (objrel.data.uploads); they need a weights file.
+WEIGHTS_CLASSIFIERS = tuple(f"torchvision:{a}" for a in WEIGHT_ARCHITECTURES)
 # Detectors the app offers (OpenCV's bundled cascades and HOG, MTCNN with its bundled weights).
 ZOO_DETECTORS = ("haar:frontalface_default", "haar:frontalcatface", "haar:frontalface_default+haar:frontalcatface",
                  "hog:people", "mtcnn")
@@ -55,7 +58,7 @@ def data_roots() -> tuple[Path, ...]:
 
 def web_models(store: Store, task: str) -> list[str]:
     """The models the app offers for ``task``: the zoo's, then those an admin registered."""
-    zoo = ZOO_DETECTORS if task == DETECTOR else ZOO_CLASSIFIERS
+    zoo = ZOO_DETECTORS if task == DETECTOR else ZOO_CLASSIFIERS + WEIGHTS_CLASSIFIERS
     return list(zoo) + [m for m in account_rows.allowed_models(store, task) if m not in zoo]
 
 
@@ -99,6 +102,9 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
     if model not in allowed:
         raise ConfigError(f"the model must be one of the app's list ({', '.join(allowed)}); got {model!r}. "
                           "An admin can register more")
+    if model in WEIGHTS_CLASSIFIERS and not config.weights and model not in account_rows.allowed_models(store, task):
+        raise ConfigError(f"{model} runs with an uploaded weights file; got no weights file (upload one on the "
+                          "Runs page, or pick another model)")
     roots = data_roots()
     if config.dataset not in type(config).BUILTIN_DATASETS:
         _inside_roots("dataset", config.dataset, roots)

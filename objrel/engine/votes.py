@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from objrel.mutations import Mutation, Plan
-from objrel.relations import classify as R
+from objrel.relations import common as C
 
 # The relations whose distances feed S_p (object preserved) and S_r (object removed).
 PRESERVING, REMOVING = "MR-2", "MR-1"
@@ -18,7 +18,7 @@ def vote_rows(plan: Plan, sample_id: str, verdict_by_key: dict[str, str]) -> lis
     """One ``votes`` row per vote group of ``plan``; ``verdict_by_key`` maps each mutation key to its verdict."""
     rows = []
     for group in plan.groups:
-        vote = R.vote(group.name, group.relation, [verdict_by_key[m.key] for m in group.mutations], group.k)
+        vote = C.vote(group.name, group.relation, [verdict_by_key[m.key] for m in group.mutations], group.k)
         primary = plan.primary(group.relation)
         rows.append({"sample_id": sample_id, "group_name": group.name, "relation": group.relation,
                      "is_primary": primary is not None and primary.name == group.name, "k": vote.k, "n": vote.n,
@@ -36,7 +36,7 @@ class ScoringBasis:
     in the plan, applicable to a given image or not.  ``paper_counts`` is True when every H_n equals the
     paper's (12, 12, 1 preserving; 9, 2, 2 removing: 38 operations).  For ``applicable``, ``operations``
     lists all the plan's mutations and H_n / N count, per inference, only the operations that gave a
-    distance (``R.weighted_score``).
+    distance (``C.weighted_score``).
     """
 
     name: str
@@ -45,16 +45,16 @@ class ScoringBasis:
 
     @property
     def paper_counts(self) -> bool:
-        return self.name == R.SCORING_SEED002 and dict(self.h) == R.SEED002_PAPER_OPERATIONS
+        return self.name == C.SCORING_SEED002 and dict(self.h) == C.SEED002_PAPER_OPERATIONS
 
     def h_of(self, functions: tuple[str, ...]) -> dict[str, int]:
         return {fn: n for fn, n in self.h if fn in functions}
 
     def describe(self) -> str:
-        if self.name != R.SCORING_SEED002:
+        if self.name != C.SCORING_SEED002:
             return (f"S by objrel's 'applicable' weights over {len(self.operations)} operations (H_n, N count "
                     f"only operations that gave a distance); the plan lacks some of seed 002's six functions")
-        parts = ", ".join(f"{R.SEED002_FUNCTION_NAMES[fn]} {n}" for fn, n in self.h)
+        parts = ", ".join(f"{C.SEED002_FUNCTION_NAMES[fn]} {n}" for fn, n in self.h)
         paper = "as in the paper" if self.paper_counts else "the paper has 12, 12, 1, 9, 2, 2 = 38"
         return (f"S as seed 002 s V-A over {len(self.operations)} operations: H_n = {parts} ({paper}); "
                 f"N = 3 functions per type")
@@ -66,12 +66,12 @@ class ScoringBasis:
 
 def scoring_basis(plan: Plan) -> ScoringBasis:
     """The scoring definition of ``plan`` (see :class:`ScoringBasis`)."""
-    functions = R.SEED002_PRESERVING + R.SEED002_REMOVING
+    functions = C.SEED002_PRESERVING + C.SEED002_REMOVING
     ops = [m for m in plan.mutations if m.operator in functions]
     counts = {fn: sum(m.operator == fn for m in ops) for fn in functions}
     if all(counts.values()):
-        return ScoringBasis(R.SCORING_SEED002, tuple(m.key for m in ops), tuple(counts.items()))
-    return ScoringBasis(R.SCORING_APPLICABLE, tuple(m.key for m in plan.mutations))
+        return ScoringBasis(C.SCORING_SEED002, tuple(m.key for m in ops), tuple(counts.items()))
+    return ScoringBasis(C.SCORING_APPLICABLE, tuple(m.key for m in plan.mutations))
 
 
 class Distances:
@@ -95,13 +95,13 @@ class Distances:
             raise ValueError(f"relation must be {PRESERVING} or {REMOVING}, got {relation!r}")
         self._by_relation[relation][operator].append(distance)
 
-    def relevancy(self) -> R.Relevancy:
+    def relevancy(self) -> C.Relevancy:
         b = self.basis
-        if b is not None and b.name == R.SCORING_SEED002:
-            return R.seed002_relevancy(self._by_relation[PRESERVING], self._by_relation[REMOVING],
-                                       b.h_of(R.SEED002_PRESERVING), b.h_of(R.SEED002_REMOVING), b.operations)
-        rel = R.relevancy(self._by_relation[PRESERVING], self._by_relation[REMOVING])
-        return R.Relevancy(rel.s_p, rel.s_r, R.SCORING_APPLICABLE, b.operations if b is not None else ())
+        if b is not None and b.name == C.SCORING_SEED002:
+            return C.seed002_relevancy(self._by_relation[PRESERVING], self._by_relation[REMOVING],
+                                       b.h_of(C.SEED002_PRESERVING), b.h_of(C.SEED002_REMOVING), b.operations)
+        rel = C.relevancy(self._by_relation[PRESERVING], self._by_relation[REMOVING])
+        return C.Relevancy(rel.s_p, rel.s_r, C.SCORING_APPLICABLE, b.operations if b is not None else ())
 
 
 def interleaved(plan: Plan) -> tuple[Mutation, ...]:
@@ -133,7 +133,7 @@ class VoteSchedule:
 
     @staticmethod
     def _state(group, verdicts: dict[str, str]) -> tuple[int, list[Mutation]]:
-        violations = sum(verdicts.get(m.key) == R.VIOLATED for m in group.mutations)
+        violations = sum(verdicts.get(m.key) == C.VIOLATED for m in group.mutations)
         left = [m for m in group.mutations if m.key not in verdicts]
         return violations, left
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from objrel.relations import classify as R
+from objrel.relations import common as C
 from objrel.relations.associate import RecordMatch
 
 # Delta_c of seed 001 s4.4: a record "contains" the object when its IoU with the ground truth is at
@@ -112,9 +112,9 @@ def check_mr1(src: RecordMatch, mut: RecordMatch, label: str,
     """Object corrupted: a detected object should no longer be detected (T 1 -> 0)."""
     ts = iou_test(src, label, threshold)
     if ts == 0:
-        return DetectionCheck("MR-1", R.NOT_APPLICABLE, NOT_DETECTED, 0, None, src.iou, None, None, None)
+        return DetectionCheck("MR-1", C.NOT_APPLICABLE, NOT_DETECTED, 0, None, src.iou, None, None, None)
     tm = iou_test(mut, label, threshold)
-    return DetectionCheck("MR-1", R.HOLDS if tm == 0 else R.VIOLATED, REMOVED if tm == 0 else STILL_DETECTED,
+    return DetectionCheck("MR-1", C.HOLDS if tm == 0 else C.VIOLATED, REMOVED if tm == 0 else STILL_DETECTED,
                           ts, tm, src.iou, mut.iou, _label_changed(src, mut), distance_removing(src.iou, mut.iou))
 
 
@@ -123,9 +123,9 @@ def check_mr2(src: RecordMatch, mut: RecordMatch, label: str,
     """Background corrupted: T should stay; 1 -> 0 is a missing detection, 0 -> 1 an incorrect one."""
     ts, tm = iou_test(src, label, threshold), iou_test(mut, label, threshold)
     if ts == tm:
-        verdict, outcome = R.HOLDS, (KEPT if ts else STILL_MISSED)
+        verdict, outcome = C.HOLDS, (KEPT if ts else STILL_MISSED)
     else:
-        verdict, outcome = R.VIOLATED, (MISSING_DETECTION if ts else INCORRECT_DETECTION)
+        verdict, outcome = C.VIOLATED, (MISSING_DETECTION if ts else INCORRECT_DETECTION)
     same = src.found and mut.found and mut.label == src.label
     return DetectionCheck("MR-2", verdict, outcome, ts, tm, src.iou, mut.iou, _label_changed(src, mut),
                           distance_preserving(src.iou, mut.iou, same))

@@ -61,6 +61,12 @@ class ReviewItem:
     boxes: list = field(default_factory=list)   # target boxes (xyxy, full-size pixels)
     size: tuple = (0, 0)                        # full-size (width, height)
     task: str = "single"                        # the run's task: single | multi | detection
+    correct: bool | None = None                 # False: an incorrect inference (tested because the run tested all);
+                                                # detection units: detected on the source (T = 1)
+
+    @property
+    def is_incorrect(self) -> bool:
+        return self.correct is False
 
     @property
     def is_detection(self) -> bool:
@@ -96,6 +102,31 @@ def draw_box(image: np.ndarray, box, colour=(0, 200, 255), width: int = 2) -> np
     x1, y1, x2, y2 = (int(round(v)) for v in box)
     cv2.rectangle(out, (x1, y1), (max(x1, x2 - 1), max(y1, y2 - 1)), colour, width)
     return out
+
+
+def selection_box(selection, size) -> tuple[int, int, int, int] | None:
+    """The xyxy box (integer full-size pixels) a box selection drew on the source, or None.
+
+    ``selection``: Streamlit's plotly selection state (``event.selection``: a mapping with ``box``, a list of
+    ``{"x": [x0, x1], "y": [y0, y1], ...}`` in the figure's axis units, which ``charts.box_select_figure``
+    makes full-size pixels); the last box counts.  The box is widened to whole pixels (floor, ceil),
+    clamped to the image (``size`` = (width, height)) and None when nothing of it is left inside.
+    """
+    import math
+
+    boxes = (selection or {}).get("box") or []
+    if not boxes:
+        return None
+    last = boxes[-1]
+    xs, ys = last.get("x") or [], last.get("y") or []
+    if len(xs) < 2 or len(ys) < 2:
+        return None
+    w, h = int(size[0]), int(size[1])
+    x1, x2 = max(0, math.floor(min(xs))), min(w, math.ceil(max(xs)))
+    y1, y2 = max(0, math.floor(min(ys))), min(h, math.ceil(max(ys)))
+    if x2 <= x1 or y2 <= y1:
+        return None
+    return int(x1), int(y1), int(x2), int(y2)
 
 
 def _top(pred: dict | None, names: list[str]) -> list:
@@ -187,6 +218,7 @@ def _assemble(s: StoredSample, relation: str, source: Panel, panels: list, other
         area_ratio=float(row["area_ratio"] or 0.0), s_p=row["s_p"], s_r=row["s_r"], s=row["s"], votes=s.votes,
         source=source, mutants=panels, others=others, boxes=[list(b) for b in s.target.boxes],
         size=(int(row["width"]), int(row["height"])), task=task,
+        correct=None if row.get("correct") is None else bool(row["correct"]),
     )
 
 
@@ -301,7 +333,7 @@ def detection_review_item(store: Store, run_id: int, unit_id: str, relation: str
         ground_truth=[unit.label], area_ratio=float(unit.area_ratio or 0.0), s_p=unit.s_p, s_r=unit.s_r, s=unit.s,
         votes={v["group_name"]: v for v in store.votes(run_id, unit.unit_id)}, source=src, mutants=panels,
         others=others, boxes=[list(b) for b in target.boxes], size=(int(row["width"]), int(row["height"])),
-        task=DETECTION_TASK,
+        task=DETECTION_TASK, correct=bool(unit.detected),
     )
 
 
@@ -319,3 +351,49 @@ def run_class_names(store: Store, run_id: int) -> list[str]:
 def flagged_queue(store: Store, run_id: int, relation: str) -> list[str]:
     """Every flagged sample of a run and relation (primary vote), sorted by id."""
     return store.flagged_sample_ids(run_id, relation)
+
+
+# ---------------------------------------------------------------- adjudication cards
+
+CARD_SIDE = 160             # longer side of an adjudication card's thumbnails, in pixels
+
+
+@dataclass(frozen=True)
+class ItemCard:
+    """A flagged item at a glance (the Agreement page's adjudication cards): its file, the source with its
+    target outlined and the relation's primary mutants; ``problem`` says why no image could be rebuilt."""
+
+    run_id: int
+    sample_id: str
+    relation: str
+    rel_path: str
+    source: Panel | None = None
+    mutants: tuple = ()
+    correct: bool | None = None
+    problem: str | None = None
+
+
+def item_card(store: Store, run_id: int, sample_id: str, relation: str, side: int = CARD_SIDE) -> ItemCard:
+    """The card of one item: its thumbnails when its source can be read, else its file name and the reason."""
+    from objrel.errors import ObjrelError
+
+    try:
+        item = review_item(store, run_id, sample_id, relation, side=side)
+    except (ObjrelError, OSError, ValueError, KeyError) as exc:
+        row = _card_row(store, run_id, sample_id)
+        return ItemCard(run_id, str(sample_id), relation, row.get("rel_path") or str(sample_id),
+                        correct=None if row.get("correct") is None else bool(row["correct"]), problem=str(exc))
+    return ItemCard(run_id, item.sample_id, relation, item.rel_path, item.source,
+                    tuple(p for p in item.mutants if p.relation == relation), item.correct)
+
+
+def _card_row(store: Store, run_id: int, sample_id: str) -> dict:
+    """The samples row of an item (a detection unit's image row); empty when there is none."""
+    from objrel.store import detections as D
+
+    try:
+        if store.get_run(run_id).task == DETECTION_TASK:
+            return store.sample(run_id, D.unit(store, run_id, sample_id).image_id) or {}
+        return store.sample(run_id, sample_id) or {}
+    except (KeyError, ValueError, LookupError):
+        return {}

@@ -2,16 +2,18 @@
 
 Each image is explained with ``objrel.explain.explanation_for`` (cached in the store), rebuilt from
 its recipe, overlaid with its strongest superpixels and shrunk to a thumbnail.  Progress is reported
-over the pair as one fraction in [0, 1].
+over the pair as one fraction in [0, 1], with a text that ends in the time left at the pace so far.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from objrel.progress import lime_eta_text
 from objrel.review import roles as R
 from objrel.review.items import THUMB_SIDE, thumbnail
 from objrel.store import Store
@@ -41,10 +43,13 @@ def explain_pair(store: Store, model, run_id: int, sample_id: str, mutation_key:
 
     keys = (SOURCE_KEY, mutation_key)
     out = []
+    t0 = time.perf_counter()
     for done_images, key in enumerate(keys):
         def report(done: int, total: int, key=key, before=done_images) -> None:
             if progress is not None:
-                progress(min(1.0, (before + done / max(total, 1)) / len(keys)), f"LIME {key} {done}/{total}")
+                fraction = min(1.0, (before + done / max(total, 1)) / len(keys))
+                progress(fraction, f"LIME {key} {done}/{total}: "
+                                   f"{lime_eta_text(fraction, time.perf_counter() - t0)}")
 
         explanation = explanation_for(store, model, run_id, sample_id, key, num_samples=num_samples,
                                       progress=report)

@@ -8,7 +8,7 @@ names where to start.  No Streamlit here: the Review page keeps the position in 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from objrel import review
@@ -34,21 +34,69 @@ class ReviewLink:
     item: str | None = None
 
     @classmethod
-    def parse(cls, params: Mapping[str, str], run_ids: Sequence[int]) -> ReviewLink:
-        """Read query parameters (strings); ``run_ids`` are the runs that can be reviewed (newest last)."""
+    def parse(cls, params: Mapping[str, str], run_ids: Sequence[int],
+              n_flagged: Callable[[int, str], int] | None = None) -> ReviewLink:
+        """Read query parameters (strings); ``run_ids`` are the runs that can be reviewed (newest last).
+
+        ``n_flagged(run_id, relation)`` counts a run's flagged inferences: with it, what the link leaves open
+        is filled with something to review, the newest run and then the relation (DEFAULT_RELATION first)
+        that has flagged inferences; without it (or when nothing is flagged anywhere), the newest run and
+        DEFAULT_RELATION."""
         if not run_ids:
             raise ValueError("no run can be reviewed: the link has nothing to point at")
-        run = params.get("run", "")
-        run_id = int(run) if run.isdigit() and int(run) in run_ids else run_ids[-1]
+        run = str(params.get("run", ""))
+        named_run = int(run) if run.isdigit() and int(run) in run_ids else None
         relation = params.get("relation")
-        return cls(run_id=run_id, relation=relation if relation in review.RELATIONS else DEFAULT_RELATION,
+        named_relation = relation if relation in review.RELATIONS else None
+        run_id, relation = _with_flags(named_run, named_relation, run_ids, n_flagged)
+        return cls(run_id=run_id, relation=relation,
                    mode=ALL_FLAGGED if params.get("queue") == ALL_FLAGGED else REVIEW_SAMPLE,
                    item=params.get("item") or None)
+
+
+def _relation_order(named: str | None) -> tuple[str, ...]:
+    if named is not None:
+        return (named,)
+    return (DEFAULT_RELATION, *(r for r in review.RELATIONS if r != DEFAULT_RELATION))
+
+
+def _with_flags(run_id: int | None, relation: str | None, run_ids: Sequence[int],
+                n_flagged: Callable[[int, str], int] | None) -> tuple[int, str]:
+    """The run and relation to open: the named ones, what is left open filled with flagged inferences."""
+    fallback = (run_ids[-1] if run_id is None else run_id, relation or DEFAULT_RELATION)
+    if n_flagged is None:
+        return fallback
+    runs = [run_id] if run_id is not None else list(reversed(run_ids))
+    for r in runs:
+        for rel in _relation_order(relation):
+            if n_flagged(r, rel) > 0:
+                return r, rel
+    return fallback
+
+
+def is_new_link(params: Mapping[str, str], last_written: Mapping[str, str] | None) -> bool:
+    """Whether the page's query parameters are a link to follow: they name a run and are not the ones the
+    Review page wrote itself on its last run (those only echo the reviewer's own choice)."""
+    if not params.get("run"):
+        return False
+    keys = ("run", "relation", "item", "queue")
+    return {k: params.get(k) for k in keys} != {k: (last_written or {}).get(k) for k in keys}
 
 
 def link_params(run_id: int, relation: str, sample_id: str) -> dict[str, str]:
     """The query parameters that reopen this item (the queue stays as chosen)."""
     return {"run": str(run_id), "relation": relation, "item": str(sample_id)}
+
+
+REVIEW_URL_PATH = "review"      # app.py's url_path of the Review page
+
+
+def review_url(run_id: int, relation: str, sample_id: str, mode: str = ALL_FLAGGED) -> str:
+    """A relative link (``review?run=..&relation=..&item=..&queue=..``) that opens the item in Review from any
+    page of the app, whatever characters its sample id holds."""
+    from urllib.parse import urlencode
+
+    return f"{REVIEW_URL_PATH}?{urlencode({**link_params(run_id, relation, sample_id), 'queue': mode})}"
 
 
 @dataclass(frozen=True)
@@ -97,6 +145,21 @@ class Queue:
 
     def my_call(self, sample_id: str) -> str | None:
         return self.mine.get(sample_id)
+
+    @property
+    def n_open(self) -> int:
+        """Items of the queue this reviewer has not judged yet."""
+        return sum(sid not in self.mine for sid in self.sample_ids)
+
+    @property
+    def done(self) -> bool:
+        """Every item judged by this reviewer (an empty queue is not done: there was nothing to do)."""
+        return bool(self.sample_ids) and self.n_open == 0
+
+    def next_open(self, position: int) -> int | None:
+        """The first item after ``position`` not yet judged, else the first one before it; None when none is."""
+        order = [*range(self.clamp(position) + 1, len(self)), *range(0, self.clamp(position) + 1)]
+        return next((i for i in order if self.sample_ids[i] not in self.mine), None)
 
 
 def open_queue(store: Store, run_id: int, relation: str, reviewer: str, mode: str = REVIEW_SAMPLE,

@@ -17,6 +17,8 @@ from objrel.store.detection_records import (DETECTION_TASK, SCHEMA_WITH_DETECTIO
 SCHEMA_WITH_SAMPLE_NOTES = 3
 # Columns schema 3 appended to ``samples`` (create_all makes new tables but never adds columns to old ones).
 ADDED_SAMPLE_COLUMNS = ("dropped", "notes")
+# Progress columns appended to ``runs`` (nullable, so stores without them read the same; no version bump).
+ADDED_RUN_COLUMNS = ("passes_done", "passes_expected", "progress_at")
 
 
 class SchemaVersionError(ValueError):
@@ -45,6 +47,7 @@ def upgrade_all(engine) -> None:
             f"open it with the objrel that wrote it, or upgrade objrel")
     upgrade(engine)
     add_sample_columns(engine)
+    add_run_columns(engine)
     widen_verdict_columns(engine)
 
 
@@ -62,6 +65,30 @@ def widen_verdict_columns(engine) -> list[str]:
                 c.execute(text(f"ALTER TABLE {table.name} ALTER COLUMN verdict TYPE VARCHAR({S.VERDICT_LENGTH})"))
             altered.append(table.name)
     return altered
+
+
+def add_missing_columns(engine, table, names) -> list[str]:
+    """Add ``table``'s columns ``names`` that the stored table lacks (``ALTER TABLE ... ADD COLUMN``); returns
+    the names added.  A column another process added meanwhile is fine."""
+    have = {c["name"] for c in inspect(engine).get_columns(table.name)}
+    added = []
+    for name in names:
+        if name in have:
+            continue
+        col_type = table.c[name].type.compile(dialect=engine.dialect)
+        try:
+            with engine.begin() as c:
+                c.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {name} {col_type}"))
+            added.append(name)
+        except (OperationalError, ProgrammingError):  # added meanwhile by another process
+            if name not in {c["name"] for c in inspect(engine).get_columns(table.name)}:
+                raise
+    return added
+
+
+def add_run_columns(engine) -> list[str]:
+    """Add the progress columns (``ADDED_RUN_COLUMNS``) to an older store's ``runs``; returns the names added."""
+    return add_missing_columns(engine, S.runs, ADDED_RUN_COLUMNS)
 
 
 def add_sample_columns(engine) -> list[str]:

@@ -52,6 +52,11 @@ runs = Table(
     Column("cancel_requested", Boolean, nullable=False, default=False),
     Column("error", Text),
     Column("timings", JSON),
+    # Live progress of the current invocation (objrel.engine.loop): forward passes done and expected, and when
+    # they were last written; added to older stores by objrel.store.migrations.add_run_columns.
+    Column("passes_done", Integer),
+    Column("passes_expected", Integer),
+    Column("progress_at", DateTime(timezone=True)),
 )
 
 samples = Table(

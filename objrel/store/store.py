@@ -78,10 +78,13 @@ class RunRecord:
     cancel_requested: bool = False
     pid: int | None = None
     heartbeat_at: dt.datetime | None = None
+    passes_done: int | None = None        # forward passes of the current invocation (objrel.engine.loop)
+    passes_expected: int | None = None    # the loop's running estimate of that invocation's passes
+    progress_at: dt.datetime | None = None
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        for k in ("created_at", "started_at", "finished_at", "heartbeat_at"):
+        for k in ("created_at", "started_at", "finished_at", "heartbeat_at", "progress_at"):
             d[k] = d[k].isoformat() if d[k] else None
         return d
 
@@ -170,6 +173,43 @@ class Store:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {values['status']!r}")
         with self.engine.begin() as c:
             c.execute(update(S.runs).where(S.runs.c.id == int(run_id)).values(**values))
+
+    def set_progress(self, run_id: int, passes_done: int, passes_expected: int | None) -> None:
+        """Record the current invocation's forward passes done and expected (and when), for the live view."""
+        self.update_run(run_id, passes_done=int(passes_done),
+                        passes_expected=None if passes_expected is None else int(passes_expected),
+                        progress_at=now())
+
+    def rename_run(self, run_id: int, name: str) -> None:
+        """Give run ``run_id`` a new name (KeyError for an unknown run).  Callers check the actor's role."""
+        with self.engine.begin() as c:
+            n = c.execute(update(S.runs).where(S.runs.c.id == int(run_id)).values(name=str(name))).rowcount
+        if not n:
+            raise KeyError(f"no run {run_id} in {self!r}; expected the id of a stored run")
+
+    def delete_run(self, run_id: int) -> dict[str, int]:
+        """Delete run ``run_id`` and every row that belongs to it, in one transaction; returns the rows deleted
+        by table.  The schema's ``ON DELETE CASCADE`` would do it too (SQLite with ``foreign_keys=ON``,
+        PostgreSQL); deleting the children explicitly first also covers a store whose tables lack it."""
+        rid = int(run_id)
+        counts: dict[str, int] = {}
+        with self.engine.begin() as c:
+            if c.execute(select(S.runs.c.id).where(S.runs.c.id == rid)).first() is None:
+                raise KeyError(f"no run {run_id} in {self!r}; expected the id of a stored run")
+            for table in reversed(S.metadata.sorted_tables):
+                if table is not S.runs and "run_id" in table.c:
+                    counts[table.name] = c.execute(delete(table).where(table.c.run_id == rid)).rowcount
+            counts[S.runs.name] = c.execute(delete(S.runs).where(S.runs.c.id == rid)).rowcount
+        return counts
+
+    def sample_issues(self, run_id: int) -> list[dict]:
+        """Run ``run_id``'s samples that were skipped or left untested, and those with dropped annotations:
+        ``{sample_id, status, skip_code, skip_reason, correct, dropped}`` each, by sample id."""
+        cols = [S.samples.c[k] for k in ("sample_id", "status", "skip_code", "skip_reason", "correct", "dropped")]
+        q = select(*cols).where(S.samples.c.run_id == int(run_id)).order_by(S.samples.c.sample_id)
+        with self.engine.connect() as c:
+            rows = [dict(r._mapping) for r in c.execute(q)]
+        return [r for r in rows if r["status"] != "tested" or r["dropped"]]
 
     def request_cancel(self, run_id: int) -> None:
         self.update_run(run_id, cancel_requested=True)

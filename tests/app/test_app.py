@@ -64,3 +64,27 @@ def test_striking_examples_open_under_the_relation_that_flags_them(flagged_store
     shown = item.violating_mutant("MR-2")
     assert shown.relation == "MR-2" and shown.verdict == "violated"
     assert item.target_box() == (12, 10, 32, 30)      # the annotated box of the flagged images, xyxy
+
+
+def test_overview_hides_incorrect_inferences_until_asked(tmp_path, monkeypatch):
+    import json
+
+    from tests.conftest import write_flagged_set
+
+    ann = write_flagged_set(tmp_path / "all", n_flagged=1, n_clean=1)
+    coco = json.loads(ann.read_text())
+    coco["annotations"][0]["category_id"] = 2      # the one flagged image is now "green": the model's "red" is wrong
+    ann.write_text(json.dumps(coco))
+    store = Store(tmp_path / "all.db")
+    Engine(store, RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(ann), plan="colours3",
+                            name="all", test_all=True), model=factory()).execute()
+    monkeypatch.setenv("OBJREL_STORE", store.url)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert any("among the correct ones" in i.value for i in at.info)
+    assert not any("incorrect inference" in m.value for m in at.markdown)
+    at.toggle(key="overview_show_incorrect").set_value(True).run()
+    assert not at.exception
+    assert any("incorrect inference" in m.value for m in at.markdown)
+    assert any("MR-1&2" in m.value for m in at.markdown)
+    store.dispose()

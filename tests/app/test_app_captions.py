@@ -50,6 +50,7 @@ def test_review_item_texts():
     item = ReviewItem(1, "s1", "MR-2", "a.png", ["red"], 0.2, None, None, None, votes, source, [mutant],
                       size=(40, 30))
     assert captions.vote_text(item, "MR-2") == "2/3 violated" and captions.vote_text(item, "MR-1") == "-"
+    assert captions.vote_count(item, "MR-2") == "2/3" and captions.vote_count(item, "MR-1") == "-"
     assert captions.example_caption({"relation": "MR-1&2"}, item, item.violating_mutant("MR-2")) == \
         "**MR-1&2**: red -> green"
     assert item.target_box() == (0, 0, 40, 30) and not item.is_detection
@@ -91,3 +92,26 @@ def test_plain_shows_user_text_as_typed():
     # every escape is a backslash before the original character: removing them gives the text back
     assert escaped.replace("\\", "") == typed
     assert plain("two\nlines\t here") == "two lines here"
+
+
+def test_incorrect_badge_and_queue_end_texts():
+    from objrel.review.queue import Queue
+
+    assert captions.incorrect_badge(True) is None and captions.incorrect_badge(None) is None
+    assert "incorrect inference" in captions.incorrect_badge(False)
+    assert "not detected" in captions.incorrect_badge(False, detection=True)
+    q = Queue(("a", "b", "c"), {"a": "tp"})
+    assert captions.queue_end(q, 0) is None
+    assert captions.queue_end(q, 2) == "End of the queue: 2 of 3 items still wait for your call."
+    assert "judged all 3 items" in captions.queue_end(Queue(("a", "b", "c"), dict.fromkeys("abc", "tp")), 1)
+    assert captions.agreement_link().endswith("[Agreement page](agreement)")
+
+
+def test_card_texts_escape_user_text():
+    from objrel.review.items import ItemCard
+
+    card = ItemCard(2, "*x*", "MR-1", "[a](http://b).png", problem="image file /a_b.png does not exist")
+    assert captions.card_title(card) == "\\[a\\](http\\://b)\\.png (item \\*x\\*, run 2)"
+    assert captions.card_problem(card).startswith("No image: image file /a\\_b\\.png")
+    mutant = Panel("fill_object(colour=red)", "", IMG, [("cat", 0.5)], "MR-1", "violated")
+    assert captions.card_mutant_caption(mutant) == "fill_object(colour=red): cat (violated)"

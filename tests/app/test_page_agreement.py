@@ -78,8 +78,12 @@ def table_with(at: AppTest, column: str):
 def test_adjudicator_sees_hand_computed_kappa_and_the_calls(judged_store):
     at = run_page("carol")
     assert metric(at, "Cohen's kappa") == "0.583"
-    k = R.cohen_kappa(CALLS_A, CALLS_B)  # the interval's SE method is objrel.review.agreement's to choose
-    assert metric(at, "95% CI") == f"[{k.ci_low:.3f}, {k.ci_high:.3f}]" and k.ci_high == 1.0
+    # Fleiss-Cohen-Everitt SE by hand (p_o 0.8, p_e 0.52, 1 - kappa = 5/12):
+    #   diagonal 0.5 * (1 - 1.2 * 5/12)^2 + 0.3 * (1 - 0.8 * 5/12)^2 = 0.125 + 0.13333 = 0.25833
+    #   off-diagonal (5/12)^2 * (0.1 * 1.0^2 + 0.1 * 1.0^2) = 0.03472
+    #   minus (0.58333 - 0.52 * 5/12)^2 = 0.13444 -> 0.15861 / (10 * 0.48^2) = 0.068842 -> SE 0.26238
+    #   0.58333 -+ 1.96 * 0.26238 = [0.069, 1.098] -> [0.069, 1.000]
+    assert metric(at, "95% CI") == "[0.069, 1.000]"
     assert metric(at, "Landis & Koch") == "moderate"
     assert metric(at, "Items both judged") == "10"
     confusion = table_with(at, "bob: tp")
@@ -189,3 +193,13 @@ def test_runs_without_judgments_point_to_the_review_page(tmp_path, monkeypatch):
     at = run_page()
     assert any("No judgments yet" in i.value for i in at.info)
     assert not at.metric
+
+
+def test_adjudication_cards_name_the_file_and_link_to_the_item(judged_store):
+    store, rid = judged_store
+    at = run_page("carol")
+    shown = " ".join(m.value for m in at.markdown)
+    # the items' images are not on disk here: the card says so and still names the file and links the item
+    assert f"s005.png (item s005, run {rid})" in shown.replace("\\", "")
+    assert f"[Open in Review](review?run={rid}&relation=MR-1&item=s005&queue=all)" in shown
+    assert any("No image" in c.value for c in at.caption)

@@ -121,9 +121,17 @@ def test_default_view_shows_every_section(monkeypatch, explore_db):
     corr = frame(at, "accuracy", "ratio")
     assert corr["ratio"].tolist() == pytest.approx([1 / 6, 1 / 6, 0, 1 / 6])
 
-    # every table has its CSV button; per-label, size, overlap and correlation are charts
-    assert len(at.get("download_button")) == len(at.dataframe) == 6
-    assert len(at.get("plotly_chart")) == 4
+    # McNemar, runs 1 and 2 (both dominant colour): the same 6 correct answers, bg flagged by both, nothing
+    # discordant: b = c = 0, exact p = 1
+    assert at.selectbox(key="explore_mcnemar_a").value == 1 and at.selectbox(key="explore_mcnemar_b").value == 2
+    assert metric(at, "Shared") == "6" and metric(at, "p-value") == "1.000"
+    mc = frame(at, "run 2 flags", "run 2 does not")          # rows: run 1 flags / does not
+    assert mc[["run 2 flags", "run 2 does not"]].values.tolist() == [[1, 0], [0, 5]]
+    assert any("exact binomial test (b + c = 0 < 25)" in c.value for c in at.caption)
+
+    # every table has its CSV button; per-label, size, models, McNemar, overlap and correlation are charts
+    assert len(at.get("download_button")) == len(at.dataframe) == 7
+    assert len(at.get("plotly_chart")) == 6
 
 
 def test_colour_contingency_for_a_palette_run(monkeypatch, explore_db):
@@ -173,3 +181,10 @@ def test_empty_store_says_what_to_do(tmp_path, monkeypatch):
     at = open_page(monkeypatch, tmp_path / "empty.db")
     assert any("No runs" in i.value for i in at.info)
     assert not at.dataframe
+
+
+def test_mcnemar_runs_never_coincide(monkeypatch, explore_db):
+    at = open_page(monkeypatch, explore_db)
+    at.selectbox(key="explore_mcnemar_a").set_value(2).run()
+    assert not at.exception
+    assert at.selectbox(key="explore_mcnemar_b").value == 1 and 2 not in at.selectbox(key="explore_mcnemar_b").options

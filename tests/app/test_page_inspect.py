@@ -128,3 +128,20 @@ def test_newest_result_and_upload_limit(tmp_path, monkeypatch):
     check_upload_size("ok.json", 2 * MB, limit_mb=2)
     with pytest.raises(ValueError, match="big.json is 3 MB; the limit is 2 MB"):
         check_upload_size("big.json", 3 * MB, limit_mb=2)
+
+
+def test_heatmap_caption_matches_its_colour_scale():
+    """Small NAPVD (a pair the model may confuse) must be the colour the caption names for confused pairs."""
+    import pandas as pd
+    from plotly.colors import hex_to_rgb
+
+    from objrel.app import captions, charts
+
+    fig = charts.napvd_heatmap(pd.DataFrame([[0.0, 0.1], [0.1, 0.0]], index=["a", "b"], columns=["a", "b"]))
+    scale = fig.layout.coloraxis.colorscale
+    luminance = lambda c: sum(w * v for w, v in zip((0.299, 0.587, 0.114), hex_to_rgb(c)))  # noqa: E731
+    low, high = luminance(scale[0][1]), luminance(scale[-1][1])      # colours of the smallest and largest NAPVD
+    assert low > high                                                  # small distances are drawn light
+    text = captions.NAPVD_HEATMAP_CAPTION
+    assert "light (yellow) cells are close pairs the model may not separate" in text
+    assert "dark cells are well separated" in text

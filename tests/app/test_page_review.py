@@ -89,3 +89,117 @@ def test_empty_store_says_what_to_do(monkeypatch, tmp_path):
 
     at = page(monkeypatch, Store(tmp_path / "empty.db")).run()
     assert any("No run with tested inferences" in i.value for i in at.info)
+
+
+def test_opens_on_a_run_with_flags_not_on_the_newest_run(monkeypatch, flagged_store, tmp_path):
+    from objrel.config import RunConfig
+    from objrel.engine.classify import Engine
+    from tests.conftest import write_flagged_set
+    from tests.fixtures.colour_model import factory
+
+    store, run_id = flagged_store
+    quiet = Engine(store, RunConfig(model="py:tests.fixtures.colour_model:factory", plan="colours3", name="quiet",
+                                    dataset=str(write_flagged_set(tmp_path / "quiet", n_flagged=0, n_clean=2))),
+                   model=factory()).execute().run_id
+    assert quiet > run_id and not store.flagged_sample_ids(quiet, "MR-2")
+    review.create_reviewer(store, "dora", "dora-passphrase")
+    at = page(monkeypatch, store, "dora").run()
+    assert not at.exception
+    assert at.session_state["review_run"] == run_id and at.query_params["run"] == str(run_id)
+    assert not any("is flagged by" in i.value for i in at.info)
+
+
+def test_the_end_of_the_queue_says_so_and_links_to_agreement(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "eve", "eve-passphrase")
+    ids = review.draw_review_sample(store, run_id, "MR-2")
+    for sid in ids[:-1]:
+        review.record_judgment(store, run_id, sid, "MR-2", "eve", "tp")
+    at = page(monkeypatch, store, "eve").run()
+    assert at.query_params["item"] == ids[-1]
+    assert any("End of the queue: 1 of" in i.value for i in at.info)
+    at.button(key="judge_tp").click().run()
+    assert not at.exception
+    assert any(f"judged all {len(ids)} items" in s.value for s in at.success)
+    assert any("[Agreement page](agreement)" in m.value for m in at.markdown)
+
+
+def test_an_incorrect_inference_carries_a_badge(monkeypatch, tmp_path):
+    import json
+
+    from objrel.config import RunConfig
+    from objrel.engine.classify import Engine
+    from objrel.store import Store
+    from tests.conftest import write_flagged_set
+    from tests.fixtures.colour_model import factory
+
+    ann = write_flagged_set(tmp_path / "all")
+    coco = json.loads(ann.read_text())
+    coco["annotations"][0]["category_id"] = 2      # f1.png is now "green": the model's "red" is wrong
+    ann.write_text(json.dumps(coco))
+    store = Store(tmp_path / "all.db")
+    rid = Engine(store, RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(ann), plan="colours3",
+                                  name="all", test_all=True), model=factory()).execute().run_id
+    review.create_reviewer(store, "fay", "fay-passphrase")
+    at = page(monkeypatch, store, "fay")
+    at.query_params.update({"run": str(rid), "relation": "MR-2", "queue": "all", "item": "1"})
+    at.run()
+    assert not at.exception and at.query_params["item"] == "1"
+    assert any("incorrect inference" in m.value for m in at.markdown)
+    at.button(key="review_next").click().run()
+    assert at.query_params["item"] == "2" and not any("incorrect inference" in m.value for m in at.markdown)
+    store.dispose()
+
+
+@pytest.mark.parametrize("selection, box", [
+    ({"box": [{"x": [12.4, 31.6], "y": [9.8, 30.2]}]}, (12, 9, 32, 31)),           # widened to whole pixels
+    ({"box": [{"x": [40.0, -5.0], "y": [50.0, 30.0]}]}, (0, 30, 40, 40)),          # reversed corners, clamped
+    ({"box": [{"x": [1, 2], "y": [1, 2]}, {"x": [3.0, 9.0], "y": [4.0, 8.0]}]}, (3, 4, 9, 8)),   # the last box
+    ({"box": [{"x": [50.0, 60.0], "y": [0.0, 10.0]}]}, None),                      # wholly outside the image
+    ({"box": []}, None), ({"points": []}, None), (None, None), ({"box": [{"x": [3.0]}]}, None),
+])
+def test_a_drawn_selection_becomes_a_clamped_pixel_box(selection, box):
+    from objrel.review.items import selection_box
+
+    assert selection_box(selection, (48, 40)) == box
+
+
+def test_the_box_figure_spans_the_full_size_image():
+    import numpy as np
+
+    from objrel.app.charts import box_select_figure
+
+    fig = box_select_figure(np.zeros((20, 24, 3), np.uint8), (48, 40), (12, 10, 32, 30))
+    img = fig.data[0]
+    assert (img.x0 - img.dx / 2, img.x0 + 23.5 * img.dx) == (0, 48)      # 24 thumbnail columns cover 0..48
+    assert (img.y0 - img.dy / 2, img.y0 + 19.5 * img.dy) == (0, 40)
+    assert fig.layout.dragmode == "select" and list(fig.layout.yaxis.range) == [40, 0]
+    assert (fig.layout.shapes[0].x0, fig.layout.shapes[0].y1) == (12, 30)
+
+
+def test_drawing_a_box_fills_the_corner_inputs(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "gus", "gus-passphrase")
+    at = page(monkeypatch, store, "gus").run()
+    sid = at.query_params["item"]
+    suffix = f"{run_id}_{sid}"
+    assert at.number_input(key=f"rb_x1_{suffix}").value == 12          # the annotated box to start with
+    at.session_state[f"rb_draw_{suffix}"] = {"selection": {"points": [], "point_indices": [],
+                                                            "box": [{"xref": "x", "yref": "y", "x": [2.2, 20.9],
+                                                                     "y": [3.0, 15.5]}], "lasso": []}}
+    at.run()
+    assert not at.exception
+    corners = [at.number_input(key=f"rb_{c}_{suffix}").value for c in ("x1", "y1", "x2", "y2")]
+    assert corners == [2, 3, 21, 16]
+    at.number_input(key=f"rb_x2_{suffix}").set_value(30).run()          # typing still wins over the drawing
+    assert at.number_input(key=f"rb_x2_{suffix}").value == 30
+
+
+def test_the_box_figure_has_points_to_select_over_the_whole_image():
+    import numpy as np
+
+    from objrel.app.charts import BOX_GRID, box_select_figure
+
+    grid = box_select_figure(np.zeros((20, 24, 3), np.uint8), (48, 40)).data[1]
+    assert len(grid.x) == BOX_GRID ** 2 and grid.marker.opacity == 0
+    assert 0 < min(grid.x) < 2 and 46 < max(grid.x) < 48 and 0 < min(grid.y) < 1 and 39 < max(grid.y) < 40

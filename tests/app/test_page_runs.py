@@ -142,3 +142,88 @@ def test_resume_a_stopped_detection_run_from_the_page(tmp_path, monkeypatch):
     assert sorted(s["sample_id"] for s in store.samples(report.run_id)) == ["1", "2"]
     at.run()
     assert not [s for s in at.selectbox if s.key == "runs_resume_pick"]   # nothing left to resume
+
+
+# ---------------------------------------------------------------- progress, uploads, rename / delete, issues
+
+
+def _colour_run(store: Store, colour_set, name="colour run") -> int:
+    from objrel.config import RunConfig
+    from objrel.engine.classify import Engine
+    from tests.fixtures.colour_model import factory
+
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3",
+                    name=name)
+    return Engine(store, cfg, model=factory()).execute().run_id
+
+
+def test_a_running_run_shows_samples_passes_rate_and_eta(tmp_path, monkeypatch, colour_set):
+    import datetime as dt
+    import os
+
+    store = Store(tmp_path / "live.db")
+    rid = _colour_run(store, colour_set)
+    t0 = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=10)
+    store.update_run(rid, status="running", pid=os.getpid(), started_at=t0, heartbeat_at=t0, n_done=2)
+    store.set_progress(rid, 50, 150)
+    at = open_page(monkeypatch, tmp_path, store, who="rita", roles=(R.REVIEWER,))
+    bars = at.get("progress")
+    assert len(bars) == 1
+    text = bars[0].proto.text
+    assert f"2/{store.get_run(rid).n_total} samples, 50/150 forward passes" in text, text
+    assert "images/s" in text and "ETA" in text and "ETA unknown" not in text, text
+    assert bars[0].proto.value == 33  # 50 of 150 passes
+
+
+def test_operator_renames_and_deletes_a_run_after_confirming(tmp_path, monkeypatch, colour_set):
+    store = Store(tmp_path / "manage.db")
+    keep, rid = _colour_run(store, colour_set, "keep"), _colour_run(store, colour_set, "old name")
+    at = open_page(monkeypatch, tmp_path, store)
+    at.selectbox(key="runs_manage_pick").set_value(rid)
+    at.text_input(key="runs_rename_name").set_value("new name")
+    at.button(key="runs_rename_btn").click()
+    at.run()
+    assert store.get_run(rid).name == "new name"
+    at.text_input(key="runs_delete_confirm").set_value("nope")
+    at.button(key="runs_delete_btn").click()
+    at.run()
+    assert any("Could not delete" in e.value and f"type its id {rid}" in e.value for e in at.error)
+    assert [r.id for r in store.list_runs()] == [keep, rid]
+    at.text_input(key="runs_delete_confirm").set_value(str(rid))
+    at.button(key="runs_delete_btn").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [r.id for r in store.list_runs()] == [keep]
+    assert store.samples(rid) == []
+
+
+def test_reviewers_see_skipped_and_untested_samples_but_cannot_manage_or_upload(tmp_path, monkeypatch, colour_set):
+    store = Store(tmp_path / "issues.db")
+    rid = _colour_run(store, colour_set)
+    at = open_page(monkeypatch, tmp_path, store, who="rita", roles=(R.REVIEWER,))
+    keys = {b.key for b in at.button}
+    assert not keys & {"runs_rename_btn", "runs_delete_btn", "runs_up_dataset_btn", "runs_up_weights_btn"}
+    assert len(at.dataframe) == 2  # the history, then the issues of the newest run
+    table = at.dataframe[1].value
+    rows = {r["sample_id"]: r for r in store.samples(rid)}
+    expected = {s for s, r in rows.items() if r["status"] != "tested" or r["dropped"]}
+    assert set(table["sample_id"]) == expected and len(expected) >= 2
+    skipped = table[table["status"] == "skipped"]
+    assert list(skipped["reason"]) == [rows[s]["skip_reason"] for s in skipped["sample_id"]]
+
+
+def test_an_upload_fills_the_start_form(tmp_path, monkeypatch):
+    from objrel.engine import manage
+    from tests.data.test_uploads import make_zip, manifest, png_bytes
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OBJREL_DATA_ROOTS", str(tmp_path / "var" / "uploads"))
+    store = Store(tmp_path / "up.db")
+    R.create_reviewer(store, OPERATOR, f"{OPERATOR}-passphrase", roles=(R.RUN_OPERATOR,))
+    up = manage.upload_dataset(store, "mine", manifest("a.png"), make_zip({"a.png": png_bytes()}), actor=OPERATOR)
+    at = open_page(monkeypatch, tmp_path, store)
+    assert at.button(key="runs_up_dataset_btn") is not None
+    at.button(key="runs_up_use").click()
+    at.run()
+    assert at.text_input(key="runs_dataset").value == str(up.annotation)
+    assert at.text_input(key="runs_images").value == str(up.images)

@@ -112,3 +112,34 @@ def test_score_tables_and_quick_states(results_file, tmp_path):
     assert quick_state(gone, str(tmp_path)).state == FAILED
     (tmp_path / B.RESULTS_FILE).write_text("{}")
     assert quick_state(gone, str(tmp_path)) == QuickState(FINISHED, str(tmp_path / B.RESULTS_FILE))
+
+
+def test_a_quick_benchmark_writes_where_the_page_reads(tmp_path, monkeypatch):
+    """start_quick's --out is the folder quick_state reads, from any working directory, and the child finds the
+    objrel package on its PYTHONPATH."""
+    import subprocess
+
+    from objrel.studies.shortcut import bench as B
+    from objrel.studies.shortcut.browse import quick_dir, quick_state
+
+    started = {}
+
+    class FakeProcess:
+        pid = 4242
+
+    def fake_popen(cmd, env, **kw):
+        started.update(cmd=cmd, env=env)
+        return FakeProcess()
+
+    monkeypatch.setattr(subprocess, "Popen", fake_popen)
+    monkeypatch.chdir(tmp_path)
+    out = quick_dir("var/shortcut/results.json")                # relative, as the page's default is
+    assert out == str(tmp_path / "var" / "shortcut" / "quick")
+    B.start_quick(out)
+    written = started["cmd"][started["cmd"].index("--out") + 1]
+    monkeypatch.chdir("/")                                       # the page may read from elsewhere
+    assert str(B.Path(written) / B.RESULTS_FILE) == quick_state(4242, out).results_file
+    root = started["env"]["PYTHONPATH"].split(":")[0]
+    assert (B.Path(root) / "objrel" / "studies" / "shortcut" / "bench.py").is_file()
+    # the quick results, once shown, keep the next quick run in the same folder (no quick/quick)
+    assert quick_dir(str(B.Path(out) / B.RESULTS_FILE)) == out

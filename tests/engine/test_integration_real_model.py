@@ -11,6 +11,7 @@ from objrel.engine.classify import Engine
 from objrel.analysis.export import records
 from objrel.models import load_classifier
 from objrel.mutations.rebuild import rebuild_mutant
+from objrel.relations import common as C
 from objrel.relations.classify import Prediction
 from objrel.analysis.summary import summarize
 from objrel.store import Store
@@ -99,7 +100,6 @@ def test_summary_and_export_agree(demo_run):
 def test_lazy_votes_flag_the_demo_like_the_full_run(demo_run, lite0, tmp_path):
     """Lazy votes on the real model: the same flags and the same verdicts for every mutation that ran, fewer
     forward passes, and the rest stored as 'not evaluated' (never as holds)."""
-    from objrel.relations import classify as R
 
     store, report = demo_run
     lazy_store = Store(tmp_path / "lazy.db")
@@ -109,8 +109,8 @@ def test_lazy_votes_flag_the_demo_like_the_full_run(demo_run, lite0, tmp_path):
     full = {(v["sample_id"], v["mutation_key"]): v["verdict"] for v in store.verdicts(report.run_id)}
     mine = {(v["sample_id"], v["mutation_key"]): (v["verdict"], v["note"]) for v in lazy_store.verdicts(lazy.run_id)}
     assert mine.keys() == full.keys()
-    not_run = [k for k, (v, _) in mine.items() if v == R.NOT_EVALUATED]
-    assert not_run and all(mine[k][1] == R.VOTE_DECIDED for k in not_run)
+    not_run = [k for k, (v, _) in mine.items() if v == C.NOT_EVALUATED]
+    assert not_run and all(mine[k][1] == C.VOTE_DECIDED for k in not_run)
     assert all(mine[k][0] == full[k] for k in mine if k not in not_run)
     assert lazy.forward_passes < report.forward_passes
     lazy_store.dispose()

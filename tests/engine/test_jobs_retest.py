@@ -241,8 +241,14 @@ def test_web_runs_refuse_code_unlisted_models_and_paths_outside_the_roots(tmp_pa
         jobs.start_web_run(store, RunConfig(model="py:tests.fixtures.colour_model:factory", dataset="demo"), actor=op)
     with pytest.raises(ConfigError, match="never runs code"):
         jobs.start_web_run(store, DetectionConfig(detector="mtcnn+py:evil:f", dataset="demo-faces"), actor=op)
-    with pytest.raises(ConfigError, match="must be one of the app's list .* got 'torchvision:resnet18'"):
+    with pytest.raises(ConfigError, match="must be one of the app's list .* got 'torchvision:resnet101'"):
+        jobs.start_web_run(store, RunConfig(model="torchvision:resnet101", dataset="demo"), actor=op)
+    # the architectures listed for uploaded state dicts run only with a weights file, from the allowed roots
+    with pytest.raises(ConfigError, match="runs with an uploaded weights file; got no weights file"):
         jobs.start_web_run(store, RunConfig(model="torchvision:resnet18", dataset="demo"), actor=op)
+    with pytest.raises(ConfigError, match="weights file must lie inside an allowed folder"):
+        jobs.start_web_run(store, RunConfig(model="torchvision:resnet18", dataset="demo", weights="/tmp/w.pt"),
+                           actor=op)
     with pytest.raises(ConfigError, match="dataset must lie inside an allowed folder"):
         jobs.start_web_run(store, RunConfig(model="efficientnet-lite0", dataset=str(colour_set)), actor=op)
     with pytest.raises(ConfigError, match="weights file must lie inside an allowed folder"):
@@ -266,13 +272,13 @@ def test_admins_register_models_for_the_web_list(tmp_path):
     store = Store(tmp_path / "models.db")
     boss = account(store, "boss", (R.ADMIN,))
     with pytest.raises(NotAllowed, match="'olga' may not register models"):
-        allow_model(store, account(store), CLASSIFIER, "torchvision:resnet18")
+        allow_model(store, account(store), CLASSIFIER, "torchvision:resnet101")
     with pytest.raises(ConfigError, match="never code"):
         allow_model(store, boss, CLASSIFIER, "py:tests.fixtures.colour_model:factory")
     with pytest.raises(ConfigError, match="or a path"):
         allow_model(store, boss, CLASSIFIER, "haar:/tmp/cascade.xml")
-    assert allow_model(store, boss, CLASSIFIER, "torchvision:resnet18")[-1] == "torchvision:resnet18"
-    assert "torchvision:resnet18" in web_models(store, CLASSIFIER)
+    assert allow_model(store, boss, CLASSIFIER, "torchvision:resnet101")[-1] == "torchvision:resnet101"
+    assert "torchvision:resnet101" in web_models(store, CLASSIFIER)
     from objrel.engine.run_form import check_web_config
-    assert check_web_config(store, RunConfig(model="torchvision:resnet18", dataset="demo")).model == \
-        "torchvision:resnet18"
+    assert check_web_config(store, RunConfig(model="torchvision:resnet101", dataset="demo")).model == \
+        "torchvision:resnet101"

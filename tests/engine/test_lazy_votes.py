@@ -14,11 +14,11 @@ from objrel.config import RunConfig
 from objrel.engine.classify import Engine
 from objrel.engine.votes import VoteSchedule, interleaved
 from objrel.mutations import Mutation, Plan, VoteGroup, preset
-from objrel.relations import classify as R
+from objrel.relations import common as C
 
 from tests.fixtures.colour_model import factory
 
-VERDICT_CHOICES = (R.HOLDS, R.VIOLATED, R.NOT_APPLICABLE)
+VERDICT_CHOICES = (C.HOLDS, C.VIOLATED, C.NOT_APPLICABLE)
 
 
 def simulate(plan: Plan, truth: dict[str, str]) -> dict[str, str]:
@@ -34,7 +34,7 @@ def simulate(plan: Plan, truth: dict[str, str]) -> dict[str, str]:
 
 
 def flags(plan: Plan, verdicts: dict[str, str]) -> list[bool]:
-    return [R.vote(g.name, g.relation, [verdicts.get(m.key, R.NOT_EVALUATED) for m in g.mutations], g.k).flagged
+    return [C.vote(g.name, g.relation, [verdicts.get(m.key, C.NOT_EVALUATED) for m in g.mutations], g.k).flagged
             for g in plan.groups]
 
 
@@ -61,11 +61,11 @@ def test_two_agreeing_verdicts_settle_a_2_of_3_group():
     first = sched.next_wave({})
     assert len(first) == 4  # two of each group, interleaved
     assert [m.relation for m in first] == ["MR-1", "MR-2", "MR-1", "MR-2"]
-    agree = {m.key: (R.VIOLATED if m.relation == "MR-1" else R.HOLDS) for m in first}
+    agree = {m.key: (C.VIOLATED if m.relation == "MR-1" else C.HOLDS) for m in first}
     assert sched.next_wave(agree) == []
     split = dict(agree)
     mr1 = [m for m in first if m.relation == "MR-1"]
-    split[mr1[0].key] = R.HOLDS
+    split[mr1[0].key] = C.HOLDS
     third = sched.next_wave(split)
     assert [m.relation for m in third] == ["MR-1"]
 
@@ -123,10 +123,10 @@ def test_lazy_run_flags_and_verdicts_equal_the_full_run(tmp_path, plan):
     skipped = saved = 0
     for v in v_lazy:
         ref = full_by[(v["sample_id"], v["mutation_key"])]
-        if v["verdict"] == R.NOT_EVALUATED:
+        if v["verdict"] == C.NOT_EVALUATED:
             skipped += 1
-            saved += ref["verdict"] != R.NOT_APPLICABLE  # an n/a mutant never reaches the model anyway
-            assert v["note"] == R.VOTE_DECIDED and v["distance"] is None
+            saved += ref["verdict"] != C.NOT_APPLICABLE  # an n/a mutant never reaches the model anyway
+            assert v["note"] == C.VOTE_DECIDED and v["distance"] is None
             assert p_lazy[v["sample_id"]][v["mutation_key"]]["prediction"] is None
             # its recipe is still stored: the same seed as the full run's
             assert p_lazy[v["sample_id"]][v["mutation_key"]]["seed"] == p_full[v["sample_id"]][v["mutation_key"]]["seed"]
@@ -165,5 +165,5 @@ def test_lazy_run_still_batches_across_samples(tmp_path):
 
 
 def test_not_evaluated_is_not_applicable_nor_holds_in_votes():
-    v = R.vote("g", "MR-1", [R.VIOLATED, R.NOT_EVALUATED, R.HOLDS], 2)
+    v = C.vote("g", "MR-1", [C.VIOLATED, C.NOT_EVALUATED, C.HOLDS], 2)
     assert (v.n, v.applicable, v.violations, v.flagged) == (3, 2, 1, False)

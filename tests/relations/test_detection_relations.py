@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from objrel.relations import classify as R
+from objrel.relations import common as C
 from objrel.relations.detect import INCORRECT_DETECTION, MISSING_DETECTION, check_mr1, check_mr2, distance_preserving, distance_removing, iou_test
 from objrel.relations.associate import RecordMatch, iou
 from objrel.relations import detect as DR
@@ -34,29 +34,29 @@ def test_iou_test_uses_iou_at_least_the_threshold_and_the_label():
 def test_mr1_object_corrupted_t_should_flip():
     src = rec((1, 0, 11, 10))                                  # 9x10 / 110 -> 0.818
     gone = check_mr1(src, RecordMatch(), "face")
-    assert (gone.verdict, gone.outcome, gone.t_source, gone.t_mutant) == (R.HOLDS, DR.REMOVED, 1, 0)
+    assert (gone.verdict, gone.outcome, gone.t_source, gone.t_mutant) == (C.HOLDS, DR.REMOVED, 1, 0)
     assert gone.distance == pytest.approx(1.0)                 # removing: (IoU - 0) / IoU
     still = check_mr1(src, rec((0, 0, 10, 8)), "face")        # 10x8 / 100 -> 0.8 >= 0.3: still there
-    assert (still.verdict, still.outcome) == (R.VIOLATED, DR.STILL_DETECTED)
+    assert (still.verdict, still.outcome) == (C.VIOLATED, DR.STILL_DETECTED)
     assert still.distance == pytest.approx((90 / 110 - 0.8) / (90 / 110))
     # moved off the object: IoU 0.2 < 0.3 counts as removed
-    assert check_mr1(src, rec((0, 0, 2, 10)), "face").verdict == R.HOLDS
+    assert check_mr1(src, rec((0, 0, 2, 10)), "face").verdict == C.HOLDS
     # an object not detected on the source has nothing to remove
     na = check_mr1(RecordMatch(), rec(GT), "face")
-    assert (na.verdict, na.outcome, na.distance) == (R.NOT_APPLICABLE, DR.NOT_DETECTED, None)
+    assert (na.verdict, na.outcome, na.distance) == (C.NOT_APPLICABLE, DR.NOT_DETECTED, None)
 
 
 def test_mr2_background_corrupted_t_should_stay_missing_vs_incorrect():
     found, lost = rec(GT), RecordMatch()
     kept = check_mr2(found, rec((0, 0, 10, 9)), "face")
-    assert (kept.verdict, kept.outcome, kept.distance) == (R.HOLDS, DR.KEPT, pytest.approx(0.9))
+    assert (kept.verdict, kept.outcome, kept.distance) == (C.HOLDS, DR.KEPT, pytest.approx(0.9))
     missing = check_mr2(found, lost, "face")
     assert (missing.verdict, missing.outcome, missing.t_source, missing.t_mutant) == (
-        R.VIOLATED, MISSING_DETECTION, 1, 0)
+        C.VIOLATED, MISSING_DETECTION, 1, 0)
     assert missing.distance == 0.0
     incorrect = check_mr2(lost, rec(GT), "face")
     assert (incorrect.verdict, incorrect.outcome, incorrect.t_source, incorrect.t_mutant) == (
-        R.VIOLATED, INCORRECT_DETECTION, 0, 1)
+        C.VIOLATED, INCORRECT_DETECTION, 0, 1)
     assert incorrect.distance is None                          # no source record: no IoU to compare with
     assert check_mr2(lost, lost, "face").outcome == DR.STILL_MISSED
     # the object is now reported with another label: T drops -> missing detection, label_changed
@@ -78,14 +78,14 @@ def test_seed002_distances():
 def test_relevancy_of_a_record_weights_each_operator_equally():
     """S_r over random erase {1, 0.5} and fill_object {0}: (1 + 0.5) / (2 * 2) + 0 / (1 * 2) = 0.375;
     S_p over background noise {1, 1, 0.25}: 2.25 / 3 = 0.75; S = 0.5625."""
-    rel = R.relevancy({"background_noise": [1.0, 1.0, 0.25]}, {"random_erase": [1.0, 0.5], "fill_object": [0.0]})
+    rel = C.relevancy({"background_noise": [1.0, 1.0, 0.25]}, {"random_erase": [1.0, 0.5], "fill_object": [0.0]})
     assert (rel.s_p, rel.s_r, rel.s) == (pytest.approx(0.75), pytest.approx(0.375), pytest.approx(0.5625))
 
 
 def test_k_of_n_vote_counts_violations_and_ignores_na():
-    v = R.vote("MR-1 random erase", "MR-1", [R.VIOLATED, R.HOLDS, R.VIOLATED], 2)
+    v = C.vote("MR-1 random erase", "MR-1", [C.VIOLATED, C.HOLDS, C.VIOLATED], 2)
     assert (v.violations, v.applicable, v.flagged) == (2, 3, True)
-    v = R.vote("MR-1 random erase", "MR-1", [R.NOT_APPLICABLE] * 3, 2)
+    v = C.vote("MR-1 random erase", "MR-1", [C.NOT_APPLICABLE] * 3, 2)
     assert (v.applicable, v.flagged) == (0, False)
 
 

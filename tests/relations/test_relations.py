@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from objrel.relations import classify as R
+from objrel.relations import common as C
 
 P = R.Prediction.from_probs
 
@@ -49,10 +50,10 @@ SRC = P([0.7, 0.2, 0.1])  # certainty 0.5
 @pytest.mark.parametrize(
     "mutant, verdict",
     [
-        ([0.6, 0.3, 0.1], R.HOLDS),     # same label, certainty 0.3 < 0.5
-        ([0.8, 0.1, 0.1], R.VIOLATED),  # same label, certainty 0.7 > 0.5
-        ([0.7, 0.2, 0.1], R.VIOLATED),  # same label, equal certainty: "strictly lower" fails
-        ([0.3, 0.6, 0.1], R.HOLDS),     # label changed
+        ([0.6, 0.3, 0.1], C.HOLDS),     # same label, certainty 0.3 < 0.5
+        ([0.8, 0.1, 0.1], C.VIOLATED),  # same label, certainty 0.7 > 0.5
+        ([0.7, 0.2, 0.1], C.VIOLATED),  # same label, equal certainty: "strictly lower" fails
+        ([0.3, 0.6, 0.1], C.HOLDS),     # label changed
     ],
 )
 def test_mr1_single(mutant, verdict):
@@ -65,7 +66,7 @@ def test_mr1_single_records_both_certainties():
     assert c.label_changed is False
 
 
-@pytest.mark.parametrize("mutant, verdict", [([0.4, 0.35, 0.25], R.HOLDS), ([0.3, 0.6, 0.1], R.VIOLATED)])
+@pytest.mark.parametrize("mutant, verdict", [([0.4, 0.35, 0.25], C.HOLDS), ([0.3, 0.6, 0.1], C.VIOLATED)])
 def test_mr2_single(mutant, verdict):
     # MR-2 only asks for the same top-1 label, whatever the certainty does
     assert R.mr2_single(SRC, P(mutant)).verdict == verdict
@@ -79,26 +80,26 @@ MSRC = P([0.8, 0.9, 0.2], "multi")  # {airplane, person}, certainties 0.6, 0.8
 @pytest.mark.parametrize(
     "mutant, verdict",
     [
-        ([0.7, 0.6, 0.1], R.HOLDS),      # same set, certainties 0.4 < 0.6 and 0.2 < 0.8
-        ([0.7, 0.95, 0.1], R.VIOLATED),  # person's certainty rose to 0.9
-        ([0.8, 0.6, 0.1], R.VIOLATED),   # airplane's certainty unchanged (0.6): not strictly lower
-        ([0.3, 0.9, 0.2], R.HOLDS),      # set changed to {person}
-        ([0.8, 0.9, 0.7], R.HOLDS),      # set grew to {airplane, person, motorcycle}
+        ([0.7, 0.6, 0.1], C.HOLDS),      # same set, certainties 0.4 < 0.6 and 0.2 < 0.8
+        ([0.7, 0.95, 0.1], C.VIOLATED),  # person's certainty rose to 0.9
+        ([0.8, 0.6, 0.1], C.VIOLATED),   # airplane's certainty unchanged (0.6): not strictly lower
+        ([0.3, 0.9, 0.2], C.HOLDS),      # set changed to {person}
+        ([0.8, 0.9, 0.7], C.HOLDS),      # set grew to {airplane, person, motorcycle}
     ],
 )
 def test_mr1_multi(mutant, verdict):
     assert R.mr1_multi(MSRC, P(mutant, "multi", interest=[0, 1])).verdict == verdict
 
 
-@pytest.mark.parametrize("mutant, verdict", [([0.51, 0.99, 0.49], R.HOLDS), ([0.8, 0.9, 0.5], R.VIOLATED),
-                                             ([0.8, 0.4, 0.1], R.VIOLATED)])
+@pytest.mark.parametrize("mutant, verdict", [([0.51, 0.99, 0.49], C.HOLDS), ([0.8, 0.9, 0.5], C.VIOLATED),
+                                             ([0.8, 0.4, 0.1], C.VIOLATED)])
 def test_mr2_multi(mutant, verdict):
     assert R.mr2_multi(MSRC, P(mutant, "multi")).verdict == verdict
 
 
 def test_check_dispatches_on_task_and_rejects_unknown_relation():
-    assert R.check("MR-1", MSRC, P([0.7, 0.95, 0.1], "multi")).verdict == R.VIOLATED
-    assert R.check("MR-2", SRC, P([0.3, 0.6, 0.1])).verdict == R.VIOLATED
+    assert R.check("MR-1", MSRC, P([0.7, 0.95, 0.1], "multi")).verdict == C.VIOLATED
+    assert R.check("MR-2", SRC, P([0.3, 0.6, 0.1])).verdict == C.VIOLATED
     with pytest.raises(ValueError, match="MR-3"):
         R.check("MR-3", SRC, SRC)
 
@@ -107,23 +108,23 @@ def test_check_dispatches_on_task_and_rejects_unknown_relation():
 
 
 def test_two_of_three_vote():
-    assert R.vote("g", "MR-1", [R.VIOLATED, R.HOLDS, R.VIOLATED], 2).flagged
-    assert not R.vote("g", "MR-1", [R.VIOLATED, R.HOLDS, R.HOLDS], 2).flagged
+    assert C.vote("g", "MR-1", [C.VIOLATED, C.HOLDS, C.VIOLATED], 2).flagged
+    assert not C.vote("g", "MR-1", [C.VIOLATED, C.HOLDS, C.HOLDS], 2).flagged
 
 
 def test_not_applicable_verdicts_do_not_count():
-    v = R.vote("g", "MR-1", [R.VIOLATED, R.NOT_APPLICABLE, R.HOLDS], 2)
+    v = C.vote("g", "MR-1", [C.VIOLATED, C.NOT_APPLICABLE, C.HOLDS], 2)
     assert (v.violations, v.applicable, v.n, v.flagged) == (1, 2, 3, False)
 
 
 def test_eight_of_fifteen_vote():
-    assert R.vote("p", "MR-2", [R.VIOLATED] * 8 + [R.HOLDS] * 7, 8).flagged
-    assert not R.vote("p", "MR-2", [R.VIOLATED] * 7 + [R.HOLDS] * 8, 8).flagged
+    assert C.vote("p", "MR-2", [C.VIOLATED] * 8 + [C.HOLDS] * 7, 8).flagged
+    assert not C.vote("p", "MR-2", [C.VIOLATED] * 7 + [C.HOLDS] * 8, 8).flagged
 
 
 def test_vote_rejects_unknown_verdicts():
     with pytest.raises(ValueError, match="unknown verdicts"):
-        R.vote("g", "MR-1", ["maybe"], 1)
+        C.vote("g", "MR-1", ["maybe"], 1)
 
 
 # ---------------------------------------------------------------- relevancy scores (seed 002 s V-A)
@@ -148,14 +149,14 @@ def test_removing_distance_by_hand():
 def test_weighted_score_uses_one_over_hn_times_n():
     # function A has 2 operations (H=2), B has 1 (H=1); N = 2
     # (1.0 + 0.5)/(2*2) + 0.2/(1*2) = 0.375 + 0.1
-    assert R.weighted_score({"A": [1.0, 0.5], "B": [0.2]}) == pytest.approx(0.475)
-    assert R.weighted_score({"A": []}) is None
+    assert C.weighted_score({"A": [1.0, 0.5], "B": [0.2]}) == pytest.approx(0.475)
+    assert C.weighted_score({"A": []}) is None
 
 
 def test_relevancy_s_is_mean_of_halves():
-    rel = R.relevancy({"A": [1.0]}, {"B": [0.2, 0.4]})
+    rel = C.relevancy({"A": [1.0]}, {"B": [0.2, 0.4]})
     assert (rel.s_p, rel.s_r, rel.s) == pytest.approx((1.0, 0.3, 0.65))
-    assert R.relevancy({}, {"B": [0.2]}).s is None
+    assert C.relevancy({}, {"B": [0.2]}).s is None
 
 
 # ---------------------------------------------------------------- Prediction records
@@ -185,7 +186,7 @@ def test_prediction_rejects_unknown_task():
 def test_strictness_survives_float_noise():
     # identical vectors must not count as "less certain"
     a = P([1 / 3 + 0.1, 1 / 3, 1 / 3 - 0.1])
-    assert R.mr1_single(a, P(list(np.array([1 / 3 + 0.1, 1 / 3, 1 / 3 - 0.1])))).verdict == R.VIOLATED
+    assert R.mr1_single(a, P(list(np.array([1 / 3 + 0.1, 1 / 3, 1 / 3 - 0.1])))).verdict == C.VIOLATED
     assert math.isclose(R.top_certainty(a), 0.1, abs_tol=1e-12)
 
 
@@ -197,26 +198,26 @@ def test_seed002_weighted_score_keeps_h_n_of_all_operations():
     # S_p = (1.0 + 0.5) / (12 * 3) + 0.2 / (1 * 3) = 0.0416667 + 0.0666667 = 0.1083333
     h_p = {"move_to_background": 12, "blend_to_background": 12, "gray_background_blur": 1}
     d_p = {"move_to_background": [1.0, 0.5], "gray_background_blur": [0.2]}
-    assert R.seed002_weighted_score(d_p, h_p) == pytest.approx(0.1083333, abs=1e-7)
+    assert C.seed002_weighted_score(d_p, h_p) == pytest.approx(0.1083333, abs=1e-7)
     # removing: H = 9, 2, 2; RmvObjByMM not applicable (no mask): its 2 operations still count in H_n and N
     # S_r = 9 * 0.9 / (9 * 3) + (0.6 + 0.3) / (2 * 3) + 0 = 0.3 + 0.15 = 0.45
     h_r = {"fill_object_blur": 9, "inpaint": 2, "margin_fill": 2}
     d_r = {"fill_object_blur": [0.9] * 9, "inpaint": [0.6, 0.3]}
-    assert R.seed002_weighted_score(d_r, h_r) == pytest.approx(0.45)
+    assert C.seed002_weighted_score(d_r, h_r) == pytest.approx(0.45)
     # objrel's "applicable" weights drop RmvObjByMM from N: (0.9 + 0.45) / 2 = 0.675
-    assert R.weighted_score(d_r) == pytest.approx(0.675)
-    rel = R.seed002_relevancy(d_p, d_r, h_p, h_r, keys=("k1", "k2"))
+    assert C.weighted_score(d_r) == pytest.approx(0.675)
+    rel = C.seed002_relevancy(d_p, d_r, h_p, h_r, keys=("k1", "k2"))
     assert rel.scoring == "seed002" and rel.operations == ("k1", "k2")
     assert rel.s == pytest.approx((0.1083333 + 0.45) / 2, abs=1e-7)
     # all distances 1 -> weights sum to 1 -> S_p = 1
-    assert R.seed002_weighted_score({fn: [1.0] * h for fn, h in h_p.items()}, h_p) == pytest.approx(1.0)
+    assert C.seed002_weighted_score({fn: [1.0] * h for fn, h in h_p.items()}, h_p) == pytest.approx(1.0)
     # the paper's Table I: 25 preserving + 13 removing = 38 operations
-    assert sum(R.SEED002_PAPER_OPERATIONS[f] for f in R.SEED002_PRESERVING) == 25
-    assert sum(R.SEED002_PAPER_OPERATIONS[f] for f in R.SEED002_REMOVING) == 13
+    assert sum(C.SEED002_PAPER_OPERATIONS[f] for f in C.SEED002_PRESERVING) == 25
+    assert sum(C.SEED002_PAPER_OPERATIONS[f] for f in C.SEED002_REMOVING) == 13
     with pytest.raises(ValueError, match="H_n"):
-        R.seed002_weighted_score({"inpaint": [0.1, 0.2, 0.3]}, {"inpaint": 2})
+        C.seed002_weighted_score({"inpaint": [0.1, 0.2, 0.3]}, {"inpaint": 2})
     with pytest.raises(ValueError, match="outside"):
-        R.seed002_weighted_score({"fill_object": [0.1]}, {"inpaint": 2})
+        C.seed002_weighted_score({"fill_object": [0.1]}, {"inpaint": 2})
 
 
 def test_highest_ranked_label_and_inference_distance():
@@ -243,7 +244,7 @@ def test_distances_use_seed002_when_the_plan_holds_its_functions():
     plan = P.preset("all")
     basis = scoring_basis(plan)
     h = dict(basis.h)
-    assert basis.name == "seed002" and set(h) == set(R.SEED002_PAPER_OPERATIONS)
+    assert basis.name == "seed002" and set(h) == set(C.SEED002_PAPER_OPERATIONS)
     assert (h["gray_background_blur"], h["fill_object_blur"], h["inpaint"], h["margin_fill"]) == (1, 9, 2, 2)
     assert len(basis.operations) == sum(h.values())
     assert all(k.split("(")[0] in h for k in basis.operations) and "seed 002" in basis.describe()

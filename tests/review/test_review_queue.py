@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from objrel import review
-from objrel.review.queue import (ALL_FLAGGED, DEFAULT_RELATION, REVIEW_SAMPLE, Queue, ReviewLink, link_params,
-                                 open_queue, record_call)
+from objrel.review.queue import (ALL_FLAGGED, DEFAULT_RELATION, REVIEW_SAMPLE, Queue, ReviewLink, is_new_link,
+                                 link_params, open_queue, record_call, review_url)
 
 
 @pytest.fixture(autouse=True)
@@ -69,3 +69,72 @@ def test_record_call_keeps_reasons_only_with_a_false_positive(flagged_store):
     assert (calls[second].reasons, calls[second].note) == (("multiple-objects",), "two cats")
     queue = open_queue(store, run_id, "MR-1", "ben", ALL_FLAGGED)
     assert queue.mine == {first: "tp", second: "fp"} and queue.start() == 2
+
+
+# ---------------------------------------------------------------- opening on something to review
+
+
+def counts(table: dict):
+    return lambda run_id, relation: table.get((run_id, relation), 0)
+
+
+def test_a_link_without_run_opens_the_newest_run_with_flags():
+    # run 3 (newest) has nothing flagged; run 2 has MR-1 flags only
+    n = counts({(2, "MR-1"): 4, (1, "MR-2"): 1})
+    assert ReviewLink.parse({}, [1, 2, 3], n) == ReviewLink(2, "MR-1", REVIEW_SAMPLE, None)
+    # the relation a link names is kept: the newest run with flags under it
+    assert ReviewLink.parse({"relation": "MR-2"}, [1, 2, 3], n).run_id == 1
+    # a named run keeps its number; its relation is the one with flags
+    assert ReviewLink.parse({"run": "2"}, [1, 2, 3], n) == ReviewLink(2, "MR-1", REVIEW_SAMPLE, None)
+    # MR-2 first when both have flags
+    assert ReviewLink.parse({}, [1, 2], counts({(2, "MR-1"): 1, (2, "MR-2"): 1})).relation == "MR-2"
+
+
+def test_nothing_flagged_anywhere_falls_back_to_the_newest_run():
+    assert ReviewLink.parse({}, [1, 2, 3], counts({})) == ReviewLink(3, DEFAULT_RELATION, REVIEW_SAMPLE, None)
+    assert ReviewLink.parse({"run": "1", "relation": "MR-1"}, [1, 2], counts({(2, "MR-1"): 3})) \
+        == ReviewLink(1, "MR-1", REVIEW_SAMPLE, None)
+
+
+def test_only_a_link_the_page_did_not_write_is_followed():
+    written = {"run": "1", "relation": "MR-2", "item": "a", "queue": "sample"}
+    assert not is_new_link(written, written)
+    assert not is_new_link({}, written)                       # a page switch clears the query: keep the choice
+    assert is_new_link({**written, "item": "b"}, written)
+    assert is_new_link(written, None)
+
+
+def test_the_end_of_the_queue():
+    q = Queue(("a", "b", "c"), {"a": "tp", "c": "fp"})
+    assert q.n_open == 1 and not q.done and q.next_open(2) == 1 and q.next_open(0) == 1
+    done = Queue(("a", "b"), {"a": "tp", "b": "tp"})
+    assert done.done and done.next_open(0) is None
+    assert not Queue(()).done
+
+
+def test_review_url_encodes_the_item():
+    assert review_url(3, "MR-1", "a b&c/1") == "review?run=3&relation=MR-1&item=a+b%26c%2F1&queue=all"
+
+
+def test_item_card_shows_the_item_or_says_why_not(flagged_store, tmp_path):
+    from objrel.review.items import item_card
+    from objrel.store import Store
+
+    store, run_id = flagged_store
+    sid = store.flagged_sample_ids(run_id, "MR-2")[0]
+    card = item_card(store, run_id, sid, "MR-2")
+    assert card.rel_path == f"f{sid}.png" and card.problem is None and card.correct is True
+    assert card.source.image.shape[:2] == (40, 48)           # smaller than CARD_SIDE: kept as it is
+    assert [p.relation for p in card.mutants] == ["MR-2"] * 3
+    bare = Store(tmp_path / "bare.db")
+    try:
+        rid = bare.create_run(name="r", model="m", model_config={}, task="single", class_names=["a"], dataset="d",
+                              dataset_config={"root": str(tmp_path / "nowhere")}, plan={"groups": []}, config={},
+                              seed=0, n_total=1)
+        bare.write_sample(rid, {"sample_id": "s1", "rel_path": "s1.png", "status": "tested", "correct": False},
+                          [], [], [])
+        missing = item_card(bare, rid, "s1", "MR-1")
+        assert missing.source is None and "does not exist" in missing.problem
+        assert (missing.rel_path, missing.correct) == ("s1.png", False)
+    finally:
+        bare.dispose()

@@ -455,17 +455,22 @@ def load_results(path) -> dict:
     return json.loads(p.read_text(encoding="utf-8"))
 
 
+def import_root() -> Path:
+    """The folder that holds the ``objrel`` package (objrel/studies/shortcut/bench.py is three levels down)."""
+    return Path(__file__).resolve().parents[3]
+
+
 def start_quick(out) -> tuple[int, str]:
     """Start ``objrel bench shortcut --quick --out OUT`` as a separate process (the app never trains in
     its script thread, ARCHITECTURE.md decision 7); returns ``(pid, log file)``."""
     import os
     import subprocess
 
-    out = Path(out)
+    out = Path(out).resolve()      # the child writes where the page looks, whatever the child's cwd
     out.mkdir(parents=True, exist_ok=True)
     log = out / "quick.log"
     cmd = [sys.executable, "-m", "objrel.studies.shortcut.bench", "--quick", "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(import_root()),
                                                                        os.environ.get("PYTHONPATH")]))}
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,

@@ -28,8 +28,11 @@ def default_results_path() -> str:
 
 
 def quick_dir(results_path: str) -> str:
-    """Where a quick benchmark started from the page writes: QUICK_DIR beside ``results_path``."""
-    return str(Path(results_path).parent / QUICK_DIR)
+    """Where a quick benchmark started from the page writes (an absolute path, the one ``bench.start_quick``
+    writes to and ``quick_state`` reads from): QUICK_DIR beside ``results_path``, or the folder of
+    ``results_path`` itself when that is already a quick benchmark's folder (no quick/quick/...)."""
+    parent = Path(results_path).expanduser().resolve().parent
+    return str(parent if parent.name == QUICK_DIR else parent / QUICK_DIR)
 
 
 def score_table_for(results: dict, model: str, truth: str) -> pd.DataFrame:
@@ -48,7 +51,7 @@ class QuickState:
 
 def quick_state(pid: int, out: str) -> QuickState:
     """A quick benchmark's state: running while its process lives, then finished if it wrote its results."""
-    results_file = str(Path(out) / B.RESULTS_FILE)
+    results_file = str(Path(out).resolve() / B.RESULTS_FILE)
     if pid_alive(pid):
         return QuickState(RUNNING, results_file)
     return QuickState(FINISHED if Path(results_file).is_file() else FAILED, results_file)

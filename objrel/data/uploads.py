@@ -1,0 +1,277 @@
+"""Bring your own data: unpack, check and register uploaded datasets and weights under an uploads root.
+
+A dataset upload is an annotation file (COCO ``.json`` or an objrel manifest ``.json``) plus a ``.zip`` of its
+images; a weights upload is a state-dict file for a torchvision architecture from ``WEIGHT_ARCHITECTURES``.
+Each lands in ``<root>/<name>/`` (``annotations.json`` + ``images/``, or ``weights.pt`` + ``upload.json``).
+
+Nothing here trusts the upload: sizes are capped before anything is written (``MAX_*``); a zip is refused
+when a member is absolute, climbs out with ``..``, is a symlink, when it has more than ``MAX_ZIP_MEMBERS``
+files or declares more than ``MAX_UNPACKED_BYTES`` (and extraction stops if the real bytes exceed the declared
+ones); every image must decode; the annotation file must load with objrel's own loader and give at least one
+sample; weights load with ``torch.load(weights_only=True)`` (``objrel.models.safe_load``) and must fit the
+architecture.  Work happens in a hidden folder beside the target and is renamed into place only when all
+checks pass, so a refused upload leaves nothing behind.  The role check is the caller's
+(``objrel.engine.manage``); this module only knows files.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import stat
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from PIL import Image, UnidentifiedImageError
+
+from objrel.errors import ObjrelError
+
+MIB = 2**20
+# Largest annotation file accepted, in bytes.
+MAX_ANNOTATION_BYTES = 64 * MIB
+# Largest zip file accepted (compressed), in bytes.
+MAX_ZIP_BYTES = 1024 * MIB
+# Largest total of the zip's uncompressed members, in bytes (declared sizes and, while unpacking, real ones).
+MAX_UNPACKED_BYTES = 4096 * MIB
+# Most files a zip may hold.
+MAX_ZIP_MEMBERS = 20_000
+# Largest weights file accepted, in bytes.
+MAX_WEIGHTS_BYTES = 1024 * MIB
+# Largest side of an uploaded image in pixels (decompression bombs in the image itself).
+MAX_IMAGE_PIXELS = 100_000_000
+# Image files a dataset zip may contain; other files are refused (``IGNORED_*`` are skipped quietly).
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
+IGNORED_PREFIXES = ("__MACOSX/",)
+# An upload's name: a folder name, no path.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# torchvision classification architectures a weights upload may be for (the web app lists them as models).
+WEIGHT_ARCHITECTURES = ("resnet18", "resnet34", "resnet50", "mobilenet_v3_small", "mobilenet_v3_large",
+                        "efficientnet_b0", "convnext_tiny")
+ANNOTATION_FILE = "annotations.json"
+IMAGES_DIR = "images"
+WEIGHTS_FILE = "weights.pt"
+INFO_FILE = "upload.json"
+COCO, MANIFEST, WEIGHTS = "coco", "manifest", "weights"
+COPY_CHUNK = MIB
+
+
+class UploadError(ObjrelError, ValueError):
+    """An upload refused: what was expected and what came."""
+
+
+@dataclass(frozen=True)
+class Upload:
+    name: str
+    kind: str                   # coco | manifest | weights
+    folder: Path
+    annotation: Path | None     # the dataset's annotation file
+    images: Path | None         # the dataset's images folder
+    weights: Path | None        # the weights file
+    architecture: str | None    # torchvision architecture of the weights
+    n_files: int                # images unpacked, or 1 for weights
+    n_samples: int | None       # samples the loader found
+
+
+def check_name(name: str) -> str:
+    name = (name or "").strip()
+    if not NAME_PATTERN.match(name) or name in {".", ".."}:
+        raise UploadError(f"an upload name is 1-64 letters, digits, '_', '.' or '-' starting with a letter or "
+                          f"digit; got {name!r}")
+    return name
+
+
+def _check_size(what: str, data: bytes, limit: int) -> None:
+    if len(data) > limit:
+        raise UploadError(f"the {what} is {len(data) / MIB:.1f} MiB; at most {limit / MIB:.0f} MiB is accepted")
+    if not data:
+        raise UploadError(f"the {what} is empty (0 bytes)")
+
+
+def _member_path(info: zipfile.ZipInfo, target: Path) -> Path | None:
+    """Where ``info`` unpacks inside ``target`` (None: skipped quietly); UploadError for a member that would
+    land outside it, a symlink or a file that is not an image."""
+    raw = info.filename
+    if raw.startswith(IGNORED_PREFIXES):
+        return None
+    mode = info.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        raise UploadError(f"zip member {raw!r} is a symbolic link; expected plain image files only")
+    pure = PurePosixPath(raw.replace("\\", "/"))
+    if raw.startswith(("/", "\\")) or pure.is_absolute() or re.match(r"^[A-Za-z]:", raw):
+        raise UploadError(f"zip member {raw!r} has an absolute path; expected paths relative to the zip's root")
+    if ".." in pure.parts:
+        raise UploadError(f"zip member {raw!r} climbs out of the folder with '..'; expected paths inside it")
+    if info.is_dir():
+        return None
+    if pure.name.startswith("."):
+        return None
+    dest = (target / Path(*pure.parts)).resolve()
+    if target.resolve() not in dest.parents:
+        raise UploadError(f"zip member {raw!r} would be written outside the upload folder; refused")
+    if pure.suffix.lower() not in IMAGE_SUFFIXES:
+        raise UploadError(f"zip member {raw!r} is not an image; expected files ending in {', '.join(IMAGE_SUFFIXES)}")
+    return dest
+
+
+def unpack_images(zip_bytes: bytes, target: Path) -> list[Path]:
+    """Unpack the images of a zip (bytes) into ``target`` after checking every member; returns the files.
+
+    Checks, before writing anything: the zip's own size, member count, declared total size, and each member's
+    path (``_member_path``).  While writing, the real bytes are counted against the declared limit."""
+    _check_size("images zip", zip_bytes, MAX_ZIP_BYTES)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(zip_bytes))
+    except zipfile.BadZipFile as exc:
+        raise UploadError(f"the images file is not a zip archive ({exc})") from exc
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_ZIP_MEMBERS:
+            raise UploadError(f"the zip holds {len(infos)} entries; at most {MAX_ZIP_MEMBERS} are accepted")
+        declared = sum(i.file_size for i in infos)
+        if declared > MAX_UNPACKED_BYTES:
+            raise UploadError(f"the zip unpacks to {declared / MIB:.0f} MiB; at most {MAX_UNPACKED_BYTES / MIB:.0f} "
+                              f"MiB is accepted")
+        plan = [(i, d) for i in infos if (d := _member_path(i, target)) is not None]
+        if not plan:
+            raise UploadError("the zip holds no image files; expected images ending in " + ", ".join(IMAGE_SUFFIXES))
+        written = 0
+        out = []
+        for info, dest in plan:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(dest, "xb") as fh:
+                while chunk := src.read(COPY_CHUNK):
+                    written += len(chunk)
+                    if written > MAX_UNPACKED_BYTES:
+                        raise UploadError(f"the zip unpacks to more than {MAX_UNPACKED_BYTES / MIB:.0f} MiB "
+                                          f"(more than its members declare); refused")
+                    fh.write(chunk)
+            out.append(dest)
+    return out
+
+
+def check_images(files: list[Path], root: Path) -> None:
+    """Every file must decode as an image of at most ``MAX_IMAGE_PIXELS`` pixels."""
+    for f in files:
+        try:
+            with Image.open(f) as im:
+                if im.width * im.height > MAX_IMAGE_PIXELS:
+                    raise UploadError(f"{f.relative_to(root)} is {im.width}x{im.height} pixels; at most "
+                                      f"{MAX_IMAGE_PIXELS} pixels are accepted")
+                im.load()
+        except UploadError:
+            raise
+        except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise UploadError(f"{f.relative_to(root)} does not decode as an image ({type(exc).__name__}: {exc})") from exc
+
+
+def annotation_kind(data) -> str:
+    """COCO (a dict with images, annotations and categories) or a manifest (a list of entries, or a dict with
+    ``images`` whose entries have a ``path``)."""
+    if isinstance(data, dict) and {"images", "annotations", "categories"} <= set(data):
+        return COCO
+    entries = data if isinstance(data, list) else data.get("images") if isinstance(data, dict) else None
+    if isinstance(entries, list) and all(isinstance(e, dict) and "path" in e for e in entries):
+        return MANIFEST
+    raise UploadError("the annotation file is neither COCO (a JSON object with 'images', 'annotations' and "
+                      "'categories') nor an objrel manifest (a list of {'path': ..., 'objects': [...]} entries)")
+
+
+def _staging(root: Path, name: str) -> tuple[Path, Path]:
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / name
+    if final.exists():
+        raise UploadError(f"an upload named {name!r} already exists in {root}; choose another name")
+    return Path(tempfile.mkdtemp(prefix=f".incoming-{name}-", dir=root)), final
+
+
+def _commit(staging: Path, final: Path, info: dict) -> None:
+    (staging / INFO_FILE).write_text(json.dumps(info, indent=1))
+    try:
+        staging.rename(final)
+    except OSError as exc:
+        raise UploadError(f"an upload named {final.name!r} appeared meanwhile; choose another name") from exc
+
+
+def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes: bytes) -> Upload:
+    """Check and register a dataset upload in ``<root>/<name>/``; UploadError says what was refused."""
+    from objrel.data.coco import load_coco
+    from objrel.data.manifest import load_manifest
+
+    name = check_name(name)
+    _check_size("annotation file", annotation_bytes, MAX_ANNOTATION_BYTES)
+    try:
+        kind = annotation_kind(json.loads(annotation_bytes.decode("utf-8")))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UploadError(f"the annotation file is not UTF-8 JSON ({exc})") from exc
+    root = Path(root).resolve()
+    staging, final = _staging(root, name)
+    try:
+        files = unpack_images(zip_bytes, staging / IMAGES_DIR)
+        check_images(files, staging / IMAGES_DIR)
+        ann = staging / ANNOTATION_FILE
+        ann.write_bytes(annotation_bytes)
+        try:
+            loader = load_coco if kind == COCO else load_manifest
+            dataset = loader(ann, staging / IMAGES_DIR, name=name)
+        except ObjrelError as exc:
+            raise UploadError(f"the {kind} annotation file does not load: {exc}") from exc
+        n = len(dataset.samples)
+        if not n:
+            raise UploadError(f"the {kind} annotation file gives no samples; expected at least one image entry")
+        _commit(staging, final, {"kind": kind, "files": len(files), "samples": n})
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Upload(name, kind, final, final / ANNOTATION_FILE, final / IMAGES_DIR, None, None, len(files), n)
+
+
+def add_weights(root: str | Path, name: str, architecture: str, weights_bytes: bytes) -> Upload:
+    """Check and register a state-dict upload for ``architecture`` in ``<root>/<name>/weights.pt``: it must
+    load with ``weights_only=True`` and fit the architecture's ImageNet head."""
+    from objrel.models.safe_load import load_weights_into
+    from objrel.models.torchvision import load_torchvision_module
+
+    name = check_name(name)
+    if architecture not in WEIGHT_ARCHITECTURES:
+        raise UploadError(f"the architecture must be one of {', '.join(WEIGHT_ARCHITECTURES)}; got {architecture!r}")
+    _check_size("weights file", weights_bytes, MAX_WEIGHTS_BYTES)
+    root = Path(root).resolve()
+    staging, final = _staging(root, name)
+    try:
+        path = staging / WEIGHTS_FILE
+        path.write_bytes(weights_bytes)
+        module, _ = load_torchvision_module(architecture, None)
+        try:
+            load_weights_into(module, path, architecture)
+        except (ObjrelError, FileNotFoundError) as exc:
+            raise UploadError(f"the weights file is refused: {exc}") from exc
+        _commit(staging, final, {"kind": WEIGHTS, "architecture": architecture, "files": 1})
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Upload(name, WEIGHTS, final, None, None, final / WEIGHTS_FILE, architecture, 1, None)
+
+
+def list_uploads(root: str | Path) -> list[Upload]:
+    """The registered uploads under ``root`` (folders with an ``upload.json``), by name."""
+    root = Path(root)
+    out = []
+    if not root.is_dir():
+        return out
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        try:
+            info = json.loads((folder / INFO_FILE).read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        kind = info.get("kind")
+        weights = kind == WEIGHTS
+        out.append(Upload(folder.name, kind, folder.resolve(),
+                          None if weights else (folder / ANNOTATION_FILE).resolve(),
+                          None if weights else (folder / IMAGES_DIR).resolve(),
+                          (folder / WEIGHTS_FILE).resolve() if weights else None,
+                          info.get("architecture"), int(info.get("files") or 0), info.get("samples")))
+    return out

@@ -1,0 +1,103 @@
+"""Run management and uploads from the app, each write behind a role check (run operators and admins).
+
+``rename_run`` and ``delete_run`` change the store; ``upload_dataset`` and ``upload_weights`` add files under
+the uploads root (``objrel.data.uploads`` checks them), which must be one of the app's allowed data roots
+(``objrel.engine.run_form.data_roots``) so runs can then be started on them.  ``sample_issues`` (reading) is
+open to everyone who sees the run history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from objrel.data import uploads as U
+from objrel.engine.run_form import DATA_ROOTS_ENV, UPLOADS_DIR, data_roots
+from objrel.errors import ConfigError
+from objrel.review import roles as R
+from objrel.store import Store
+
+# Longest run name accepted (the column holds 200 characters).
+MAX_RUN_NAME = 200
+# What an untested sample's reason says when the store keeps no skip code for it.
+UNTESTED_INCORRECT = "the source inference was incorrect; the run tests correct inferences only"
+UNTESTED_NOTHING = "nothing was tested on this sample (no unit passed the run's filter)"
+
+
+@dataclass(frozen=True)
+class SampleIssue:
+    sample_id: str
+    status: str        # skipped | untested | tested (tested rows appear for their dropped annotations)
+    code: str
+    reason: str
+    dropped: str       # the dropped annotations, one "category: code (reason)" per line
+
+
+def uploads_root() -> Path:
+    """The folder uploads go to: ``var/uploads`` (resolved), which must be an allowed data root."""
+    root = UPLOADS_DIR.expanduser().resolve()
+    roots = data_roots()
+    if not any(root == r or r in root.parents for r in roots):
+        raise ConfigError(f"the uploads folder {root} is not inside the allowed data roots ({', '.join(map(str, roots))}); "
+                          f"add it to {DATA_ROOTS_ENV} to accept uploads")
+    return root
+
+
+def rename_run(store: Store, run_id: int, name: str, *, actor: str | None) -> None:
+    R.require(store, actor, R.OPERATE, f"rename run {int(run_id)}")
+    name = (name or "").strip()
+    if not name or len(name) > MAX_RUN_NAME:
+        raise ConfigError(f"a run name is 1 to {MAX_RUN_NAME} characters; got {len(name)}")
+    store.rename_run(run_id, name)
+
+
+def delete_run(store: Store, run_id: int, *, actor: str | None, confirm: str) -> dict[str, int]:
+    """Delete run ``run_id`` with every row of it (samples, predictions, verdicts, votes, judgments, ...).
+
+    ``confirm`` must repeat the run's id (the page asks for it); a running run is refused: cancel it first."""
+    R.require(store, actor, R.OPERATE, f"delete run {int(run_id)}")
+    if str(confirm).strip() != str(int(run_id)):
+        raise ConfigError(f"to delete run {int(run_id)} type its id {int(run_id)} to confirm; got {confirm!r}")
+    run = store.get_run(run_id)
+    if run.status == "running":
+        raise ConfigError(f"run {int(run_id)} is running; cancel it and wait until it stops, then delete it")
+    return store.delete_run(run_id)
+
+
+def _dropped_text(dropped) -> str:
+    return "\n".join(f"{d.get('category')}: {d.get('code')} ({d.get('reason')})" for d in dropped or [])
+
+
+def sample_issues(store: Store, run_id: int) -> list[SampleIssue]:
+    """Run ``run_id``'s skipped and untested samples with their reasons, and samples whose annotations were
+    partly dropped."""
+    out = []
+    for r in store.sample_issues(run_id):
+        if r["status"] == "skipped":
+            code, reason = r["skip_code"] or "", r["skip_reason"] or ""
+        elif r["status"] == "untested":
+            incorrect = r["correct"] is False
+            code = r["skip_code"] or ("incorrect" if incorrect else "not-tested")
+            reason = r["skip_reason"] or (UNTESTED_INCORRECT if incorrect else UNTESTED_NOTHING)
+        else:
+            code, reason = "", ""
+        out.append(SampleIssue(r["sample_id"], r["status"], code, reason, _dropped_text(r["dropped"])))
+    return out
+
+
+def upload_dataset(store: Store, name: str, annotation: bytes, images_zip: bytes, *, actor: str | None) -> U.Upload:
+    R.require(store, actor, R.OPERATE, "upload datasets")
+    return U.add_dataset(uploads_root(), name, annotation, images_zip)
+
+
+def upload_weights(store: Store, name: str, architecture: str, weights: bytes, *, actor: str | None) -> U.Upload:
+    R.require(store, actor, R.OPERATE, "upload weights")
+    return U.add_weights(uploads_root(), name, architecture, weights)
+
+
+def uploads() -> list[U.Upload]:
+    """The registered uploads (empty when the uploads folder is not an allowed root)."""
+    try:
+        return U.list_uploads(uploads_root())
+    except ConfigError:
+        return []

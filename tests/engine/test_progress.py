@@ -1,0 +1,120 @@
+"""Live progress: forward passes written to the store while a run works, and the rate / ETA arithmetic."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from objrel.config import RunConfig
+from objrel.engine.classify import Engine
+from objrel.engine import loop
+from objrel.progress import (Estimate, estimate_text, expected_passes, format_duration, fraction_eta, lime_eta_text,
+                             rate_and_eta, run_estimate, share)
+from objrel.store import Store
+from tests.fixtures.colour_model import CLASSES, dominant_colour_probs
+from objrel.models import CallableClassifier
+
+T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+
+
+def test_expected_passes_uses_the_guess_until_a_sample_finishes_then_the_observed_mean():
+    assert expected_passes(0, 0, 9, 19) == 171                 # 9 samples x (source + 18 mutations)
+    assert expected_passes(50, 0, 9, 19) == 171                # passes so far belong to the 9 left
+    assert expected_passes(200, 0, 9, 19) == 200               # never below what is done
+    assert expected_passes(30, 3, 6, 19) == 90                 # 10 per finished sample: 30 + 6 x 10
+    assert expected_passes(30, 3, 0, 19) == 30
+
+
+def test_rate_and_eta_by_hand():
+    assert rate_and_eta(0, 100, 10.0) == (None, None)
+    assert rate_and_eta(5, 100, 0.5) == (None, None)           # shorter than MIN_RATE_WINDOW_S
+    assert rate_and_eta(40, 100, 20.0) == (2.0, 30.0)          # 60 left at 2/s
+    assert rate_and_eta(40, 100, 20.0, since_update_s=10.0) == (2.0, 20.0)
+    assert rate_and_eta(40, None, 20.0) == (2.0, None)
+    assert rate_and_eta(120, 100, 20.0) == (6.0, 0.0)
+
+
+def _run(**kw):
+    base = dict(status="running", n_done=2, n_total=9, started_at=T0, passes_done=50, passes_expected=150,
+                progress_at=T0 + dt.timedelta(seconds=25))
+    return SimpleNamespace(**(base | kw))
+
+
+def test_run_estimate_from_a_record():
+    e = run_estimate(_run(), now=T0 + dt.timedelta(seconds=30))
+    assert e == Estimate(2, 9, 50, 150, 2.0, 45.0)             # 100 left at 2/s, minus 5 s since the write
+    assert estimate_text(e) == "2/9 samples, 50/150 forward passes, 2.0 images/s, ETA 45 s"
+    assert share(e) == pytest.approx(1 / 3)
+    old = run_estimate(_run(passes_done=None, passes_expected=None, progress_at=None), now=T0)
+    assert (old.images_per_s, old.eta_s, old.passes_done) == (None, None, 0)
+    assert share(old) == pytest.approx(2 / 9)                  # by samples without a pass estimate
+    assert "rate unknown" in estimate_text(old) and "ETA unknown" in estimate_text(old)
+    assert run_estimate(_run(status="finished")).eta_s == 0.0
+
+
+def test_format_duration_and_lime_eta():
+    assert [format_duration(s) for s in (None, 0, 44.6, 185, 7620)] == ["unknown", "0 s", "45 s", "3 min 05 s",
+                                                                        "2 h 07 min"]
+    assert fraction_eta(0.0, 10) is None and fraction_eta(0.5, 0.2) is None
+    assert fraction_eta(0.25, 10.0) == 30.0 and fraction_eta(1.0, 10.0) == 0.0
+    assert lime_eta_text(0.4, 40.0) == "40% of the pair, 1 min 00 s left"
+
+
+def _slow(images):
+    time.sleep(0.15)
+    return dominant_colour_probs(images)
+
+
+def test_run_writes_forward_passes_while_a_chunk_works(colour_set, store, monkeypatch):
+    """One chunk of all six samples: the samples count sits at 0 until it ends, the passes move."""
+    monkeypatch.setattr(loop, "PROGRESS_INTERVAL_S", 0.05)
+    model = CallableClassifier(_slow, CLASSES, name="slow-colour")
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3",
+                    batch_size=1, lazy=False)
+    engine = Engine(store, cfg, model=model)
+    engine.config = engine.config.replace(batch_size=len(engine.samples))
+    seen = []
+    engine.pass_progress = lambda *a: seen.append(a)
+    report = engine.execute()
+    mid = [a for a in seen if a[0] == 0 and a[2] > 0]
+    assert mid, f"expected progress with passes > 0 before the first sample finished; got {seen}"
+    assert all(a[1] == len(engine.samples) for a in seen)
+    run = store.get_run(report.run_id)
+    assert run.passes_done == report.forward_passes > 0
+    assert run.passes_expected == report.forward_passes       # all samples done: the estimate is exact
+    assert run.progress_at is not None
+
+
+def test_old_store_gets_the_progress_columns(tmp_path):
+    path = tmp_path / "old.db"
+    Store(path).dispose()
+    con = sqlite3.connect(path)
+    for col in ("passes_done", "passes_expected", "progress_at"):
+        con.execute(f"ALTER TABLE runs DROP COLUMN {col}")
+    con.commit()
+    con.close()
+    s = Store(path)
+    try:
+        cols = {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(runs)")}
+        assert {"passes_done", "passes_expected", "progress_at"} <= cols
+    finally:
+        s.dispose()
+
+
+def test_demo_printer_prints_a_line_at_most_every_interval():
+    import io
+
+    from objrel.engine.demo import ProgressPrinter
+
+    out = io.StringIO()
+    p = ProgressPrinter("m", out, every=5.0)
+    p(0, 9, 0, 171, 0.0)
+    p(0, 9, 40, 171, 2.0)          # within 5 s of the last line: silent
+    p(1, 9, 60, 171, 6.0)
+    lines = out.getvalue().splitlines()
+    assert lines == ["  m: 0/9 samples, 0/171 forward passes, rate unknown, ETA unknown",
+                     "  m: 1/9 samples, 60/171 forward passes, 10.0 images/s, ETA 11 s"]

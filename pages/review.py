@@ -53,7 +53,8 @@ mode = c3.radio("Queue", QUEUE_MODES, key="review_mode", horizontal=True, format
 if not who:
     st.info("Sign in (sidebar) to review: every judgment records who made it and when.")
     st.stop()
-if not review.has_role(store, who, (review.REVIEWER,)):
+can_judge = review.has_role(store, who, (review.REVIEWER,))
+if not can_judge:
     st.info("Your account has no reviewer role, so your calls would not be recorded; you may look through the "
             "items. An admin grants roles on the Users page.")
 
@@ -82,8 +83,8 @@ st.query_params.update(written)
 st.session_state[LINK_KEY] = written
 
 nav = st.columns([1.4, 1.2, 4, 2])
-nav[0].button("Previous (P)", key="review_prev", on_click=move, args=(-1,), shortcut="P", disabled=queue.is_first(pos))
-nav[1].button("Next (N)", key="review_next", on_click=move, args=(1,), shortcut="N", disabled=queue.is_last(pos))
+nav[0].button("Previous", key="review_prev", on_click=move, args=(-1,), shortcut="P", disabled=queue.is_first(pos))
+nav[1].button("Next", key="review_next", on_click=move, args=(1,), shortcut="N", disabled=queue.is_last(pos))
 nav[2].progress(queue.judged_share, text=captions.queue_progress(queue, pos))
 nav[3].markdown(captions.my_call(queue.my_call(sample_id)))
 end = captions.queue_end(queue, pos)
@@ -124,8 +125,12 @@ def judge(verdict: str) -> None:
 
 
 b = st.columns(3)
-b[0].button("True positive (T)", key="judge_tp", on_click=judge, args=("tp",), shortcut="T", type="primary")
-b[1].button("False positive (F)", key="judge_fp", on_click=judge, args=("fp",), shortcut="F")
-b[2].button("Uncertain (U)", key="judge_uncertain", on_click=judge, args=("uncertain",), shortcut="U")
+# Streamlit shows each shortcut as a badge on its button; without the reviewer role the buttons are off
+# (objrel.review refuses the write anyway).
+b[0].button("True positive", key="judge_tp", on_click=judge, args=("tp",), shortcut="T", type="primary",
+            disabled=not can_judge)
+b[1].button("False positive", key="judge_fp", on_click=judge, args=("fp",), shortcut="F", disabled=not can_judge)
+b[2].button("Uncertain", key="judge_uncertain", on_click=judge, args=("uncertain",), shortcut="U",
+            disabled=not can_judge)
 if st.session_state.get(ERROR_KEY):
     st.error(st.session_state[ERROR_KEY])

@@ -19,6 +19,8 @@ from collections import defaultdict
 
 from objrel.store import Store
 from objrel.store import detections as D
+from objrel.engine.votes import scoring_basis
+from objrel.mutations import Plan
 
 EXPORT_FORMATS = ("csv", "json")
 
@@ -148,7 +150,8 @@ def export_run(store: Store, run_id: int, fmt: str = "csv") -> str:
     detection = D.is_detection_run(run)
     recs = detection_records(store, run_id) if detection else records(store, run_id)
     if fmt == "json":
-        return json.dumps({"run": run.to_dict(), "inferences": recs}, indent=2, default=str)
+        header = {**run.to_dict(), "scoring": scoring_basis(Plan.from_dict(run.plan)).describe()}
+        return json.dumps({"run": header, "inferences": recs}, indent=2, default=str)
     return csv_text(flat_rows(recs, detection))
 
 

@@ -28,8 +28,9 @@ def headline(item: ReviewItem, relation: str) -> None:
     m = st.columns([2, 1, 1, 1, 1.2])
     m[0].metric("Ground truth", truth, help=truth)
     m[1].metric("Object area", percent(item.area_ratio), help="Share of the image the target region covers.")
-    m[2].metric("S_p", decimals(item.s_p), help="Relevancy score of the object-preserving mutations.")
-    m[3].metric("S_r", decimals(item.s_r), help="Relevancy score of the object-removing mutations.")
+    basis = f" {item.scoring}." if item.scoring else ""
+    m[2].metric("S_p", decimals(item.s_p), help=f"Relevancy score of the object-preserving mutations.{basis}")
+    m[3].metric("S_r", decimals(item.s_r), help=f"Relevancy score of the object-removing mutations.{basis}")
     m[4].metric(f"{relation} violated", captions.vote_count(item, relation),
                 help=f"{relation} primary vote: {captions.vote_text(item, relation)}.")
 

@@ -2,7 +2,7 @@
 
 A dataset upload is an annotation file (COCO ``.json`` or an objrel manifest ``.json``) plus a ``.zip`` of its
 images; a weights upload is a state-dict file for a torchvision architecture from ``WEIGHT_ARCHITECTURES``.
-Each lands in ``<root>/<name>/`` (``annotations.json`` + ``images/``, or ``weights.pt`` + ``upload.json``).
+Each lands in ``<root>/<name>/`` (``<name>.json`` + ``images/``, or ``weights.pt`` + ``upload.json``).
 
 Nothing here trusts the upload: sizes are capped before anything is written (``MAX_*``); a zip is refused
 when a member is absolute, climbs out with ``..``, is a symlink, when it has more than ``MAX_ZIP_MEMBERS``
@@ -51,7 +51,13 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # torchvision classification architectures a weights upload may be for (the web app lists them as models).
 WEIGHT_ARCHITECTURES = ("resnet18", "resnet34", "resnet50", "mobilenet_v3_small", "mobilenet_v3_large",
                         "efficientnet_b0", "convnext_tiny")
-ANNOTATION_FILE = "annotations.json"
+
+
+def annotation_file(name: str) -> str:
+    """The annotation file of upload ``name``: named after it, so runs on it carry the upload's name as their
+    dataset (a run's dataset is its annotation file's stem; every upload called annotations.json would make
+    unrelated uploads look like one dataset in comparisons)."""
+    return f"{name}.json"
 IMAGES_DIR = "images"
 WEIGHTS_FILE = "weights.pt"
 INFO_FILE = "upload.json"
@@ -212,7 +218,7 @@ def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes:
     try:
         files = unpack_images(zip_bytes, staging / IMAGES_DIR)
         check_images(files, staging / IMAGES_DIR)
-        ann = staging / ANNOTATION_FILE
+        ann = staging / annotation_file(name)
         ann.write_bytes(annotation_bytes)
         try:
             loader = load_coco if kind == COCO else load_manifest
@@ -226,7 +232,7 @@ def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return Upload(name, kind, final, final / ANNOTATION_FILE, final / IMAGES_DIR, None, None, len(files), n)
+    return Upload(name, kind, final, final / annotation_file(name), final / IMAGES_DIR, None, None, len(files), n)
 
 
 def add_weights(root: str | Path, name: str, architecture: str, weights_bytes: bytes) -> Upload:
@@ -270,7 +276,7 @@ def list_uploads(root: str | Path) -> list[Upload]:
         kind = info.get("kind")
         weights = kind == WEIGHTS
         out.append(Upload(folder.name, kind, folder.resolve(),
-                          None if weights else (folder / ANNOTATION_FILE).resolve(),
+                          None if weights else (folder / annotation_file(folder.name)).resolve(),
                           None if weights else (folder / IMAGES_DIR).resolve(),
                           (folder / WEIGHTS_FILE).resolve() if weights else None,
                           info.get("architecture"), int(info.get("files") or 0), info.get("samples")))

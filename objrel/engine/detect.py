@@ -31,9 +31,10 @@ from objrel.relations import common as C
 from objrel.data import Dataset, load_rgb
 from objrel.data.region import area_ratio, check_object
 from objrel.data.sample import Sample, TargetObject
-from objrel.engine.loop import PREFETCH_BATCHES, ProgressFn, image_budget, RunReport, execute_run, prefetch
+from objrel.engine.loop import (PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, image_budget, mutant_batches,
+                               prefetch)
 from objrel.errors import BadSampleError
-from objrel.mutations import Mutation, NotApplicable, Plan, Target, build_target, derive_seed, make_mutant
+from objrel.mutations import Mutation, NotApplicable, Plan, Target, build_target
 from objrel.store import Store
 from objrel.store.detection_records import DetectionUnit, DetectionVerdict, ImageResult, make_unit_id, unit_kind
 from objrel.store.detections import write_image
@@ -186,26 +187,10 @@ class DetectionEngine:
         self._predict_mutants(jobs, report)
         return imgs
 
-    def _mutant_batches(self, jobs):
-        bs = self.config.batch_size
-        batch: list = []
-        for img, st, m in jobs:
-            seed = derive_seed(self.config.seed, st.unit_id, m.key)
-            st.seeds[m.key] = seed
-            try:
-                mutant = make_mutant(img.image, st.target, m, seed)
-            except NotApplicable as exc:
-                st.mutants[m.key] = exc
-                continue
-            batch.append((st, m, mutant))
-            if len(batch) >= bs:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
-
     def _predict_mutants(self, jobs, report: RunReport) -> None:
-        for batch in prefetch(self._mutant_batches(jobs), depth=PREFETCH_BATCHES):
+        made = mutant_batches(((st, st.unit_id, img.image, st.target, m) for img, st, m in jobs),
+                              self.config.seed, self.config.batch_size)
+        for batch in prefetch(made, depth=PREFETCH_BATCHES):
             dets = self.detector.detect([im for _, _, im in batch])
             report.forward_passes += len(batch)
             for (st, m, _), d in zip(batch, dets):

@@ -16,6 +16,7 @@ from objrel.mutations.rebuild import source_of
 from objrel.mutations import Mutation, NotApplicable, Plan, Target, derive_seed, make_mutant
 from objrel.relations.classify import Prediction
 from objrel.store import RunRecord, Store
+from objrel.engine.votes import scoring_basis
 
 THUMB_SIDE = 320            # longer side of every image sent to the browser, in pixels
 OUTLINE_RGB = (255, 215, 0)  # colour of the target-region outline on the source
@@ -63,6 +64,7 @@ class ReviewItem:
     task: str = "single"                        # the run's task: single | multi | detection
     correct: bool | None = None                 # False: an incorrect inference (tested because the run tested all);
                                                 # detection units: detected on the source (T = 1)
+    scoring: str = ""                           # how S_p / S_r / S were computed, over which operations
 
     @property
     def is_incorrect(self) -> bool:
@@ -219,6 +221,7 @@ def _assemble(s: StoredSample, relation: str, source: Panel, panels: list, other
         source=source, mutants=panels, others=others, boxes=[list(b) for b in s.target.boxes],
         size=(int(row["width"]), int(row["height"])), task=task,
         correct=None if row.get("correct") is None else bool(row["correct"]),
+        scoring=scoring_basis(s.plan).describe(),
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 from PIL import Image
 
+from objrel.data import load_dataset
 from objrel.data import uploads as U
 
 
@@ -66,6 +67,8 @@ def test_manifest_dataset_registers_and_lists(tmp_path):
 def test_coco_dataset_registers(tmp_path):
     up = U.add_dataset(tmp_path, "reds", coco("x.png"), make_zip({"x.png": png_bytes()}))
     assert (up.kind, up.n_samples) == ("coco", 1)
+    # the annotation file carries the upload's name, so a run on it names its dataset "reds"
+    assert up.annotation.name == "reds.json" and load_dataset(up.annotation, up.images).name == "reds"
 
 
 @pytest.mark.parametrize("members, symlinks, message", [

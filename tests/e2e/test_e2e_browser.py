@@ -2,8 +2,11 @@
 
 Two reviewers (accounts an admin made, with the reviewer role) sign in one after the other, judge the same
 six flagged items with two disagreements; an adjudicator who is neither of them signs in, the Agreement
-page shows her the kappa a hand computation gives, and she adjudicates one disagreement.
-A screenshot of the Review page is saved under test-artifacts/.
+page shows her the kappa a hand computation gives, and she adjudicates one disagreement from a card that
+shows the item's thumbnails.  A run operator then uploads a small dataset (a COCO .json and a .zip of
+generated PNGs) on the Runs page, starts an EfficientNet-Lite0 run on it and the page's live progress line
+shows the forward-pass count rising.  Finally an admin visits every page of the top bar; a screenshot of
+each, at 1,400 px width, is saved under test-artifacts/ (page-<n>-<name>.png).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -34,7 +38,7 @@ BOB = {"1": "tp", "2": "tp", "3": "tp", "4": "fp", "5": "fp", "6": "tp"}
 # p_o = 4/6; both reviewers call tp 4/6 and fp 2/6, so p_e = (4/6)^2 + (2/6)^2 = 20/36;
 # kappa = (24/36 - 20/36) / (1 - 20/36) = (4/36) / (16/36) = 0.25
 EXPECTED_KAPPA = "0.250"
-BUTTON = {"tp": "True positive (T)", "fp": "False positive (F)", "uncertain": "Uncertain (U)"}
+BUTTON = {"tp": "True positive", "fp": "False positive", "uncertain": "Uncertain"}
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="Debian chromium is not installed (.ci/run installs it)")
@@ -47,7 +51,14 @@ def free_port() -> int:
 
 
 # The accounts of the test: made on the server (as `objrel users add` does), never from the browser.
-ACCOUNTS = {"alice": (review.REVIEWER,), "bob": (review.REVIEWER,), "carol": (review.ADJUDICATOR,)}
+ACCOUNTS = {"alice": (review.REVIEWER,), "bob": (review.REVIEWER,), "carol": (review.ADJUDICATOR,),
+            "olga": (review.RUN_OPERATOR,), "dave": (review.ADMIN,)}
+# Every page of the app's top bar, in its order: (title, url path).
+PAGES = [("Overview", ""), ("Explore", "explore"), ("Review", "review"), ("Agreement", "agreement"),
+         ("Runs", "runs"), ("Inspect", "inspect"), ("Shortcut", "shortcut"), ("Users", "users")]
+WIDTH = 1400
+# The live progress line of a running run (objrel.progress.estimate_text).
+PROGRESS = re.compile(r"(\d+)/(\d+) samples, (\d+)(?:/(\d+))? forward passes")
 
 
 def passphrase(name: str) -> str:
@@ -60,13 +71,20 @@ def server(flagged_store, tmp_path):
     for name, roles in ACCOUNTS.items():
         review.create_reviewer(store, name, passphrase(name), roles=roles)
     port = free_port()
+    # The server runs in a folder of its own, so uploads land in <tmp>/srv/var/uploads (the app's uploads
+    # folder is var/uploads under the working directory), never in the repository's var/.
+    cwd = tmp_path / "srv"
+    (cwd / "var" / "uploads").mkdir(parents=True)
+    shutil.copytree(ROOT / ".streamlit", cwd / ".streamlit")
+    from objrel.engine import run_form
+    roots = os.pathsep.join([str(run_form.DEMO_ASSETS), str(cwd / "var" / "uploads")])
     env = {**os.environ, "OBJREL_STORE": store.url, "OBJREL_LOG_DIR": str(tmp_path / "logs"),
-           "PYTHONPATH": str(ROOT)}
+           "PYTHONPATH": str(ROOT), run_form.DATA_ROOTS_ENV: roots}
     log = open(tmp_path / "streamlit.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                            cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -113,7 +131,64 @@ def judge_all(page, calls: dict) -> None:
         page.get_by_text(f"you judged {n + 1}").wait_for(timeout=60_000)
 
 
-def test_two_reviewers_kappa_and_adjudication(server):
+def nav(page, path: str) -> None:
+    """Go to a page through the app's top bar (the session, and its sign-in, carries over)."""
+    page.locator(f'a[href$="/{path}"]').first.click() if path else \
+        page.locator("a", has_text=re.compile(r"Overview$")).first.click()
+    page.wait_for_timeout(300)
+
+
+def shoot(page, name: str, max_height: int = 8000) -> Path:
+    """A screenshot of the whole page at WIDTH: the viewport grows to the main area's content height (the
+    main area scrolls inside the page, so Playwright's full_page alone would cut it)."""
+    settled(page)
+    height = page.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]')
+        || document.querySelector('section.main'); return m ? m.scrollHeight : document.body.scrollHeight; }""")
+    page.set_viewport_size({"width": WIDTH, "height": max(1000, min(int(height) + 40, max_height))})
+    settled(page)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
+    return path
+
+
+def make_upload(folder: Path) -> tuple[Path, Path]:
+    """A COCO .json and a .zip of tiny generated PNGs: one coloured disc per image on a blue ground, labelled
+    with ImageNet classes (so EfficientNet-Lite0 can run on them)."""
+    import json
+
+    import numpy as np
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cats = [{"id": 1, "name": "balloon", "imagenet_index": 417},
+            {"id": 2, "name": "tennis ball", "imagenet_index": 852},
+            {"id": 3, "name": "orange", "imagenet_index": 950}]
+    colours = [(220, 30, 30), (200, 230, 40), (250, 140, 20), (230, 60, 60)]
+    images, anns = [], []
+    zpath = folder / "images.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        for i, colour in enumerate(colours, 1):
+            arr = np.full((96, 96, 3), (30, 90, 160), np.uint8)
+            yy, xx = np.mgrid[:96, :96]
+            arr[(yy - 48) ** 2 + (xx - 48) ** 2 < 28 ** 2] = colour
+            png = folder / f"disc{i}.png"
+            Image.fromarray(arr).save(png)
+            zf.write(png, f"disc{i}.png")
+            images.append({"id": i, "file_name": f"disc{i}.png", "width": 96, "height": 96})
+            anns.append({"id": i, "image_id": i, "category_id": (i - 1) % 3 + 1, "bbox": [20, 20, 56, 56]})
+    ann = folder / "discs.json"
+    ann.write_text(json.dumps({"images": images, "annotations": anns, "categories": cats}))
+    return ann, zpath
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the Streamlit selectbox labelled ``label``."""
+    page.locator('[data-testid="stSelectbox"]', has_text=label).first.locator('[role="combobox"], input').first.click()
+    page.get_by_role("option", name=option, exact=True).first.click()
+
+
+def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
     from playwright.sync_api import sync_playwright
 
     base, store, run_id = server
@@ -155,6 +230,9 @@ def test_two_reviewers_kappa_and_adjudication(server):
 
         # adjudicate the first disagreement as a true positive
         form = page.locator('[data-testid="stForm"]').first
+        # the adjudication card shows the item: its thumbnails (source beside its mutants) are inside it
+        form.locator("img").first.wait_for()
+        assert form.locator("img").count() >= 1
         form.get_by_text(review.VERDICT_LABELS["tp"], exact=True).click()
         form.get_by_role("button", name="Save decision").click()
         def adjudicated():
@@ -169,5 +247,77 @@ def test_two_reviewers_kappa_and_adjudication(server):
         # the four agreed items count as consensus too
         assert len(review.consensus(store, run_id, "MR-2")) == 5
         page.screenshot(path=str(ARTIFACTS / "agreement-page.png"), full_page=True)
+        page.get_by_role("button", name="Sign out").click()
+
+        # a run operator brings her own data and starts a run on it
+        ann, zpath = make_upload(tmp_path / "byod")
+        runs_before = {r.id for r in store.list_runs()}
+        sign_in(page, base, "olga")
+        nav(page, "runs")
+        page.get_by_role("heading", name="Runs").first.wait_for()
+        page.get_by_text("Bring your own data").click()
+        page.get_by_label("Name (letters, digits, _ . -)").fill("discs")
+        page.get_by_label("Name (letters, digits, _ . -)").press("Tab")
+        settled(page)
+        uploaders = page.locator('[data-testid="stFileUploader"]')
+        uploaders.filter(has_text="Annotations").locator('input[type="file"]').set_input_files(str(ann))
+        page.get_by_text("discs.json").first.wait_for()
+        uploaders.filter(has_text="Images").locator('input[type="file"]').set_input_files(str(zpath))
+        page.get_by_text("images.zip").first.wait_for()
+        settled(page)
+        page.get_by_role("button", name="Upload dataset").click()
+        page.get_by_text("Dataset discs stored: 4 images, 4 samples").wait_for()
+        settled(page)
+        page.get_by_text("Dataset discs stored").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "runs-upload-done.png"))
+        page.get_by_role("button", name="Use in the start form").click()
+        settled(page)
+        page.get_by_text("Start a run").first.click()
+        dataset = page.get_by_label("Dataset (annotation file, or 'demo')")
+        dataset.wait_for()
+        assert dataset.input_value().endswith("discs/discs.json")
+        assert page.get_by_label("Images folder (optional)").input_value().endswith("discs/images")
+        choose(page, "Model", "efficientnet-lite0")
+        choose(page, "Plan", "palette15")
+        page.get_by_text("Test incorrect inferences too").click()
+        page.get_by_label("Name (optional)").fill("byod discs")
+        page.get_by_role("button", name="Start run").click()
+        started = page.get_by_text(re.compile(r"Run \d+ started"))
+        started.wait_for(timeout=120_000)
+        run_new = int(re.search(r"Run (\d+) started", started.inner_text()).group(1))
+        assert run_new not in runs_before
+        # the live progress line: poll the page text until the run is over; the forward passes rise
+        seen, shot = [], False
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            text = page.locator('[data-testid="stMain"]').inner_text()
+            m = PROGRESS.search(text)
+            if m:
+                passes = int(m.group(3))
+                if not seen or seen[-1] != passes:
+                    seen.append(passes)
+                if passes > 0 and not shot:
+                    page.locator('[data-testid="stProgress"]').first.scroll_into_view_if_needed()
+                    page.screenshot(path=str(ARTIFACTS / "runs-progress-live.png"))
+                    shot = True
+            if store.get_run(run_new).status in ("finished", "failed", "cancelled"):
+                break
+            time.sleep(0.25)
+        final = store.get_run(run_new)
+        assert final.status == "finished", (final.status, seen)
+        assert len(seen) >= 2 and seen == sorted(seen) and seen[-1] > seen[0], seen
+        assert seen[-1] <= final.passes_done
+        assert final.n_total == 4 and final.model == "efficientnet-lite0"
+        page.get_by_role("button", name="Sign out").click()
+
+        # every page of the top bar, as an admin, at 1,400 px width
+        sign_in(page, base, "dave")
+        shots = []
+        for n, (title, path) in enumerate(PAGES, 1):
+            nav(page, path)
+            page.locator("h1").first.wait_for()
+            shots.append(shoot(page, f"page-{n}-{title.lower()}"))
         browser.close()
+    for path in shots:
+        assert path.stat().st_size > 10_000, path
     assert (ARTIFACTS / "review-page.png").stat().st_size > 10_000

@@ -14,7 +14,6 @@ import pytest
 from PIL import Image
 
 from objrel.config import RunConfig
-from objrel.data.coco import load_coco
 from objrel.engine.classify import Engine
 from objrel.errors import BadSampleError
 from objrel.store import Store

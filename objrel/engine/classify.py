@@ -310,14 +310,10 @@ class Engine:
                                     highest_ranked=bool(self.config.test_all))
 
     def _commit(self, run_id: int, p: _Prepared, report: RunReport) -> None:
-        report.processed += 1
-        if p.skip is not None:
-            report.count_skip(p.skip)
-        elif p.tested:
-            report.tested += 1
-        else:
-            report.untested += 1
-        self.store.write_sample(run_id, *self.result_rows(p))
+        rows = self.result_rows(p)
+        sample = rows[0]
+        report.count_sample(sample["status"], sample.get("skip_code"), sample.get("skip_reason") or "")
+        self.store.write_sample(run_id, *rows)
 
     def result_rows(self, p: _Prepared) -> tuple[dict, list[dict], list[dict], list[dict]]:
         """The sample, prediction, verdict and vote rows of one processed sample."""

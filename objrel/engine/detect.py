@@ -22,7 +22,6 @@ tested units, ``task`` is ``"detection"``.  Mutation seeds derive from (run seed
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +43,7 @@ from objrel.relations.associate import RecordMatch, Unit, detection_units, match
 from objrel.models.detections import Detections
 from objrel.data.detector_regions import detector_regions, load_detection_dataset
 from objrel.relations.detect import check, iou_test
+from objrel.engine.votes import Distances, vote_rows
 
 
 @dataclass
@@ -201,8 +201,7 @@ class DetectionEngine:
     def _commit(self, run_id: int, img: _Image, report: RunReport) -> None:
         report.processed += 1
         if img.skip is not None:
-            report.skipped[img.skip.code] += 1
-            report.skip_examples.setdefault(img.skip.code, str(img.skip))
+            report.count_skip(img.skip.code, str(img.skip))
         result = self.image_result(img)
         report.tested += result.tested
         report.untested += len(result.units) - result.tested
@@ -216,7 +215,7 @@ class DetectionEngine:
         scores = C.Relevancy(None, None)
         if st.tested:
             by_key = {}
-            dist: dict[str, dict[str, list[float]]] = {"MR-1": defaultdict(list), "MR-2": defaultdict(list)}
+            distances = Distances()  # detection scores keep objrel's 'applicable' weights
             for m in self.mutations:
                 res = st.mutants.get(m.key)
                 seed = st.seeds.get(m.key)
@@ -230,17 +229,11 @@ class DetectionEngine:
                                          chk.t_source, chk.t_mutant, chk.iou_source, chk.iou_mutant,
                                          chk.label_changed, chk.distance, seed, match.index, match.label,
                                          match.score, match.box, None if d is None else d.to_dict())
-                    if chk.distance is not None:
-                        dist[m.relation][m.operator].append(chk.distance)
+                    distances.add(m.relation, m.operator, chk.distance)
                 by_key[m.key] = v.verdict
                 verdicts.append(v)
-            for g in self.plan.groups:
-                vt = C.vote(g.name, g.relation, [by_key[m.key] for m in g.mutations], g.k)
-                primary = self.plan.primary(g.relation)
-                votes.append({"sample_id": st.unit_id, "group_name": g.name, "relation": g.relation,
-                              "is_primary": primary is not None and primary.name == g.name, "k": vt.k, "n": vt.n,
-                              "applicable": vt.applicable, "violations": vt.violations, "flagged": vt.flagged})
-            scores = C.relevancy(dist["MR-2"], dist["MR-1"])
+            votes = vote_rows(self.plan, st.unit_id, by_key)
+            scores = distances.relevancy()
         unit = DetectionUnit(
             image_id=image_id, key=key, unit_id=st.unit_id, kind=unit_kind(key), object_index=st.unit.object,
             label=label, label_index=self.class_names.index(label), object=st.obj.to_dict(),

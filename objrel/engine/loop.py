@@ -93,10 +93,20 @@ class RunReport:
     seconds: float = 0.0
     forward_passes: int = 0
 
-    def count_skip(self, error) -> None:
-        """Count a skipped sample (a ``BadSampleError``) under its code, keeping the first message as the example."""
-        self.skipped[error.code] += 1
-        self.skip_examples.setdefault(error.code, str(error))
+    def count_skip(self, code: str, message: str) -> None:
+        """Count a skipped sample or image under its skip code, keeping the first message as the example."""
+        self.skipped[code] += 1
+        self.skip_examples.setdefault(code, message)
+
+    def count_sample(self, status: str, skip_code: str | None = None, skip_message: str = "") -> None:
+        """Count one committed classifier sample by its stored status (tested | untested | skipped)."""
+        self.processed += 1
+        if status == "skipped":
+            self.count_skip(skip_code, skip_message)
+        elif status == "tested":
+            self.tested += 1
+        else:
+            self.untested += 1
 
 
 def mutant_batches(jobs, run_seed: int, batch_size: int):

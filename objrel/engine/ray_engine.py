@@ -29,16 +29,6 @@ from objrel.store import Store
 DEFAULT_RAY_WORKERS = 2
 
 
-class _Skip:
-    """A stored skip, as ``RunReport.count_skip`` reads it (code and message)."""
-
-    def __init__(self, code: str, reason: str):
-        self.code, self._reason = code, reason
-
-    def __str__(self) -> str:
-        return self._reason
-
-
 def _jsonable(o):
     if hasattr(o, "item"):
         return o.item()
@@ -146,11 +136,5 @@ class RayEngine(Engine):
 
     def _commit(self, run_id: int, rows: tuple, report: RunReport) -> None:
         sample = rows[0]
-        report.processed += 1
-        if sample.get("status") == "skipped":
-            report.count_skip(_Skip(sample.get("skip_code"), sample.get("skip_reason") or ""))
-        elif sample.get("status") == "tested":
-            report.tested += 1
-        else:
-            report.untested += 1
+        report.count_sample(sample["status"], sample.get("skip_code"), sample.get("skip_reason") or "")
         self.store.write_sample(run_id, *rows)

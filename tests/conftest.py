@@ -14,6 +14,7 @@ from PIL import Image
 from objrel.store import Store
 
 from tests.fixtures.colour_model import factory
+from tests.fixtures.pg_server import pg_bindir, postgres_server
 
 
 def write_colour_set(root: Path, bad: bool = True) -> Path:
@@ -114,6 +115,30 @@ def write_flagged_set(root: Path, n_flagged: int = 6, n_clean: int = 2) -> Path:
     path = root / "annotations.json"
     path.write_text(json.dumps(coco))
     return path
+
+
+def write_background_driven_scene(root: Path) -> Path:
+    """One 40x40 image the colour model gets right for the wrong reason: a greenish object annotated "red"
+    (box 10..30) on a saturated red field; returns the COCO file (``root/ann.json``)."""
+    img = np.zeros((40, 40, 3), np.uint8)
+    img[:] = (250, 0, 0)
+    img[10:30, 10:30] = (100, 150, 100)
+    root.mkdir(parents=True)
+    Image.fromarray(img).save(root / "a.png")
+    coco = {"images": [{"id": 1, "file_name": "a.png", "width": 40, "height": 40}],
+            "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20]}],
+            "categories": [{"id": 1, "name": "red"}]}
+    (root / "ann.json").write_text(json.dumps(coco))
+    return root / "ann.json"
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    """A throwaway PostgreSQL server for the module's tests (``make test`` installs postgresql)."""
+    if pg_bindir() is None:
+        pytest.skip("PostgreSQL server binaries not installed (make test installs Debian's postgresql)")
+    with postgres_server() as url:
+        yield url
 
 
 @pytest.fixture

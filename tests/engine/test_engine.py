@@ -15,6 +15,7 @@ from objrel.config import RunConfig
 from objrel.engine.classify import Engine
 from objrel.store import Store
 
+from tests.conftest import write_background_driven_scene
 from tests.fixtures.colour_model import factory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,21 +82,7 @@ def test_background_driven_inference_is_flagged_by_both_relations(tmp_path, colo
     certainty *rises*: violated 3 of 3 -> flagged.
     MR-2, background filled with a gray level: only the greenish object keeps colour, G > R -> green:
     the label changes, violated 3 of 3 -> flagged."""
-    import json
-
-    import numpy as np
-    from PIL import Image
-
-    img = np.zeros((40, 40, 3), np.uint8)
-    img[:] = (250, 0, 0)
-    img[10:30, 10:30] = (100, 150, 100)
-    root = tmp_path / "bg"
-    root.mkdir()
-    Image.fromarray(img).save(root / "a.png")
-    coco = {"images": [{"id": 1, "file_name": "a.png", "width": 40, "height": 40}],
-            "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20]}],
-            "categories": [{"id": 1, "name": "red"}]}
-    (root / "ann.json").write_text(json.dumps(coco))
+    root = write_background_driven_scene(tmp_path / "bg").parent
     report = Engine(store, config(root / "ann.json", plan="colours3"), model=colour_model).execute()
     votes = {v["relation"]: v for v in store.votes(report.run_id) if v["is_primary"]}
     assert (votes["MR-1"]["violations"], votes["MR-1"]["flagged"]) == (3, True)

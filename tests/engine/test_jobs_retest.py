@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import time
 
-import numpy as np
 import pytest
-from PIL import Image
 
 from objrel import review as R
 from objrel.engine import jobs
@@ -18,6 +15,7 @@ from objrel.errors import ConfigError, NotAllowed
 from objrel.store.reviews import retests
 from objrel.store import Store
 
+from tests.conftest import write_background_driven_scene
 from tests.fixtures.colour_model import factory
 
 
@@ -93,16 +91,7 @@ def test_retest_with_a_box_over_the_whole_image(tmp_path):
     by both relations.  Redrawn to cover the whole 40x40 image, there is no background left: filling it
     changes nothing, so MR-2 holds 3/3; filling the "object" (everything) with a gray level makes all three
     channels equal, the label stays red (first of three ties) with certainty 0 < source: MR-1 holds 3/3."""
-    img = np.zeros((40, 40, 3), np.uint8)
-    img[:] = (250, 0, 0)
-    img[10:30, 10:30] = (100, 150, 100)
-    root = tmp_path / "bg"
-    root.mkdir()
-    Image.fromarray(img).save(root / "a.png")
-    coco = {"images": [{"id": 1, "file_name": "a.png", "width": 40, "height": 40}],
-            "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [10, 10, 20, 20]}],
-            "categories": [{"id": 1, "name": "red"}]}
-    (root / "ann.json").write_text(json.dumps(coco))
+    root = write_background_driven_scene(tmp_path / "bg").parent
     store = Store(tmp_path / "rt.db")
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(root / "ann.json"), plan="all")
     rep = Engine(store, cfg, model=factory()).execute()

@@ -15,7 +15,7 @@ from objrel.store import Store
 from objrel.store import schema as S
 from tests.data.test_uploads import make_zip, manifest, png_bytes
 from tests.engine.test_jobs_retest import account
-from tests.store.test_store import pg_url  # noqa: F401  (the PostgreSQL fixture)
+from tests.fixtures.colour_model import factory
 
 RUN_TABLES = [t for t in S.metadata.sorted_tables if "run_id" in t.c]
 
@@ -29,7 +29,6 @@ def counts(store: Store, run_id: int) -> dict[str, int]:
 def colour_run(store, colour_set, name="colours") -> int:
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3",
                     name=name)
-    from tests.fixtures.colour_model import factory
     return Engine(store, cfg, model=factory()).execute().run_id
 
 
@@ -82,7 +81,7 @@ def test_on_delete_cascade_works_on_sqlite(store, colour_set):
     _cascade_check(store, colour_set)
 
 
-def test_on_delete_cascade_works_on_postgresql(pg_url, colour_set):  # noqa: F811
+def test_on_delete_cascade_works_on_postgresql(pg_url, colour_set):
     store = Store(pg_url)
     try:
         _cascade_check(store, colour_set)

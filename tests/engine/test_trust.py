@@ -179,16 +179,12 @@ def test_long_and_nul_ids_are_stored_and_resumed_on_sqlite(tmp_path):
     check_hostile_ids(Store(tmp_path / "s.db"), hostile_id_set(tmp_path / "data"))
 
 
-def test_long_and_nul_ids_are_stored_and_resumed_on_postgresql(tmp_path):
-    from tests.fixtures.pg_server import pg_bindir, postgres_server
-
-    assert pg_bindir() is not None, "PostgreSQL server binaries are needed for this test"
-    with postgres_server() as url:
-        store = Store(url)
-        try:
-            check_hostile_ids(store, hostile_id_set(tmp_path / "data"))
-        finally:
-            store.dispose()
+def test_long_and_nul_ids_are_stored_and_resumed_on_postgresql(tmp_path, pg_url):
+    store = Store(pg_url)
+    try:
+        check_hostile_ids(store, hostile_id_set(tmp_path / "data"))
+    finally:
+        store.dispose()
 
 
 CRASH_SCRIPT = """

@@ -708,16 +708,6 @@ def test_two_reviewers_in_separate_processes_lose_no_write(tmp_path):
 
 # ---------------------------------------------------------------- the same on PostgreSQL
 
-from tests.fixtures.pg_server import pg_bindir, postgres_server  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def pg_url():
-    if pg_bindir() is None:
-        pytest.skip("PostgreSQL server binaries not installed (.ci/run installs Debian's postgresql)")
-    with postgres_server() as url:
-        yield url
-
 
 def test_review_workflow_and_write_races_on_postgresql(pg_url):
     """On a server database a concurrent insert of the same key raises IntegrityError (SQLite's

@@ -66,15 +66,8 @@ def test_unknown_run_and_bad_status_messages(tmp_path):
 
 # ---------------------------------------------------------------- PostgreSQL through a URL
 
-from tests.fixtures.pg_server import pg_bindir, postgres_server  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def pg_url():
-    if pg_bindir() is None:
-        pytest.skip("PostgreSQL server binaries not installed (.ci/run installs Debian's postgresql)")
-    with postgres_server() as url:
-        yield url
 
 
 def test_same_engine_runs_on_postgresql(pg_url, colour_set, colour_model, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+import cv2
 import torch
 
 
@@ -21,12 +22,17 @@ def available_cores() -> int:
 # threads than cores only add contention (the mutant worker thread runs numpy/OpenCV beside them).
 INFERENCE_THREADS = available_cores()
 
+# OpenCV's own thread pool during inference: 1.  Its resizes and fills run in the engine's worker threads
+# beside torch's intra-op threads; at 2 threads it oversubscribes the cores (4 threads on 2 here) and
+# stalls torch at its barriers, while a 600x512 -> 224 resize runs no faster on 2 threads than on 1.
+OPENCV_THREADS = 1
+
 _configured = False
 
 
 def configure_inference_threads(n: int | None = None) -> int:
-    """Set torch's intra-op threads to ``n`` (default ``INFERENCE_THREADS``) once per process; later calls
-    leave the count alone.  Returns the count in force."""
+    """Set torch's intra-op threads to ``n`` (default ``INFERENCE_THREADS``) and OpenCV's to
+    ``OPENCV_THREADS``, once per process; later calls leave the counts alone.  Returns torch's count."""
     global _configured
     if not _configured:
         want = int(n or INFERENCE_THREADS)
@@ -34,6 +40,7 @@ def configure_inference_threads(n: int | None = None) -> int:
             raise ValueError(f"inference needs at least 1 thread, got {want}")
         if torch.get_num_threads() != want:
             torch.set_num_threads(want)
+        cv2.setNumThreads(OPENCV_THREADS)
         _configured = True
     return torch.get_num_threads()
 

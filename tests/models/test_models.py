@@ -213,6 +213,9 @@ def test_inference_threads_are_set_once():
     assert T.INFERENCE_THREADS >= 1
     n = T.configure_inference_threads()
     assert n == torch.get_num_threads()
+    import cv2
+
+    assert cv2.getNumThreads() == T.OPENCV_THREADS == 1  # OpenCV beside torch, not competing with it
     torch.set_num_threads(1)
     try:
         assert T.configure_inference_threads(5) == 1  # already configured: left alone

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -122,8 +123,11 @@ def split_objects(sample: Sample, class_names, width: int, height: int) -> tuple
 class Engine:
     """Runs one plan of one model over one dataset into one store."""
 
-    # Decode the next chunk (and preprocess its sources) in a worker thread while this one runs.
+    # Decode the next chunk (and preprocess its sources) in a worker thread while this one runs, and run
+    # the model on its sources while the mutant worker makes this chunk's first batch.
     read_ahead = True
+    # False while ``execute_run`` processes a suspected process killer: touch no other sample then.
+    speculate = True
 
     def __init__(self, store: Store, config: RunConfig, model: Classifier | None = None,
                  dataset: Dataset | None = None, plan: Plan | None = None):
@@ -236,36 +240,70 @@ class Engine:
         live = [p for p in preps if p.skip is None]
         return preps, (self.model.prepare([p.image for p in live]) if live else None)
 
+    def _next_samples(self, chunk: list[Sample]) -> list[Sample]:
+        """The run's next ``len(chunk)`` samples after ``chunk``: the guess of what comes next."""
+        if not hasattr(self, "_position"):
+            self._position = {s.sample_id: i for i, s in enumerate(self.samples)}
+        at = self._position.get(chunk[-1].sample_id) if chunk else None
+        return self.samples[at + 1 : at + 1 + len(chunk)] if at is not None else []
+
+    def _read_ahead(self, chunk: list[Sample]) -> None:
+        """Start decoding the samples after ``chunk`` in the decode thread (when working ahead is on)."""
+        nxt = self._next_samples(chunk)
+        if nxt and self.read_ahead and self.speculate:
+            if getattr(self, "_loader", None) is None:
+                self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objrel-decode")
+            self._ahead = (tuple(s.sample_id for s in nxt), self._loader.submit(self._load_chunk, nxt))
+
     def _loaded_chunk(self, chunk: list[Sample]) -> tuple[list[_Prepared], object]:
-        """``_load_chunk(chunk)``, done by a worker thread while the previous chunk ran when it guessed this
+        """``_load_chunk(chunk)``, done by the decode thread while the previous chunk ran when it guessed this
         chunk; then start on the next ``len(chunk)`` samples of the run (a wrong guess costs one decode)."""
         ahead = getattr(self, "_ahead", None)
         key = tuple(s.sample_id for s in chunk)
         self._ahead = None
         loaded = ahead[1].result() if ahead is not None and ahead[0] == key else self._load_chunk(chunk)
-        if not hasattr(self, "_position"):
-            self._position = {s.sample_id: i for i, s in enumerate(self.samples)}
-        at = self._position.get(chunk[-1].sample_id) if chunk else None
-        nxt = self.samples[at + 1 : at + 1 + len(chunk)] if at is not None else []
-        if nxt and self.read_ahead:
-            if getattr(self, "_loader", None) is None:
-                self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objrel-decode")
-            self._ahead = (tuple(s.sample_id for s in nxt), self._loader.submit(self._load_chunk, nxt))
+        self._read_ahead(chunk)
         return loaded
 
-    def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
-        preps, sources = self._loaded_chunk(chunk)
+    def _forward_sources(self, preps: list[_Prepared], sources, report: RunReport) -> None:
+        """Predict the chunk's decoded sources and decide what each sample tests."""
         live = [p for p in preps if p.skip is None]
         if live:
             probs = self.model.forward(sources)
             report.forward_passes += len(live)
             for p, row in zip(live, probs):
                 self._decide(p, row)
+
+    def _decided_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
+        """The chunk's samples with their source predictions: from ``_decide_next`` when it guessed this
+        chunk, else decoded (or taken from the decode thread) and predicted now."""
+        decided, self._decided = getattr(self, "_decided", None), None
+        if decided is not None and decided[0] == tuple(s.sample_id for s in chunk) and self.speculate:
+            return decided[1]
+        preps, sources = self._loaded_chunk(chunk)
+        self._forward_sources(preps, sources, report)
+        return preps
+
+    def _decide_next(self, report: RunReport) -> None:
+        """Run the model on the next chunk's sources now, if the decode thread has them ready: called while
+        the mutant worker makes this chunk's first batch, which the model would otherwise wait for."""
+        ahead = getattr(self, "_ahead", None)
+        if ahead is None or not ahead[1].done() or not (self.read_ahead and self.speculate):
+            return
+        self._ahead = None
+        preps, sources = ahead[1].result()
+        self._forward_sources(preps, sources, report)
+        self._decided = (ahead[0], preps)
+        self._read_ahead([p.sample for p in preps])
+
+    def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
+        preps = self._decided_chunk(chunk, report)
         tested = [p for p in preps if p.skip is None and p.tested]
         if self.config.lazy:
             self._predict_lazy(tested, report)
         else:
-            self._predict_mutants([(p, m) for p in tested for m in self.mutations], report)
+            self._predict_mutants([(p, m) for p in tested for m in self.mutations], report,
+                                  meanwhile=lambda: self._decide_next(report))
         return preps
 
     def _predict_lazy(self, tested: list[_Prepared], report: RunReport) -> None:
@@ -274,18 +312,20 @@ class Engine:
         schedule = VoteSchedule(self.plan)
         verdicts: dict[int, dict[str, str]] = {id(p): {} for p in tested}
         wave = [(p, m) for p in tested for m in schedule.next_wave(verdicts[id(p)])]
+        meanwhile = lambda: self._decide_next(report)  # noqa: E731 - during the first wave's first batch
         while wave:
-            self._predict_mutants(wave, report)
+            self._predict_mutants(wave, report, meanwhile)
+            meanwhile = None
             for p, m in wave:
                 res = p.mutants[m.key]
                 verdicts[id(p)][m.key] = (C.NOT_APPLICABLE if isinstance(res, NotApplicable)
                                           else R.check(m.relation, p.source, res).verdict)
             wave = [(p, m) for p in tested for m in schedule.next_wave(verdicts[id(p)])]
 
-    def _predict_mutants(self, jobs, report: RunReport) -> None:
+    def _predict_mutants(self, jobs, report: RunReport, meanwhile: Callable[[], None] | None = None) -> None:
         """Model the mutants while a worker thread makes and preprocesses the next batch (the model's
         ``prepare``; torch, numpy and OpenCV release the GIL), so mutation and resize costs hide behind
-        ``forward`` on this thread."""
+        ``forward`` on this thread.  ``meanwhile`` runs here while the first batch is being made."""
         made = mutant_batches(((p, p.sample.sample_id, p.image, p.target, m) for p, m in jobs),
                               self.config.seed, self.config.batch_size)
         prepare = self.model.prepare
@@ -294,7 +334,14 @@ class Engine:
             for batch in made:
                 yield [(p, m) for p, m, _ in batch], prepare([img for _, _, img in batch])
 
-        for pairs, x in prefetch(prepared(), depth=PREFETCH_BATCHES):
+        stream = prefetch(prepared(), depth=PREFETCH_BATCHES)
+        try:
+            if meanwhile is not None:
+                meanwhile()
+        except BaseException:
+            stream.close()
+            raise
+        for pairs, x in stream:
             probs = self.model.forward(x)
             report.forward_passes += len(pairs)
             for (p, m), row in zip(pairs, probs):

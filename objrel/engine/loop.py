@@ -42,41 +42,53 @@ COPIES_PER_IMAGE = PREFETCH_BATCHES + 3
 MAX_CRASH_ATTEMPTS = 2
 
 
-def prefetch(iterable, depth: int = PREFETCH_BATCHES):
-    """Run ``iterable`` in a worker thread, ``depth`` items ahead; its exceptions re-raise here."""
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    done = object()
-    stop = threading.Event()
+class prefetch:
+    """Run ``iterable`` in a worker thread, ``depth`` items ahead; its exceptions re-raise in the consumer.
 
-    def work():
+    The worker starts at once (not at the first ``next``), so the consumer can do other work while the
+    first item is made; iterate it (or ``close()`` it) to stop the worker.
+    """
+
+    _DONE = object()
+
+    def __init__(self, iterable, depth: int = PREFETCH_BATCHES):
+        self._q: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, args=(iterable,), name="objrel-mutants", daemon=True)
+        self._thread.start()
+
+    def _work(self, iterable) -> None:
         try:
             for item in iterable:
-                if stop.is_set():
+                if self._stop.is_set():
                     return
-                q.put(item)
+                self._q.put(item)
         except BaseException as exc:  # handed to the consumer
-            q.put(exc)
+            self._q.put(exc)
             return
-        q.put(done)
+        self._q.put(self._DONE)
 
-    t = threading.Thread(target=work, name="objrel-mutants", daemon=True)
-    t.start()
-    try:
-        while True:
-            item = q.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while t.is_alive():  # unblock a producer waiting on a full queue
+    def __iter__(self):
+        try:
+            while True:
+                item = self._q.get()
+                if item is self._DONE:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the worker (it may be blocked on a full queue) and wait for it."""
+        self._stop.set()
+        while self._thread.is_alive():
             try:
-                q.get_nowait()
+                self._q.get_nowait()
             except queue.Empty:
                 pass
-            t.join(timeout=0.05)
+            self._thread.join(timeout=0.05)
 
 
 @dataclass
@@ -143,10 +155,11 @@ def image_budget(worker) -> int:
     return max(1, int(budget) // (batch_size * COPIES_PER_IMAGE))
 
 
-def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[list]:
-    """The work in chunks: samples a dead process left unfinished come first, one per chunk so the one
-    that kills it is singled out; those started ``MAX_CRASH_ATTEMPTS`` times become skipped samples
-    ('crashed-twice'); the rest go in chunks of ``batch_size``."""
+def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[tuple[list, bool]]:
+    """The work as ``(chunk, suspect)`` pairs: samples a dead process left unfinished come first, one per
+    chunk so the one that kills it is singled out (``suspect`` True: no working ahead); those started
+    ``MAX_CRASH_ATTEMPTS`` times become skipped samples ('crashed-twice'); the rest go in chunks of
+    ``batch_size``."""
     crashed, suspects, rest = [], [], []
     for s in todo:
         n = attempts.get(s.sample_id, 0)
@@ -157,9 +170,9 @@ def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[list]
             suspects.append(s)
         else:
             rest.append(s)
-    out = [crashed] if crashed else []
-    out += [[s] for s in suspects]
-    out += [rest[i : i + batch_size] for i in range(0, len(rest), batch_size)]
+    out = [(crashed, True)] if crashed else []  # nothing to gain from working ahead of skips
+    out += [([s], True) for s in suspects]
+    out += [(rest[i : i + batch_size], False) for i in range(0, len(rest), batch_size)]
     return out
 
 
@@ -222,6 +235,11 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
     ``_process_chunk(chunk, report)`` and ``_commit(run_id, item, report)``; ``done_ids(run_id)``
     gives the sample ids already stored.  Chunks of ``batch_size`` samples are processed and
     committed one by one; a cancel request stops between chunks; an exception marks the run failed.
+
+    A worker may work ahead on the next chunk while it processes this one (decode, source predictions);
+    a process that dies then blames this chunk, whose samples are retried one at a time on resume.  For
+    those suspects ``worker.speculate`` is False: the worker must touch no other sample, or a killer
+    read ahead would be blamed on an innocent sample until it was skipped as 'crashed-twice'.
     """
     run_id = run_id if run_id is not None else worker.create_run()
     store = worker.store
@@ -240,10 +258,11 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
     status = "finished"
     try:
         with PassTicker(worker, run_id, report, total, n_done, len(todo)) as ticker:
-            for chunk in _chunks(todo, store.attempts(run_id), worker.config.batch_size):
+            for chunk, suspect in _chunks(todo, store.attempts(run_id), worker.config.batch_size):
                 if store.cancel_requested(run_id):
                     status = "cancelled"
                     break
+                worker.speculate = not suspect
                 ids = [s.sample_id for s in chunk]
                 store.record_attempts(run_id, ids)
                 for item in worker._process_chunk(chunk, report):

@@ -1,0 +1,120 @@
+"""Working ahead: the model predicts the next chunk's sources while the mutant worker makes this chunk's
+first batch.  The rows must equal those of a run that never works ahead, and a process killer met while
+working ahead must never get an innocent sample skipped as 'crashed-twice'."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from objrel.config import RunConfig
+from objrel.data import load_dataset, load_rgb
+from objrel.engine.classify import Engine
+from objrel.models import CallableClassifier
+from objrel.store import Store
+
+from tests.conftest import write_flagged_set
+from tests.engine.test_engine import rows
+from tests.engine.test_trust import ann, red_image, write_coco
+from tests.fixtures.colour_model import CLASSES, dominant_colour_probs
+from tests.fixtures.crashing_model import CRASH_PIXEL, CRASH_STATUS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class WaitingEngine(Engine):
+    """Works ahead every time: waits for the decode thread instead of skipping when it is not done yet
+    (in a real run a slow decode simply means no working ahead for that chunk)."""
+
+    def _decide_next(self, report):
+        ahead = getattr(self, "_ahead", None)
+        if ahead is not None:
+            ahead[1].result()
+        super()._decide_next(report)
+
+
+def recording_model(calls: list):
+    """The colour model, logging each forward batch as the digests of its images."""
+    def predict(images):
+        calls.append([hashlib.sha1(np.ascontiguousarray(im).tobytes()).hexdigest() for im in images])
+        return dominant_colour_probs(images)
+
+    return CallableClassifier(predict, CLASSES, name="colour-recorded")
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_working_ahead_gives_the_rows_of_a_run_that_does_not(tmp_path, lazy):
+    data = write_flagged_set(tmp_path / "data", n_flagged=7, n_clean=5)   # 12 samples: 3 chunks of 4
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(data), plan="colours3",
+                    batch_size=4, lazy=lazy)
+    results, passes, order = [], [], []
+    for engine_cls, ahead in ((Engine, False), (WaitingEngine, True)):
+        store = Store(tmp_path / f"{engine_cls.__name__}-{lazy}.db")
+        calls: list = []
+        eng = engine_cls(store, cfg, model=recording_model(calls))
+        eng.read_ahead = ahead
+        report = eng.execute()
+        results.append(rows(store, report.run_id))
+        passes.append(report.forward_passes)
+        order.append(calls)
+        store.dispose()
+    assert results[0] == results[1]
+    assert passes[0] == passes[1] == sum(map(len, order[0])) == sum(map(len, order[1]))
+    sources = {hashlib.sha1(load_rgb(s.image_path).tobytes()).hexdigest() for s in load_dataset(str(data)).samples}
+    is_sources = [[set(batch) <= sources for batch in calls] for calls in order]
+    # Without working ahead the second batch the model sees is chunk 1's first mutants; working ahead it
+    # is chunk 2's sources, predicted while the worker made those mutants.
+    assert is_sources[0][:2] == [True, False]
+    assert is_sources[1][:2] == [True, True]
+    assert sum(is_sources[0]) == sum(is_sources[1]) == 3     # one source batch per chunk either way
+
+
+CRASH_SCRIPT = """
+import sys
+from objrel.config import RunConfig
+from objrel.data import load_dataset, load_rgb
+from objrel.engine.classify import Engine
+from objrel.store import Store
+from tests.fixtures.crashing_model import factory
+from tests.engine.test_work_ahead import WaitingEngine
+store = Store(sys.argv[1])
+cfg = RunConfig(model="py:tests.fixtures.crashing_model:factory", dataset=sys.argv[2], plan="colours3", batch_size=4)
+eng = WaitingEngine(store, cfg, model=factory())
+eng.execute(run_id=int(sys.argv[3]) if len(sys.argv) > 3 else None)
+"""
+
+
+def test_a_killer_met_while_working_ahead_is_the_only_sample_skipped(tmp_path):
+    root = tmp_path / "data"
+    images, anns = [], []
+    for i in range(1, 9):          # chunks 1..4 and 5..8; sample 6 kills the process
+        red_image(root / f"{i}.png", pixel=CRASH_PIXEL if i == 6 else None)
+        images.append({"id": i, "file_name": f"{i}.png", "width": 48, "height": 40})
+        anns.append(ann(i, i, 1, [5, 5, 20, 20]))
+    dataset = write_coco(root, images, anns)
+    db = tmp_path / "s.db"
+
+    def go(*extra):
+        return subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(db), str(dataset), *extra], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+
+    # Chunk 1..4 is being tested when the model, working ahead, meets sample 6: chunk 1..4 is blamed.
+    assert go().returncode == CRASH_STATUS
+    assert Store(db).attempts(1) == {str(i): 1 for i in range(1, 5)}
+    exits = []
+    for _ in range(5):             # resume until the run finishes
+        exits.append(go("1").returncode)
+        if exits[-1] == 0:
+            break
+    # 1..4 one at a time without working ahead (all commit), then chunk 5..8 dies on 6, then 5 commits
+    # and 6 dies alone (its second start), then 6 is skipped and 7, 8 are tested.
+    assert exits == [CRASH_STATUS, CRASH_STATUS, 0]
+    store = Store(db)
+    got = {r["sample_id"]: (r["status"], r.get("skip_code")) for r in store.samples(1)}
+    assert got == {**{str(i): ("tested", None) for i in (1, 2, 3, 4, 5, 7, 8)}, "6": ("skipped", "crashed-twice")}
+    assert store.attempts(1) == {} and store.get_run(1).status == "finished"

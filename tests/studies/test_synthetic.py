@@ -56,7 +56,7 @@ def test_generation_is_deterministic_and_order_free(tmp_path):
     cfg = SyntheticConfig(seed=11)
     a = write_split(cfg, tmp_path / "a", "train", 5)
     b = write_split(cfg, tmp_path / "b", "train", 5)
-    c = write_split(cfg.replace(seed=12), tmp_path / "c", "train", 5)
+    write_split(cfg.replace(seed=12), tmp_path / "c", "train", 5)
     assert open(a.annotation).read() == open(b.annotation).read()
     for i in range(5):
         name = f"images/train_{i:05d}.png"

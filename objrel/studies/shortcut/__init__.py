@@ -1,7 +1,8 @@
 """The planted-shortcut benchmark: ground truth for objrel's own relations, and the loop they close.
 
 * ``models``:      a small CNN, training, state dict + JSON config, loading as a ``TorchClassifier``;
-* ``groundtruth``: counterfactual scenes decide which correct inferences rely on the background;
+* ``groundtruth``: counterfactual scenes decide which correct inferences (and detection units) rely on the background;
+* ``planted``:     ``PlantedDetector``, a rule-based stand-in detector whose reliance is known by construction;
 * ``scoring``:     precision / recall of every vote group against it, with Wilson intervals;
 * ``repair``:      retraining on violating mutants with a search over their share (seed 001 s4.5);
 * ``attack``:      relevancy-guided vs random transplanting (seed 002 s VIII);

@@ -14,7 +14,11 @@ Per seed:
 5. repair the biased model by retraining on its violating mutants (seed 001 s4.5),
    sweeping the share of added mutants (``repair``);
 6. attack both models by transplanting objects, guided by S_p / S_r vs at random
-   (seed 002 s VIII, ``attack``).
+   (seed 002 s VIII, ``attack``);
+7. the multi-label arm (``run_multi_label``): a biased multi-label model, scored the same way;
+8. the detection arm (``run_detection``): ``planted.PlantedDetector``, a rule-based stand-in detector
+   whose reliance is known by construction, run through the ``DetectionEngine`` on flat-colour scenes
+   and scored against the per-unit counterfactual truth (``groundtruth.detection_ground_truth``).
 
 Everything lands in ``OUT/results.json`` (what the app's Shortcut page reads), the
 runs in ``OUT/shortcut.db``, data and models under ``OUT/seed<N>/``.
@@ -34,16 +38,19 @@ import numpy as np
 import pandas as pd
 import torch
 
-from objrel.config import RunConfig
+from objrel.config import DetectionConfig, RunConfig
 from objrel.studies.shortcut.scenes import SyntheticConfig, load_arrays, write_split
 from objrel.engine.classify import Engine
+from objrel.engine.detect import DetectionEngine
+from objrel.mutations import ERASE_NOISE
 from objrel.analysis.summary import summarize
 from objrel.store import Store
 from objrel.studies.shortcut import attack as A
-from objrel.studies.shortcut.groundtruth import ground_truth, reliance_share
+from objrel.studies.shortcut import planted as PD
+from objrel.studies.shortcut.groundtruth import detection_ground_truth, ground_truth, reliance_share
 from objrel.studies.shortcut.models import MODEL_SPEC, TrainConfig, load_model, save_model, train
 from objrel.studies.shortcut.repair import RepairConfig, accuracy, repair, state_of
-from objrel.studies.shortcut.scoring import DetectorScore, pool, score_run
+from objrel.studies.shortcut.scoring import DetectorScore, pool, score_detection_run, score_run
 
 DEFAULT_OUT = "var/shortcut"
 RESULTS_FILE = "results.json"
@@ -85,6 +92,10 @@ class BenchConfig:
     # classes; the background goes with the first-drawn one at rate rho) and score MR-1, MR-2 and their
     # union against its ground truth (seed 000 s4.4 multi-label relations).
     multi_label: bool = True
+    # Also run the planted stand-in detector (``planted.PlantedDetector``: small objects named by the background
+    # colour, large ones by their outline) on n_test flat-colour detection scenes and score MR-1, MR-2 and their
+    # union, for the 3-colour fills and the detectors' erase/noise plan, against each unit's counterfactual truth.
+    detection: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
@@ -185,6 +196,10 @@ def run_seed(cfg: BenchConfig, seed: int, out: Path, store: Store, timer: Timer,
         t0 = time.perf_counter()
         res["multi_label"] = run_multi_label(cfg, seed, root, store, log)
         timer.add("multi-label", t0)
+    if cfg.detection:
+        t0 = time.perf_counter()
+        res["detection"] = run_detection(cfg, seed, root, store, log)
+        timer.add("detection", t0)
     return res
 
 
@@ -219,6 +234,43 @@ def run_multi_label(cfg: BenchConfig, seed: int, root: Path, store: Store, log) 
            "reliance": reliance_share(truth), "scores": [s.to_dict() for s in scores]}
     log(f"seed {seed} multi-label: accuracy {summ.accuracy:.3f}, MR-1 {summ.mr1_ratio:.3f}, MR-2 {summ.mr2_ratio:.3f}"
         f", reliant {out['reliance']['reliant_ratio']:.3f}")
+    return out
+
+
+# The detection arm's plans: the 3-colour fills (MR-1, MR-2 and their union, as in the other arms) and
+# seed 001's erase/noise plan, the detection runs' default.
+DETECTION_PLANS = ("colours3", ERASE_NOISE)
+
+
+def run_detection(cfg: BenchConfig, seed: int, root: Path, store: Store, log) -> dict:
+    """The detection arm of one seed: ``n_test`` single-object scenes on flat-colour backgrounds (rho as the
+    biased data), the planted stand-in detector (``planted``), one ``DetectionEngine`` run per plan of
+    ``DETECTION_PLANS`` and every detector scored against the units' counterfactual ground truth
+    (``groundtruth.detection_ground_truth``).  Nothing is trained: the detector's rule is fixed."""
+    dcfg = SyntheticConfig(n_classes=cfg.n_classes, size=cfg.size, rho=cfg.rho, seed=seed, backgrounds="colours")
+    split = write_split(dcfg, root / "data" / "detection", "test", cfg.n_test)
+    detector = PD.PlantedDetector(cfg.n_classes)
+    truth = detection_ground_truth(detector, split.annotation, draws=cfg.draws)
+    runs, scores = {}, []
+    for plan in DETECTION_PLANS:
+        report = DetectionEngine(store, DetectionConfig(
+            detector=PD.spec(cfg.n_classes), dataset=split.annotation, plan=plan, seed=seed, batch_size=64,
+            name=f"planted detector seed {seed} test ({plan})"), detector=detector).execute()
+        summ = summarize(store, report.run_id)
+        scores += score_detection_run(store, report.run_id, truth)
+        runs[plan] = {"run_id": report.run_id, "summary": summ.to_dict()}
+    planted = PD.planted_reliance(detector, split.annotation)
+    correct = [r for r in truth.values() if r.correct]
+    agree = sum(bool(r.reliant) == planted[r.image_id] for r in correct)
+    out = {"detector": detector.describe(), "data": dcfg.to_dict(), "runs": runs, "reliance": reliance_share(truth),
+           "planted": {"correct": len(correct), "planted": sum(planted[r.image_id] for r in correct),
+                       "agree": agree},
+           "scores": [s.to_dict() for s in scores], "truth": {k: v.to_dict() for k, v in truth.items()}}
+    su = runs[DETECTION_PLANS[0]]["summary"]
+    r3 = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731  (no ratio when nothing was detected)
+    log(f"seed {seed} detection: detected {su['correct']}/{su['evaluated']} units, MR-1 {r3(su['mr1_ratio'])}, "
+        f"MR-2 {r3(su['mr2_ratio'])}, reliant {r3(out['reliance']['reliant_ratio'])} "
+        f"(planted rule agrees on {agree}/{len(correct)})")
     return out
 
 
@@ -334,10 +386,33 @@ def multi_label_scores(results: dict) -> list[DetectorScore]:
     return pool(scores)
 
 
+def detection_scores(results: dict) -> list[DetectorScore]:
+    """The detection arm's detector scores summed over seeds (empty when it was not run)."""
+    scores = []
+    for s in results["seeds"]:
+        if "detection" in s:
+            scores += [DetectorScore.from_dict(d) for d in s["detection"]["scores"] if d["truth"] == "reliant"]
+    return pool(scores)
+
+
+def detection_totals(results: dict) -> dict | None:
+    """Units, detected (T = 1) units, reliant ones and the planted rule's agreement with the truth, summed over
+    seeds; None when the detection arm was not run."""
+    arms = [s["detection"] for s in results["seeds"] if "detection" in s]
+    if not arms:
+        return None
+    return {"units": sum(a["reliance"]["evaluated"] for a in arms),
+            "detected": sum(a["reliance"]["correct"] for a in arms),
+            "reliant": sum(a["reliance"]["reliant"] for a in arms),
+            "planted": sum(a["planted"]["planted"] for a in arms),
+            "agree": sum(a["planted"]["agree"] for a in arms)}
+
+
 def tables(results: dict) -> dict[str, pd.DataFrame]:
     out = {"ratios": ratio_table(results)}
     multi = score_table(multi_label_scores(results))
     out["scores_multi"] = multi
+    out["scores_detection"] = score_table(detection_scores(results))
     for model in (*MODELS, None):
         out[f"scores_{model or 'both'}"] = score_table(pooled_scores(results, model))
     out["scores_matched_both"] = score_table(pooled_scores(results, None, "matched"))
@@ -403,8 +478,17 @@ def report_text(results: dict) -> str:
     if results["config"].get("multi_label"):
         lines += ["5. Multi-label scenes (biased multi-label model, seed 000 s4.4 multi-label relations): precision / "
                   "recall of MR-1, MR-2 and MR-1 ∪ MR-2 against ground-truth reliance (summed over seeds; Wilson 95% "
-                  "intervals)", _score_fmt(t["scores_multi"]), "",
-                  "5b. Detection scenes: not implemented yet (no trainable detector in this benchmark)", ""]
+                  "intervals)", _score_fmt(t["scores_multi"]), ""]
+    det = detection_totals(results)
+    if results["config"].get("detection") and det is not None:
+        lines += ["6. Detection scenes (planted stand-in detector: small objects named by the background colour, "
+                  "large ones by their outline; flat-colour scenes): precision / recall of MR-1, MR-2 and MR-1 ∪ "
+                  "MR-2 over detected units (T = 1) against counterfactual reliance (summed over seeds; Wilson 95% "
+                  "intervals)",
+                  f"   {det['detected']} of {det['units']} units detected, {det['reliant']} reliant by the "
+                  f"counterfactuals; the planted rule names {det['planted']} from the background and agrees with "
+                  f"the counterfactual truth on {det['agree']} of {det['detected']}",
+                  _score_fmt(t["scores_detection"]), ""]
     secs = results["timings"]
     lines.append("Times: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()))
     return "\n".join(lines)

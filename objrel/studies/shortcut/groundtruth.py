@@ -29,6 +29,10 @@ The inference is
 
 Incorrect inferences get ``correct=False`` and no reliance facts (the engine does
 not test them by default, seed 000 s4.1).
+
+``detection_ground_truth`` asks the same two questions of a detector's units (a record tied
+to its object), with seed 001's test T (label and IoU) in place of "classified ``y``"; see
+``UnitReliance``.
 """
 
 from __future__ import annotations
@@ -187,3 +191,143 @@ def reliance_share(truth: dict[str, Reliance]) -> dict:
     return {"evaluated": len(truth), "correct": n, "reliant": k_rel, "swap_dependent": k_swap,
             "background_sufficient": k_suff, "reliant_ratio": share(k_rel),
             "swap_dependent_ratio": share(k_swap), "background_sufficient_ratio": share(k_suff)}
+
+
+# ---------------------------------------------------------------- detection units
+
+# Background reliance of a *detection unit* (objrel.relations.associate: a source record tied to its ground-truth
+# object, or an object no record is tied to) is defined with seed 001's test T in place of "classified y":
+#
+# * the unit is *correct* when T = 1 on the source (a record of the object's label with IoU >= the run's
+#   threshold): only then are the facts below defined, as only then can MR-1 be checked;
+# * **swap-dependent**: pasting the image's objects (exact masks) on a fresh background of every other class's
+#   type (``draws`` per type), T is 0 on some swap: the record at the object lost its label or its box;
+# * **background-sufficient**: T is 1 on the scene's own background alone (no object: a record of the label
+#   where the object was) *and* 0 on some other type's background alone;
+# * **reliant** when either holds.  As for classifiers, this asks the detector directly: it never reads the
+#   detector's own rule (``planted.PlantedDetector`` documents one; tests check the two agree).
+
+
+@dataclass(frozen=True)
+class UnitReliance:
+    """Ground truth of one detection unit.
+
+    unit_id:   the engine's unit id (``"<image id>/r<j>"`` or ``"<image id>/o<k>"``); image_id its image.
+    label:     the associated object's category; t_source: test T on the source (0 or 1).
+    correct:   T = 1 on the source (only then are the facts below defined).
+    swaps / swap_changes: counterfactual swaps made, and on how many T became 0; swap_label_changes: of
+               those, how many kept a record on the object under another label.
+    background_t: T on the scene's own background alone.
+    """
+
+    unit_id: str
+    image_id: str
+    label: str
+    t_source: int
+    swaps: int = 0
+    swap_changes: int = 0
+    swap_label_changes: int = 0
+    background_t: int | None = None
+    swap_dependent: bool | None = None
+    background_sufficient: bool | None = None
+
+    @property
+    def correct(self) -> bool:
+        return self.t_source == 1
+
+    @property
+    def reliant(self) -> bool | None:
+        if not self.correct:
+            return None
+        return bool(self.swap_dependent or self.background_sufficient)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["correct"], d["reliant"] = self.correct, self.reliant
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "UnitReliance":
+        return cls(**{k: v for k, v in d.items() if k not in ("correct", "reliant")})
+
+
+def detection_ground_truth(detector, annotation, draws: int = DEFAULT_DRAWS, iou_threshold: float | None = None,
+                           batch: int = BATCH) -> dict[str, UnitReliance]:
+    """Reliance of every unit ``detector`` gives on a written synthetic split (single- or multi-object scenes).
+
+    The units are the detection engine's (``objrel.relations.associate.detection_units`` on the source
+    detections, with the dataset loader's objects), so the ids match the run's ``detection_units``.
+    iou_threshold: Delta_c of test T (default: the engine's).  Returns ``{unit_id: UnitReliance}``; costs
+    ``1 + 2 * (K - 1) * draws + 1`` detector passes per image with a correct unit.
+    """
+    from objrel.data import load_dataset
+    from objrel.relations.associate import detection_units, match_record
+    from objrel.relations.detect import DEFAULT_IOU_THRESHOLD, iou_test
+    from objrel.store.detection_records import make_unit_id
+
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1 background per type, got {draws}")
+    thr = DEFAULT_IOU_THRESHOLD if iou_threshold is None else float(iou_threshold)
+    data = read_split(annotation)
+    cfg: SyntheticConfig = data["config"]
+    root = Path(annotation).parent
+    recs = {str(r["id"]): r for r in data["images"]}
+    labels_of: dict[str, set[int]] = {}
+    for a in data["annotations"]:
+        labels_of.setdefault(str(a["image_id"]), set()).add(a["category_id"] - 1)
+    samples = sorted(load_dataset(str(annotation)).samples, key=lambda s: int(s.sample_id))
+    vocab = set(detector.labels) if detector.labels is not None else None
+    images = [np.asarray(Image.open(s.image_path).convert("RGB")) for s in samples]
+    sources = _detect_all(detector, images, batch)
+
+    batch_images: list[np.ndarray] = []
+    plans = []      # (sample, units, swap idx, own-bg idx, other-bg idx)
+    for s, img, dets in zip(samples, images, sources):
+        objects = [o for o in s.objects if vocab is None or o.category in vocab]
+        units = [(u, iou_test(u.source, u.label, thr)) for u in detection_units(dets, objects)]
+        swap_idx: list[int] = []
+        alone_idx: list[int] = []
+        own = None
+        if any(t for _, t in units):
+            rec = recs[s.sample_id]
+            mask = np.zeros(img.shape[:2], dtype=bool)
+            for o in s.objects:
+                mask |= segmentation_mask(o.segmentation, img.shape[1], img.shape[0])
+            labels = tuple(sorted(labels_of.get(s.sample_id, ())))
+            split, index = rec["scene"]["split"], rec["scene"]["index"]
+            for t in _swap_types(cfg, labels, rec["bg_type"]):
+                for d in range(draws):
+                    bg = counterfactual_background(cfg, split, index, t, d)
+                    swap_idx.append(len(batch_images))
+                    batch_images.append(paste(img, mask, bg))
+                    alone_idx.append(len(batch_images))
+                    batch_images.append(bg)
+            own = len(batch_images)
+            batch_images.append(np.asarray(Image.open(root / rec["background_file"]).convert("RGB")))
+        plans.append((s, objects, units, swap_idx, own, alone_idx))
+    cf = _detect_all(detector, batch_images, batch)
+
+    out: dict[str, UnitReliance] = {}
+    for s, objects, units, swap_idx, own, alone_idx in plans:
+        for u, t in units:
+            uid = make_unit_id(s.sample_id, u.key)
+            if not t:
+                out[uid] = UnitReliance(uid, s.sample_id, u.label, 0)
+                continue
+            box = objects[u.object].box
+            matches = [match_record(cf[i], box) for i in swap_idx]
+            lost = [m for m in matches if not iou_test(m, u.label, thr)]
+            alone_t = [iou_test(match_record(cf[i], box), u.label, thr) for i in alone_idx]
+            own_t = iou_test(match_record(cf[own], box), u.label, thr)
+            out[uid] = UnitReliance(uid, s.sample_id, u.label, 1, len(matches), len(lost),
+                                    sum(m.found and m.label != u.label for m in lost), own_t, bool(lost),
+                                    bool(own_t and any(v == 0 for v in alone_t)))
+    return out
+
+
+def _detect_all(detector, images: list[np.ndarray], batch: int) -> list:
+    out: list = []
+    for i in range(0, len(images), batch):
+        out += detector.detect(images[i : i + batch])
+    return out
+

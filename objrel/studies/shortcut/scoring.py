@@ -13,6 +13,10 @@ interval (95% by default), which stays inside [0, 1] and behaves at 0 and n.
 A *detector* is one vote group of a run's plan (``MR-1 3 colours``, ``MR-2 15 colours``,
 ``inpaint``, ``move_to_background``, ...) read from the store's vote rows, plus the
 union of MR-1 and MR-2 for the 3-colour and the 15-colour votes.
+
+Detection runs (``score_detection_run``) are scored the same way over their units detected
+on the source (T = 1), against ``groundtruth.UnitReliance``; a plan whose primary votes are
+not a colour pair (``erase_noise``) gets the union of its primary MR-1 and MR-2 votes.
 """
 
 from __future__ import annotations
@@ -145,7 +149,16 @@ def score_run(store: Store, run_id: int, truth: dict[str, Reliance], kind: str =
     if kind not in TRUTHS:
         raise ValueError(f"truth kind must be one of {TRUTHS}, got {kind!r}")
     tested, flags = detector_flags(store, run_id)
-    ids = sorted(s for s in tested if s in truth and truth[s].correct)
+    return score_flags(flags, [s for s in tested if s in truth], truth, kind)
+
+
+def score_flags(flags: dict[str, tuple[str, str, set[str]]], ids, truth: dict, kind: str = "reliant"
+                ) -> list[DetectorScore]:
+    """Confusion counts of every detector ``{name: (relation, family, flagged ids)}`` over the ``ids`` whose
+    truth (``Reliance`` or ``UnitReliance``) is correct."""
+    if kind not in TRUTHS:
+        raise ValueError(f"truth kind must be one of {TRUTHS}, got {kind!r}")
+    ids = sorted(s for s in ids if truth[s].correct)
     out = []
     for name, (relation, family, flagged) in flags.items():
         tp = fp = fn = tn = 0
@@ -158,6 +171,33 @@ def score_run(store: Store, run_id: int, truth: dict[str, Reliance], kind: str =
             tn += not pos and not hit
         out.append(DetectorScore(name, relation, family, kind, tp, fp, fn, tn))
     return out
+
+
+def detection_flags(store: Store, run_id: int) -> tuple[set[str], dict[str, tuple[str, str, set[str]]]]:
+    """``detector_flags`` of a detection run: the ids of its tested units with T = 1 on the source (its correct
+    inferences; votes name units by unit id), and every vote group's flags.  Besides the colour unions, the
+    union of the plan's primary MR-1 and MR-2 votes is added when they are not a colour pair (``erase_noise``:
+    ``MR-1 ∪ MR-2 (random erase + background noise)``)."""
+    from objrel.store.detections import units
+
+    _, flags = detector_flags(store, run_id)
+    correct = {u.unit_id for u in units(store, run_id, tested=True) if u.detected}
+    primary = {}
+    for v in store.votes(run_id):
+        if v["is_primary"]:
+            primary.setdefault(v["relation"], v["group_name"])
+    g1, g2 = primary.get("MR-1"), primary.get("MR-2")
+    if g1 and g2 and _family(g1) == "operator" and g1 in flags and g2 in flags:
+        name = f"{UNION} ({g1.removeprefix('MR-1 ')} + {g2.removeprefix('MR-2 ')})"
+        flags[name] = ("union", "operator", flags[g1][2] | flags[g2][2])
+    return correct, flags
+
+
+def score_detection_run(store: Store, run_id: int, truth: dict, kind: str = "reliant") -> list[DetectorScore]:
+    """``score_run`` for a detection run: every detector over the tested units that were detected on the source
+    (T = 1) and have a ground truth (``groundtruth.detection_ground_truth``, keyed by unit id)."""
+    correct, flags = detection_flags(store, run_id)
+    return score_flags(flags, [u for u in correct if u in truth], truth, kind)
 
 
 def pool(scores) -> list[DetectorScore]:

@@ -22,11 +22,15 @@ from objrel.data import Dataset
 from objrel.engine.classify import Engine
 from objrel.engine.loop import ProgressFn, RunReport, execute_run
 from objrel.models import Classifier
+from objrel.models.threads import configure_inference_threads
 from objrel.mutations import Plan
 from objrel.store import Store
 
 # Actors (models) of the pool when none is given: one per CPU Ray is started with locally.
 DEFAULT_RAY_WORKERS = 2
+# Torch threads per actor: each actor asks Ray for one CPU, so its model runs on one core (two actors
+# with a thread per core each would put four threads on two cores and stall both at their barriers).
+ACTOR_THREADS = 1
 
 
 def _jsonable(o):
@@ -42,6 +46,7 @@ class _RunActor:
 
     def __init__(self, config: dict, plan: dict, samples: dict, model: Classifier | None = None,
                  dataset: Dataset | None = None):
+        configure_inference_threads(ACTOR_THREADS)  # before the model: once per actor process
         cfg = RunConfig.from_dict(config).replace(engine="local")
         self.engine = Engine(None, cfg, model=model, dataset=dataset, plan=Plan.from_dict(plan))
         self.engine.read_ahead = False  # an actor's next batch is not the dataset's next samples

@@ -28,6 +28,8 @@ DETECTION_BATCH_SIZE = 8
 CLASSIFIER_TASKS = ("single", "multi")
 # Where a classifier run executes: this process, or a Ray Data actor pool.
 ENGINES = ("local", "ray")
+# Actors (one model each) of a Ray run when the configuration names none.
+DEFAULT_RAY_WORKERS = 2
 
 
 class _Codec:
@@ -109,7 +111,9 @@ class RunConfig(_Codec):
                 equal the full evaluation's; the skipped mutations are stored as ``not evaluated`` and the
                 continuous scores S_p / S_r / S as None).  False: every mutation runs and S is stored.
     compile:    run a torch model through ``torch.compile`` (once per process; the first batch pays).
-    engine:     ``local`` (this process) or ``ray`` (Ray Data, an actor pool with one model per actor).
+    engine:     ``local`` (this process) or ``ray`` (Ray Data, an actor pool with one model per actor;
+                the cluster at $RAY_ADDRESS, else a local Ray started for the run).
+    workers:    actors of a Ray run (one model and one CPU each).
     """
 
     TOML_TABLE: ClassVar[str] = "run"
@@ -136,6 +140,7 @@ class RunConfig(_Codec):
     lazy: bool = True
     compile: bool = False
     engine: str = "local"
+    workers: int = DEFAULT_RAY_WORKERS
 
     def __post_init__(self):
         self._check_common()
@@ -143,6 +148,8 @@ class RunConfig(_Codec):
             raise ConfigError(f"task must be one of {CLASSIFIER_TASKS}, got {self.task!r}")
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
 
     def build_plan(self) -> Plan:
         if self.operators:

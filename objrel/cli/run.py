@@ -32,7 +32,7 @@ RUN_OVERRIDES = (
     ("dataset", "dataset"), ("images", "images"), ("fmt", "format"), ("padding", "padding"),
     ("synset_mapping", "synset_mapping"), ("plan", "plan"), ("vote_k", "vote_k"), ("dilate", "dilate"),
     ("seed", "seed"), ("batch_size", "batch_size"), ("limit", "limit"), ("name", "name"),
-    ("engine", "engine"),
+    ("engine", "engine"), ("workers", "workers"),
 )
 
 
@@ -148,7 +148,9 @@ def add_run_commands(subparsers) -> None:
     p.add_argument("--no-lazy", action="store_true",
                    help="run every mutation even when the votes are already decided (stores S_p/S_r/S)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (once; first batch pays)")
-    p.add_argument("--engine", choices=["local", "ray"], help="run here (default) or on a local/remote Ray")
+    p.add_argument("--engine", choices=["local", "ray"],
+                   help="run here (default) or on Ray: the cluster at $RAY_ADDRESS, else a local one")
+    p.add_argument("--workers", type=int, help="actors of a Ray run, one model and one CPU each (default 2)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_store_option(p)
     p.set_defaults(fn=cmd_run)

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from objrel.config import RunConfig
+from objrel.config import DEFAULT_RAY_WORKERS, RunConfig
 from objrel.data import Dataset
 from objrel.engine.classify import Engine
 from objrel.engine.loop import ProgressFn, RunReport, execute_run
@@ -26,8 +26,6 @@ from objrel.models.threads import configure_inference_threads
 from objrel.mutations import Plan
 from objrel.store import Store
 
-# Actors (models) of the pool when none is given: one per CPU Ray is started with locally.
-DEFAULT_RAY_WORKERS = 2
 # Torch threads per actor: each actor asks Ray for one CPU, so its model runs on one core (two actors
 # with a thread per core each would put four threads on two cores and stall both at their barriers).
 ACTOR_THREADS = 1
@@ -82,9 +80,10 @@ class RayEngine(Engine):
     """``Engine`` whose chunks are tested by a Ray Data actor pool; commits stay on the driver."""
 
     def __init__(self, store: Store, config: RunConfig, model: Classifier | None = None,
-                 dataset: Dataset | None = None, plan: Plan | None = None, workers: int = DEFAULT_RAY_WORKERS,
+                 dataset: Dataset | None = None, plan: Plan | None = None, workers: int | None = None,
                  address: str | None = None):
         super().__init__(store, config, model, dataset, plan)
+        workers = self.config.workers if workers is None else workers
         if workers < 1:
             raise ValueError(f"a Ray run needs at least 1 worker, got {workers}")
         self.workers = int(workers)

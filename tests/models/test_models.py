@@ -231,9 +231,11 @@ def test_run_config_and_cli_carry_lazy_compile_and_engine():
     assert (RunConfig().lazy, RunConfig().compile, RunConfig().engine) == (True, False, "local")
     with pytest.raises(ConfigError, match="engine must be one of"):
         RunConfig(engine="spark")
-    args = build_parser().parse_args(["run", "--no-lazy", "--compile", "--engine", "ray"])
+    args = build_parser().parse_args(["run", "--no-lazy", "--compile", "--engine", "ray", "--workers", "3"])
     cfg = run_config(args)
-    assert (cfg.lazy, cfg.compile, cfg.engine) == (False, True, "ray")
+    assert (cfg.lazy, cfg.compile, cfg.engine, cfg.workers) == (False, True, "ray", 3)
+    with pytest.raises(ConfigError, match="workers must be >= 1"):
+        RunConfig(workers=0)
     assert RunConfig.from_dict(cfg.to_dict()) == cfg
     cfg = run_config(build_parser().parse_args(["run"]))
     assert (cfg.lazy, cfg.compile, cfg.engine) == (True, False, "local")

@@ -81,6 +81,17 @@ def test_background_colour_model_is_flagged_by_mr2_and_reliant_by_ground_truth(c
     assert mr2.precision == 1.0 and mr2.recall == 1.0
 
 
+def test_the_guided_attack_refuses_a_run_without_relevancy_scores(colour_scenes, store):
+    clf = CallableClassifier(border_colour_probs, ["disc", "square", "triangle"], name="border-colour")
+    cfg = RunConfig(dataset=colour_scenes.annotation, plan="colours3")
+    lazy = Engine(store, cfg, model=clf).execute()                  # lazy votes: S_p / S_r not stored
+    with pytest.raises(ValueError, match="no relevancy scores S_p / S_r"):
+        A.run_attack(clf, store, lazy.run_id, attempts=1, n_pairs=1)
+    full = Engine(store, cfg.replace(lazy=False), model=clf).execute()
+    assert all(r["s_p"] is not None and r["s_r"] is not None for r in store.samples(full.run_id, status="tested"))
+    assert len(A.run_attack(clf, store, full.run_id, attempts=1, n_pairs=1)) == 4   # 2 scenarios x 2 strategies
+
+
 def test_constant_model_is_not_reliant_and_mr1_flags_are_false_positives(colour_scenes, store):
     clf = CallableClassifier(constant_probs, ["disc", "square", "triangle"], name="constant")
     report = Engine(store, RunConfig(dataset=colour_scenes.annotation, plan="colours3"), model=clf).execute()
@@ -300,6 +311,11 @@ def test_quick_bench_repair_and_attack_sections(quick):
     assert [r["share"] for r in rep["rows"]] == [None, 0.0, 0.2] and rep["chosen_share"] in (0.0, 0.2)
     added = rep["rows"][2]["added"]
     assert added["added"] == min(added["asked"], rep["pool"]["violations"]) and added["asked"] == 60   # 0.2*240/0.8
+    store = Store(json.loads((out / "results.json").read_text())["store"])
+    for name in ("biased", "unbiased"):   # the attack orders by S_p / S_r: the test runs evaluate every mutation
+        tested = store.samples(seed["models"][name]["run_id"], status="tested")
+        assert tested and all(r["s_p"] is not None and r["s_r"] is not None for r in tested)
+    store.dispose()
     for name in ("biased", "unbiased"):
         totals = seed["attack"][name]["totals"]
         assert [(t["scenario"], t["strategy"]) for t in totals] == [(1, "guided"), (1, "random"), (2, "guided"),

@@ -141,6 +141,10 @@ def run_attack(clf: Classifier, store: Store, run_id: int, attempts: int = DEFAU
     if attempts < 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
     by_label = candidates(store, run_id)
+    scored = [c for cs in by_label.values() for c in cs if c.s_p is not None and c.s_r is not None]
+    if by_label and not scored:
+        raise ValueError(f"run {run_id} stored no relevancy scores S_p / S_r (its lazy votes skipped mutations): "
+                         f"the guided attack orders candidates by them; run it with lazy=False (--no-lazy)")
     pairs = list(permutations(range(clf.num_classes), 2))
     rng = np.random.default_rng(seed)
     if n_pairs is not None and n_pairs < len(pairs):

@@ -158,8 +158,9 @@ def run_seed(cfg: BenchConfig, seed: int, out: Path, store: Store, timer: Timer,
         states[name] = state_of(module)
         clfs[name] = clf
         t0 = time.perf_counter()
+        # lazy=False: the attack (section 4) orders candidates by S_p / S_r, which need every mutation
         report = Engine(store, RunConfig(model=MODEL_SPEC, weights=str(path), dataset=splits["test"].annotation,
-                                         plan=cfg.plan, seed=seed, batch_size=64,
+                                         plan=cfg.plan, seed=seed, batch_size=64, lazy=False,
                                          name=f"{name} seed {seed} test ({cfg.plan})"), model=clf).execute()
         runs[name] = report.run_id
         summ = summarize(store, report.run_id)

@@ -3,8 +3,9 @@ precision of the flags from the consensus (seed 000 s5.1, Tables 1-3).
 
 Every figure comes from objrel.review.agreement; this page only picks the run, relation and reviewers,
 draws, and passes the adjudication forms on to ``review.adjudicate``.  Anyone (signed in or not) sees the
-precision tables; only adjudicators and admins see the pair's calls, kappa details and disagreements
-(``review.pair_view`` checks the signed-in account's role, not this page).
+precision tables (a compact view, the full table in an expander); only adjudicators and admins see the kappas,
+the pair's calls and disagreements (``review.pair_view`` and ``pair_kappas`` check the signed-in account's
+role, not this page).
 """
 
 import streamlit as st
@@ -15,9 +16,10 @@ from objrel.app.captions import plain
 from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent
 from objrel.app.state import keep_choice
-from objrel.app.tables import percent_columns, table
-from objrel.app.widgets import sign_in_box, use_app_navigation
+from objrel.app.tables import decimal_columns, percent_columns, table
+from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import NotAllowed
+from objrel.review.agreement import pair_kappas, precision_summary
 
 use_app_navigation()
 
@@ -25,6 +27,8 @@ FLASH_KEY = "agreement_flash"   # a message that survives the rerun after a save
 # Adjudication forms drawn at once; the rest wait until the first ones are decided.
 MAX_FORMS = 50
 PERCENT_COLUMNS = ("true positive %", "false positive %")
+SUMMARY_PERCENT_COLUMNS = ("precision",)
+DECIMAL_COLUMNS = ("kappa",)
 
 
 def adjudication_form(d, run_id, relation, name_a, name_b, who):
@@ -66,7 +70,7 @@ if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))
 
 store = open_store()
-who = sign_in_box(store)
+who = page_sidebar(store)
 if not store.list_runs():
     st.info(f"No runs in {store!r} yet. Start one with `objrel run --dataset demo` or `make run`.")
     st.stop()
@@ -80,16 +84,23 @@ if not judged:
 
 st.subheader("Precision of the flags (seed 000 Tables 1-3)")
 st.caption("From decided items only (agreed by every reviewer, or adjudicated), counted over the drawn "
-           "review sample. Table 1 is MR-1 and Table 2 MR-2 for single-label models; Table 3 is both for a "
-           "multi-label model (see the task column). Percentages divide by the decided items, uncertain ones "
-           "included; unresolved items await a decision, pending ones a second judgment.")
+           "review sample. Precision is the share of the decided items that are true positives (uncertain ones "
+           "count in the denominator), with its Wilson 95% interval. Kappa compares the run's first two "
+           "reviewers (adjudicators and admins only). The full table below each adds the false-positive "
+           "reasons, the task (Table 3 is a multi-label model's) and the items still open: unresolved ones "
+           "await a decision, pending ones a second judgment.")
 for rel in review.RELATIONS:
-    rel_runs = [r.run_id for r in judged if rel in r.relations]
-    if not rel_runs:
+    rel_judged = [r for r in judged if rel in r.relations]
+    if not rel_judged:
         continue
-    precision = review.precision_table(store, rel_runs, rel)
+    precision = review.precision_table(store, [r.run_id for r in rel_judged], rel)
+    summary = precision_summary(precision, pair_kappas(store, rel_judged, rel, who))
     st.markdown(f"**{rel}**")
-    table(precision, f"agreement_precision_{rel}", f"precision_{rel}.csv", percent_columns(precision, PERCENT_COLUMNS))
+    table(summary, f"agreement_precision_{rel}", f"precision_{rel}_summary.csv",
+          {**percent_columns(summary, SUMMARY_PERCENT_COLUMNS), **decimal_columns(summary, DECIMAL_COLUMNS)})
+    with st.expander(f"Full {rel} table: reasons, uncertain, unresolved and pending items"):
+        table(precision, f"agreement_precision_full_{rel}", f"precision_{rel}.csv",
+              percent_columns(precision, PERCENT_COLUMNS))
 
 if not review.has_role(store, who, (review.ADJUDICATOR, review.ADMIN)):
     st.info("The two reviewers' calls, their kappa and their disagreements are shown to adjudicators and admins "

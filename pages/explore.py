@@ -15,16 +15,26 @@ from objrel.app.caches import open_store
 from objrel.app.formats import decimals, percent, pvalue
 from objrel.app.state import keep_choice
 from objrel.app.tables import PNG_HINT, chart, share_columns, table
-from objrel.app.widgets import use_app_navigation
+from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.store.detections import tested_unit_ids
 
 use_app_navigation()
+
+# Columns the page's tables show, so each fits at 1,400 px beside the sidebar; the CSV downloads hold every
+# column: the object-size bins' index, edges and x value, the models' dataset (one at a time) and flag counts
+# (the chart's bar labels), the untested and correct counts behind the reliable accuracy.
+SIZE_TABLE_COLUMNS = ("interval", "tested", "flagged", "share")
+MODEL_TABLE_COLUMNS = ("run", "name", "model", "evaluated", "correct", "accuracy", "mr1_ratio", "mr2_ratio",
+                       "both_ratio")
+RELIABLE_TABLE_COLUMNS = ("run", "model", "evaluated", "original", "unreliable", "unreliable_accuracy", "reliable",
+                          "reliable_accuracy", "delta")
 
 st.title("Explore")
 st.caption("How often does each model rely on the background (MR-2 flags) or ignore the object (MR-1 flags)? "
            "Pick runs and a relation; every table downloads as CSV. " + PNG_HINT)
 
 store = open_store()
+page_sidebar(store)
 catalog = A.run_catalog(store)
 if catalog.empty:
     st.info(f"No runs with results in {store!r} yet. Start one with `objrel run --dataset demo` or `make run`, "
@@ -105,7 +115,8 @@ chart(charts.size_bars(bins, relation), "explore_size", f"object_size_{relation}
 st.caption("Correct answers grouped by how much of the picture the object covers (20 bins of 5 %, seed 000 "
            "Fig. 8), pooled over the selected runs; each bar is the share flagged (labels: flagged / tested). "
            "Small objects often get flagged more: the model reads the background instead.")
-table(bins, "explore_size", f"object_size_{relation}.csv", share_columns(bins, ["share"]))
+table(bins[list(SIZE_TABLE_COLUMNS)], "explore_size", f"object_size_{relation}.csv", share_columns(bins, ["share"]),
+      download=bins)
 
 # ---------------------------------------------------------------- models
 
@@ -114,8 +125,8 @@ comparison = A.model_comparison(store, run_ids)
 chart(charts.model_comparison_bars(comparison, labels), "explore_models", "model_comparison")
 st.caption("One group per measure, one bar per run (seed 000 Tables 5/6): accuracy, and the share of the correct "
            "answers each relation flags (bar labels: counts).")
-table(comparison, "explore_models", "model_comparison.csv",
-      share_columns(comparison, ("accuracy", "mr1_ratio", "mr2_ratio", "both_ratio")))
+table(comparison[list(MODEL_TABLE_COLUMNS)], "explore_models", "model_comparison.csv",
+      share_columns(comparison, ("accuracy", "mr1_ratio", "mr2_ratio", "both_ratio")), download=comparison)
 
 st.subheader("Do two runs flag the same answers? (McNemar)")
 if len(run_ids) < 2:
@@ -174,8 +185,9 @@ else:
     st.caption(f"Accuracy on all answers (original), on the answers {relation} flags (unreliable) and on the rest "
                "(reliable), correct and incorrect answers alike (seed 000 Tables 7/8). If removing the unreliable "
                "answers lifts accuracy a lot, the headline accuracy owes much to background shortcuts.")
-    table(rel_acc.table, "explore_reliable", f"reliable_accuracy_{relation}.csv",
-          share_columns(rel_acc.table, ("original", "unreliable_accuracy", "reliable_accuracy", "delta")))
+    table(rel_acc.table[list(RELIABLE_TABLE_COLUMNS)], "explore_reliable", f"reliable_accuracy_{relation}.csv",
+          share_columns(rel_acc.table, ("original", "unreliable_accuracy", "reliable_accuracy", "delta")),
+          download=rel_acc.table)
     if rel_acc.wilcoxon is None:
         st.info(rel_acc.note)
     else:

@@ -13,10 +13,10 @@ import streamlit as st
 
 from objrel.app import captions, charts
 from objrel.app.captions import plain
-from objrel.app.caches import inspect_file, inspect_upload, planted_result, ranked_tables
+from objrel.app.caches import inspect_file, inspect_upload, open_store, planted_result, ranked_tables
 from objrel.app.state import init_value, keep_choice, keep_number
 from objrel.app.tables import table
-from objrel.app.widgets import use_app_navigation
+from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.studies.deepinspect import evaluation_table, example_images
 from objrel.studies.deepinspect.browse import check_upload_size, newest_result, pair_choices, planted_lines, \
     results_dir
@@ -32,6 +32,7 @@ MIN_HEATMAP_CLASSES = 3
 DEFAULT_PAIRS_LISTED = 20
 ERROR_TYPES = ("confusion", "bias")
 
+page_sidebar(open_store())
 st.title("Inspect")
 st.caption("Class-level bugs that per-image relations miss: two classes the model cannot tell apart (confusion, "
            "low NAPVD), and two classes it treats unequally in the presence of a third (bias, high avg_bias). "

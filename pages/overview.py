@@ -4,12 +4,12 @@ links into the other pages and a one-click stakeholder report."""
 import pandas as pd
 import streamlit as st
 
-from objrel.analysis.overview import detection_summary_table, striking_examples, summary_table, tested_runs
+from objrel.analysis.overview import detection_summary_table, run_history, striking_examples, summary_table, \
+    tested_runs
 from objrel.app import captions
 from objrel.app.caches import cached_review_item, open_store
 from objrel.app.state import keep_choice
-from objrel.app.widgets import use_app_navigation
-from objrel.engine.jobs import run_table
+from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.review.queue import ALL_FLAGGED, link_params
 
 use_app_navigation()
@@ -20,7 +20,8 @@ st.caption("Does the model look at the object, or at the background? MR-1 corrup
            "Correct inferences that break a relation were made for reasons other than the object.")
 
 store = open_store()
-runs = run_table(store)
+page_sidebar(store)
+runs = run_history(store.list_runs())
 if runs.empty:
     st.info(f"No runs in {store!r} yet. Start one on the Runs page, with `objrel run --dataset demo`, or `make run`.")
     st.page_link("pages/runs.py", label="Start a run", icon=":material/play_circle:")

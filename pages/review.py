@@ -8,7 +8,7 @@ from objrel.app import captions, review_panels
 from objrel.app.captions import plain
 from objrel.app.caches import cached_flagged, cached_review_item, open_store
 from objrel.app.state import keep_choice
-from objrel.app.widgets import sign_in_box, use_app_navigation
+from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import NotAllowed
 from objrel.review.queue import QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
     link_params, open_queue, record_call
@@ -20,7 +20,7 @@ GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
 
 store = open_store()
-who = sign_in_box(store)
+who = page_sidebar(store)
 st.title("Review flagged inferences")
 
 runs = tested_runs(store)
@@ -99,6 +99,9 @@ badge = captions.incorrect_badge(item.correct, item.is_detection)
 if badge:
     st.markdown(badge + " The model got this one wrong on the source; the run tested every inference (test_all).")
 review_panels.headline(item, relation)
+scores_note = captions.lazy_scores_note(item, by_id[run_id])
+if scores_note:
+    st.caption(scores_note)
 review_panels.image_panels(item)
 review_panels.details(item)
 review_panels.lime(store, item, who)

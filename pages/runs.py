@@ -9,10 +9,11 @@ from dataclasses import asdict
 import pandas as pd
 import streamlit as st
 
+from objrel.analysis.overview import run_history
 from objrel.app import captions
 from objrel.app.caches import open_store
 from objrel.app.state import init_value, keep_choice
-from objrel.app.widgets import sign_in_box, use_app_navigation
+from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.data import uploads
 from objrel.engine import jobs, manage
 from objrel.engine.run_form import (CLASSIFIER, DETECTOR, MAX_DILATE_PX, MAX_SEED, MAX_VOTE_K, TASK_LABELS, TASKS,
@@ -33,7 +34,7 @@ FIELD_KEYS = {"weights": "runs_weights", "dataset": "runs_dataset", "images": "r
 MODEL_KEYS = {CLASSIFIER: "runs_model", DETECTOR: "runs_detector"}
 
 store = open_store()
-who = sign_in_box(store)
+who = page_sidebar(store)
 operator = roles.has_role(store, who, roles.OPERATE)
 st.title("Runs")
 st.caption("Runs started here are separate processes: they keep going if you close the page, and every page "
@@ -115,32 +116,6 @@ def start_form() -> None:
             st.success(f"Run {job.run_id} started (process {job.pid}; log {job.log}).")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not start the run: {exc}")
-
-
-@st.fragment(run_every=2)
-def live():
-    table = jobs.run_table(store)
-    if table.empty:
-        st.info("No runs yet.")
-        return
-    for r in jobs.active_runs(store):
-        c1, c2 = st.columns([5, 1])
-        c1.progress(jobs.progress_share(r), text=f"{captions.plain(captions.run_label(r))}: {jobs.progress_text(r)}")
-        if operator and jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
-            jobs.cancel(store, r.id, actor=who)
-    st.dataframe(table, hide_index=True, width="stretch", key="runs_table")
-
-
-if operator:
-    with st.expander("Start a run", expanded=not runs):
-        start_form()
-else:
-    st.info("Starting, cancelling and resuming runs is for run operators and admins: sign in (sidebar) with such "
-            "an account.")
-
-st.subheader("History")
-live()
-
 
 
 def use_upload(up) -> None:
@@ -230,19 +205,25 @@ def issues_section() -> None:
                  hide_index=True, width="stretch", key="runs_issues_table")
 
 
-if operator:
-    with st.expander("Bring your own data"):
-        upload_section()
-    if runs:
-        with st.expander("Rename or delete a run"):
-            manage_section()
-if runs:
-    st.subheader("Skipped and untested samples")
-    issues_section()
+@st.fragment(run_every=2)
+def live():
+    """The progress lines and the history, from one read of the runs per refresh: both show the same numbers."""
+    now = store.list_runs()
+    if not now:
+        st.info("No runs yet.")
+        return
+    for r in now:
+        if not jobs.is_active(r):
+            continue
+        c1, c2 = st.columns([5, 1])
+        c1.progress(jobs.progress_share(r), text=f"{captions.plain(captions.run_label(r))}: {jobs.progress_text(r)}")
+        if operator and jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
+            jobs.cancel(store, r.id, actor=who)
+    st.dataframe(run_history(now), hide_index=True, width="stretch", key="runs_table")
 
-stopped = {r.id: r for r in jobs.resumable_runs(store)} if operator else {}
-if stopped:
-    st.subheader("Resume a stopped run")
+
+def resume_section(stopped: dict) -> None:
+    """Resume a stopped run (cancelled, failed, stalled or left pending) with its stored settings."""
     keep_choice("runs_resume_pick", next(iter(stopped)), list(stopped))
     pick = st.selectbox("Run", list(stopped), format_func=lambda i: captions.run_label(stopped[i]),
                         key="runs_resume_pick")
@@ -252,3 +233,29 @@ if stopped:
             st.success(f"Run {job.run_id} resumed (process {job.pid}; log {job.log}).")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not resume run {pick}: {exc}")
+
+
+# The page's order: the actions that start work first (a run, the data it needs), then what is going on (live
+# progress and the history), then what can be done to a run that exists (resume, rename, delete), then its details.
+if operator:
+    with st.expander("Start a run", expanded=not runs):
+        start_form()
+    with st.expander("Bring your own data"):
+        upload_section()
+else:
+    st.info("Starting, cancelling and resuming runs is for run operators and admins: sign in (sidebar) with such "
+            "an account.")
+
+st.subheader("History")
+live()
+
+stopped = {r.id: r for r in jobs.resumable_runs(store)} if operator else {}
+if stopped:
+    st.subheader("Resume a stopped run")
+    resume_section(stopped)
+if operator and runs:
+    with st.expander("Rename or delete a run"):
+        manage_section()
+if runs:
+    st.subheader("Skipped and untested samples")
+    issues_section()

@@ -4,14 +4,18 @@ Reads the results JSON the bench writes; a button starts a quick benchmark as a 
 process.  Every table comes from objrel.studies.shortcut.bench.tables; this page only draws.
 """
 
+import time
 from pathlib import Path
 
 import streamlit as st
 
 from objrel.app import captions, charts
+from objrel.app.caches import open_store
+from objrel.app.captions import plain
 from objrel.app.state import init_value
 from objrel.app.tables import chart, share_columns, table
-from objrel.app.widgets import use_app_navigation
+from objrel.app.widgets import page_sidebar, use_app_navigation
+from objrel.progress import job_progress, job_progress_text, job_run_text, share
 from objrel.studies.shortcut import bench as B
 from objrel.studies.shortcut.browse import FAILED, MODEL_CHOICES, MODEL_LABELS, RUNNING, TRUTH_CHOICES, TRUTH_LABELS, \
     default_results_path, quick_dir, quick_state, score_table_for
@@ -20,6 +24,8 @@ use_app_navigation()
 
 JOB_KEY = "shortcut_job"
 PATH_KEY = "shortcut_results_path"
+# Where the benchmark writes its objrel runs, in its output folder (objrel.studies.shortcut.bench.run_bench).
+QUICK_STORE_FILE = "shortcut.db"
 
 init_value(PATH_KEY, default_results_path())
 
@@ -29,6 +35,7 @@ def open_quick(path):
     st.session_state.pop(JOB_KEY, None)
 
 
+page_sidebar(open_store())
 st.title("Shortcut benchmark")
 st.caption("Models whose shortcut we planted: objects on backgrounds whose type names the class in 95% of the "
            "training scenes (biased) or in 1/K (unbiased). Counterfactual scenes tell which correct answers truly "
@@ -42,7 +49,7 @@ quick_out = quick_dir(path)
 if c2.button("Run a quick benchmark", key="shortcut_run_quick",
              help=f"Starts `objrel bench shortcut --quick --out {quick_out}` in its own process (about 30 s)."):
     pid, log = B.start_quick(quick_out)
-    st.session_state[JOB_KEY] = {"pid": pid, "log": log, "out": quick_out}
+    st.session_state[JOB_KEY] = {"pid": pid, "log": log, "out": quick_out, "started": time.time()}
 
 job = st.session_state.get(JOB_KEY)
 if job:
@@ -50,9 +57,15 @@ if job:
     def job_status():
         quick = quick_state(job["pid"], job["out"])
         if quick.state == RUNNING:
-            st.info(f"Quick benchmark running (process {job['pid']}, log {job['log']}) ...")
+            st.info(f"Quick benchmark running (process {job['pid']}, log {plain(job['log'])}) ...")
+            # The benchmark writes no overall count: its time so far, the objrel run it is making (count, rate,
+            # ETA, from its store) and the stage its log reported last.
+            now = job_progress(job.get("started", time.time()), job["log"], Path(job["out"]) / QUICK_STORE_FILE)
+            if now.estimate is not None:
+                st.progress(share(now.estimate), text=plain(job_run_text(now)))
+            st.caption(plain(job_progress_text(now)))
         elif quick.state == FAILED:
-            st.error(f"The quick benchmark stopped without results; see {job['log']}")
+            st.error(f"The quick benchmark stopped without results; see {plain(job['log'])}")
         else:
             st.success(f"Quick benchmark finished: {quick.results_file}")
             if st.button("Show the quick results", key="shortcut_open_quick", on_click=open_quick,

@@ -8,7 +8,7 @@ import streamlit as st
 
 from objrel import review
 from objrel.app.caches import open_store
-from objrel.app.widgets import sign_in_box, use_app_navigation
+from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.engine.run_form import TASK_LABELS, TASKS, allow_model, web_models
 from objrel.errors import ConfigError, NotAllowed
 
@@ -17,7 +17,7 @@ use_app_navigation()
 FLASH_KEY = "users_flash"
 
 store = open_store()
-who = sign_in_box(store)
+who = page_sidebar(store)
 st.title("Users")
 if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))

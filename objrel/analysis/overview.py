@@ -5,18 +5,42 @@ Plain functions over the store (no Streamlit); the Overview page draws what they
 
 from __future__ import annotations
 
+import pandas as pd
+
 from objrel.analysis.summary import summarize
+from objrel.progress import run_estimate
 from objrel.store import RunRecord, Store
 from objrel.store import detections as D
 
 MR1, MR2, BOTH = "MR-1", "MR-2", "MR-1&2"
 # Striking examples shown by default.
 STRIKING_EXAMPLES = 4
+# The run history's columns (Overview and Runs pages).
+HISTORY_COLUMNS = ("run", "name", "task", "model", "dataset", "status", "samples", "tested", "forward passes",
+                   "skipped", "created")
 
 
 def tested_runs(store: Store) -> list[RunRecord]:
     """Runs with at least one tested inference: the ones that can be reviewed or reported on."""
     return [r for r in store.list_runs() if r.n_tested > 0]
+
+
+def run_history(runs: list[RunRecord]) -> pd.DataFrame:
+    """One row per run of ``runs`` (records read once, so a page's progress lines and this table show the same
+    numbers) with its live status (``objrel.engine.jobs.display_status``), samples done / total and forward
+    passes as the progress line counts them (``objrel.progress.run_estimate``: done / expected while running)."""
+    from objrel.engine.jobs import display_status
+
+    rows = []
+    for r in runs:
+        e, status = run_estimate(r), display_status(r)
+        passes = (f"{e.passes_done}/{e.passes_expected}" if status == "running" and e.passes_expected is not None
+                  else str(e.passes_done))
+        rows.append({"run": r.id, "name": r.name, "task": r.task, "model": r.model, "dataset": r.dataset,
+                     "status": status, "samples": f"{e.samples_done}/{e.samples_total}", "tested": r.n_tested,
+                     "forward passes": passes, "skipped": r.n_skipped,
+                     "created": r.created_at.strftime("%Y-%m-%d %H:%M")})
+    return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
 
 def _summaries(store: Store):

@@ -32,6 +32,11 @@ def plain(text) -> str:
     return _MARKDOWN_CHARS.sub(r"\\\1", " ".join(str(text).split()))
 
 
+def store_caption(store) -> str:
+    """The sidebar's line naming the store the app reads (``Store('sqlite:///...')``, password hidden)."""
+    return f"Results from {plain(repr(store))}"
+
+
 def run_label(run) -> str:
     """``#3 name (status)`` for a run record."""
     return f"#{run.id} {run.name} ({run.status})"
@@ -112,6 +117,22 @@ def vote_text(item, relation: str) -> str:
     """``2/3 violated`` for the relation's primary vote, MISSING when the item has none."""
     count = vote_count(item, relation)
     return count if count == MISSING else f"{count} violated"
+
+
+# The run setting that skips the mutations a decided vote no longer needs (objrel.config.RunConfig.lazy).
+LAZY_KEY = "lazy"
+LAZY_SCORES_NOTE = ("S_p, S_r and S need the prediction of every mutation. This run used lazy votes (the same "
+                    "flags from fewer mutants), so they are computed only for runs started with "
+                    "`objrel run --no-lazy`.")
+
+
+def lazy_scores_note(item, run) -> str | None:
+    """Why the item's continuous scores show as missing: its run used lazy votes (``run.config['lazy']``; runs
+    stored before lazy votes existed have no such key and computed every score).  None when the scores are there
+    or missing for another reason."""
+    scores_missing = item.s_p is None and item.s_r is None and item.s is None
+    lazy = bool((getattr(run, "config", None) or {}).get(LAZY_KEY, False))
+    return LAZY_SCORES_NOTE if scores_missing and lazy else None
 
 
 def my_call(verdict: str | None) -> str:

@@ -30,6 +30,12 @@ def _labels_outside(fig: go.Figure) -> go.Figure:
     return fig
 
 
+def _facet_titles(fig: go.Figure) -> go.Figure:
+    """Facet titles without plotly's ``column=`` prefix (``measure=MR-2 ratio`` -> ``MR-2 ratio``)."""
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    return fig
+
+
 # ---------------------------------------------------------------- Review
 
 
@@ -95,12 +101,18 @@ def overlap_bars(overlap: pd.DataFrame) -> go.Figure:
     return _labels_outside(fig)
 
 
+# The reliable-accuracy table's accuracy columns as the chart's legend names them.
+RELIABLE_SUBSETS = {"original": "all answers", "unreliable_accuracy": "unreliable answers",
+                    "reliable_accuracy": "reliable answers"}
+
+
 def reliable_accuracy_bars(table: pd.DataFrame, run_labels: dict) -> go.Figure:
     """Original, unreliable and reliable accuracy per run (``run_labels``: run id -> label)."""
     long = table.melt(id_vars=["run", "model"], value_vars=["original", "unreliable_accuracy", "reliable_accuracy"],
                       var_name="subset", value_name="accuracy")
     long["run"] = [run_labels[r] for r in long["run"]]
-    fig = px.bar(long, x="run", y="accuracy", color="subset", barmode="group")
+    long["subset"] = long["subset"].map(RELIABLE_SUBSETS)
+    fig = px.bar(long, x="run", y="accuracy", color="subset", barmode="group", labels={"subset": "accuracy on"})
     fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
     return fig
 
@@ -219,16 +231,17 @@ def repair_bars(repair: pd.DataFrame) -> go.Figure:
                                   var_name="measure", value_name="value")
     long["seed"] = long["seed"].astype(str)
     fig = px.bar(long, x="seed", y="value", color="when", facet_col="measure", barmode="group",
-                 category_orders={"when": ["before", "control", "after"]})
+                 category_orders={"when": ["before", "control", "after"]}, labels={"value": "", "when": "model"})
     fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
-    return fig
+    return _facet_titles(fig)
 
 
 def share_search_lines(sweep: pd.DataFrame) -> go.Figure:
     tuned = sweep[sweep["share asked"].astype(str) != "original"].copy()
     tuned["seed"] = tuned["seed"].astype(str)
     fig = px.line(tuned, x="share", y=["val MR-2 ratio", "test MR-2 ratio", "swapped accuracy"], line_dash="seed",
-                  markers=True, labels={"share": "share of added mutants in the training set", "value": ""})
+                  markers=True, labels={"share": "share of added mutants in the training set", "value": "",
+                                        "variable": "measure"})
     fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
     return fig
 
@@ -238,5 +251,5 @@ ATTACK_SCENARIOS = {1: "1: object not recognised", 2: "2: label without object"}
 
 def attack_bars(attack: pd.DataFrame) -> go.Figure:
     named = attack.assign(scenario=attack["scenario"].map(ATTACK_SCENARIOS))
-    return px.bar(named, x="scenario", y="successes", color="strategy", facet_col="model", barmode="group",
-                  text="successes")
+    return _facet_titles(px.bar(named, x="scenario", y="successes", color="strategy", facet_col="model",
+                                barmode="group", text="successes"))

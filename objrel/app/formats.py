@@ -1,6 +1,8 @@
-"""Number formats the pages show (plain functions: no Streamlit).
+"""Number formats and column names the pages show (plain functions: no Streamlit).
 
-Missing values (None or NaN) show as ``MISSING``.
+Missing values (None or NaN) show as ``MISSING``.  ``COLUMN_LABELS`` names the analysis tables' columns for
+people (``mr1_ratio`` -> ``MR-1 share``): the table headers show these, the CSV downloads
+keep the column names.
 """
 
 from __future__ import annotations
@@ -32,3 +34,21 @@ def pvalue(p: float | None) -> str:
     if p == 0:
         return "0"
     return f"{p:.2e}" if p < SCIENTIFIC_BELOW else f"{p:.3f}"
+
+
+# Readable names of the analysis tables' columns (objrel.analysis.studies), short enough for a table header at
+# 1,400 px; a column not listed here is shown under its own name.
+COLUMN_LABELS = {
+    "class_name": "class",
+    "mr1": "MR-1 flags", "mr2": "MR-2 flags", "both": "MR-1&2 flags",
+    "mr1_ratio": "MR-1 share", "mr2_ratio": "MR-2 share", "both_ratio": "MR-1&2 share",
+    "interval": "object area",
+    "original": "accuracy", "unreliable": "unreliable", "unreliable_accuracy": "unreliable acc.",
+    "reliable": "reliable", "reliable_accuracy": "reliable acc.", "delta": "reliable - all",
+    "n_models": "runs flagging", "inputs": "images", "sample_id": "sample",
+}
+
+
+def readable(column: str) -> str:
+    """A column's name for people (``COLUMN_LABELS``), else the column name itself."""
+    return COLUMN_LABELS.get(column, column)

@@ -1,4 +1,5 @@
-"""Streamlit widgets shared by the pages: the app's navigation and the reviewer sign-in box.
+"""Streamlit widgets shared by the pages: the app's navigation, the sidebar every page shows (sign-in box and
+the store the app reads) and the reviewer sign-in box.
 
 Only drawing and session state live here; every figure comes from objrel functions.
 """
@@ -90,3 +91,13 @@ def sign_in_box(store: Store) -> str | None:
                 st.rerun()
             st.error(result.message)
     return None
+
+
+def page_sidebar(store: Store) -> str | None:
+    """The sidebar of every page, the same on each: the sign-in box, then the store the app reads (its URL,
+    password hidden).  Returns the signed-in account's name, or None."""
+    from objrel.app.captions import store_caption
+
+    who = sign_in_box(store)
+    st.sidebar.caption(store_caption(store))
+    return who

@@ -146,6 +146,16 @@ class Engine:
         samples = list(self.dataset.samples)
         self.samples = samples[: config.limit] if config.limit else samples
 
+    @property
+    def passes_per_sample_guess(self) -> float:
+        """Forward passes a tested sample takes, guessed before any has finished (progress bars): the source
+        and every mutation; with lazy votes, halfway between the first wave alone (every vote decided at
+        once) and every mutation."""
+        every = len(self.mutations)
+        if not self.config.lazy:
+            return 1.0 + every
+        return 1.0 + (len(VoteSchedule(self.plan).next_wave({})) + every) / 2
+
     # ------------------------------------------------------------ run bookkeeping
 
     def create_run(self) -> int:

@@ -21,8 +21,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from objrel.config import DetectionConfig, RunConfig
 from objrel.progress import estimate_text, run_estimate, share
 from objrel.review import roles as R
@@ -202,14 +200,3 @@ def progress_share(run: RunRecord) -> float:
 def progress_text(run: RunRecord) -> str:
     """Samples done/total, forward passes, images per second and ETA of a run (``objrel.progress``)."""
     return estimate_text(run_estimate(run))
-
-
-def run_table(store: Store) -> pd.DataFrame:
-    """One row per run with its live status (``display_status``) and progress."""
-    rows = [{
-        "run": r.id, "name": r.name, "task": r.task, "model": r.model, "dataset": r.dataset,
-        "status": display_status(r), "samples": f"{r.n_done}/{r.n_total}", "tested": r.n_tested,
-        "forward passes": r.passes_done,
-        "skipped": r.n_skipped, "created": r.created_at.strftime("%Y-%m-%d %H:%M"),
-    } for r in store.list_runs()]
-    return pd.DataFrame(rows)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from objrel.mutations import NotApplicable, derive_seed, make_mutant
-from objrel.progress import expected_passes
+from objrel.progress import PassEstimate
 from objrel.store.store import now
 
 ProgressFn = Callable[[int, int], None]
@@ -185,16 +185,27 @@ class PassTicker:
                  interval: float = PROGRESS_INTERVAL_S):
         self.worker, self.run_id, self.report, self.total = worker, run_id, report, total
         self.done_before, self.todo, self.interval = done_before, todo, interval
+        # passes per sample until one finishes: the worker's guess, else the source and each mutation
+        guess = getattr(worker, "passes_per_sample_guess", None) or 1 + len(getattr(worker, "mutations", ()) or ())
+        self.estimate = PassEstimate(todo, guess)
         self.samples = done_before
-        self.guess = 1 + len(getattr(worker, "mutations", ()) or ())  # the source and each mutation
         self.t0 = time.perf_counter()
         self._stop = threading.Event()
         self._last: tuple | None = None
         self._thread = threading.Thread(target=self._work, name="objrel-progress", daemon=True)
 
+    @property
+    def samples(self) -> int:
+        return self._samples
+
+    @samples.setter
+    def samples(self, n: int) -> None:
+        """The loop sets the samples done after each commit: the passes so far belong to finished samples."""
+        self._samples = n
+        self.estimate.finished(n - self.done_before, self.report.forward_passes)
+
     def expected(self) -> int:
-        done_here = self.samples - self.done_before
-        return expected_passes(self.report.forward_passes, done_here, self.todo - done_here, self.guess)
+        return self.estimate.expected(self.report.forward_passes)
 
     def tick(self) -> None:
         passes = self.report.forward_passes

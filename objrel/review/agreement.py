@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from objrel.intervals import wilson_interval
 from objrel.review import roles as R
 from objrel.review.accounts import check_name
 from objrel.review.judgments import (VERDICTS, Judgment, check_call, check_relation, check_run_id, check_sample_id,
@@ -525,3 +526,49 @@ def precision_table(store: Store, run_ids: int | Iterable[int], relation: str) -
                         "false positive %": _pct(total["false positive"], total["reviewed"])})
         rows.append(total)
     return pd.DataFrame(rows, columns=list(PRECISION_COLUMNS))
+
+
+# ---------------------------------------------------------------- the Agreement page's compact precision view
+
+# What a reviewer reads first of ``precision_table`` (it fits the page at 1,400 px); the full table
+# (``PRECISION_COLUMNS``: reasons, uncertain, unresolved, pending) stays one click away.
+PRECISION_SUMMARY_COLUMNS = ("run", "model", "relation", "flagged", "drawn", "decided", "TP", "FP", "precision",
+                             "95% CI", "kappa")
+
+
+def _interval_text(k: int, n: int) -> str:
+    ci = wilson_interval(int(k), int(n))
+    return "-" if ci is None else f"[{100 * ci[0]:.1f}%, {100 * ci[1]:.1f}%]"
+
+
+def precision_summary(table: pd.DataFrame, kappas: dict[int, float | None] | None = None) -> pd.DataFrame:
+    """``precision_table``'s rows in ``PRECISION_SUMMARY_COLUMNS``: flagged, drawn and decided items, true and
+    false positives, the precision (true positive %, over the decided items as in the full table) with its
+    95% Wilson interval (``objrel.intervals``), and each run's Cohen's kappa from ``kappas`` (run id -> kappa,
+    ``pair_kappas``); without ``kappas`` the kappa column is left out."""
+    import pandas as pd
+
+    out = pd.DataFrame({
+        "run": table["run"], "model": table["model"], "relation": table["relation"], "flagged": table["flagged"],
+        "drawn": table["sample size"], "decided": table["reviewed"], "TP": table["true positive"],
+        "FP": table["false positive"], "precision": table["true positive %"],
+        "95% CI": [_interval_text(k, n) for k, n in zip(table["true positive"], table["reviewed"])],
+    })
+    if kappas is not None:
+        out["kappa"] = [kappas.get(int(r)) if pd.notna(r) else None for r in table["run"]]
+    return out[[c for c in PRECISION_SUMMARY_COLUMNS if c in out.columns]]
+
+
+def pair_kappas(store: Store, runs: Iterable, relation: str, viewer: str | None) -> dict[int, float | None] | None:
+    """Cohen's kappa of each judged run (``judged_runs``) for ``relation``, between its first two reviewers by
+    name (the pair the Agreement page opens with), for a ``viewer`` who may see reviewer pairs (adjudicators and
+    admins); None for anyone else: review stays blind.  A run with fewer than two reviewers is left out."""
+    if not R.has_role(store, viewer, R.SEE_PAIR):
+        return None
+    out: dict[int, float | None] = {}
+    for run in runs:
+        names = run.reviewers_of(relation)
+        if len(names) >= MIN_CONSENSUS_REVIEWERS:
+            k = agreement(store, run.run_id, relation, names[0], names[1]).kappa
+            out[run.run_id] = None if k is None else k.kappa
+    return out

@@ -82,3 +82,27 @@ def test_report_marks_incorrect_inferences(tmp_path):
         assert [e["sample_id"] for e in striking_examples(store, limit=10, include_incorrect=True)][-1] == "1"
     finally:
         store.dispose()
+
+
+def test_run_history_shows_the_progress_line_numbers(store):
+    import datetime as dt
+    import os
+
+    from objrel.analysis.overview import HISTORY_COLUMNS, run_history
+    from objrel.progress import estimate_text, run_estimate
+
+    done = add_run(store, [Inf("a"), Inf("b")], test_all=False)
+    store.update_run(done, status="finished")
+    live = add_run(store, [Inf("c")], test_all=False)
+    t0 = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=10)
+    store.update_run(live, status="running", pid=os.getpid(), started_at=t0, heartbeat_at=t0, n_done=1)
+    store.set_progress(live, 50, 150)
+    runs = store.list_runs()
+    table = run_history(runs).set_index("run")
+    assert tuple(run_history(runs).reset_index(drop=True).columns) == HISTORY_COLUMNS
+    # the running run: the same samples and passes as its progress line (done/expected while it runs)
+    line = estimate_text(run_estimate(runs[1]))
+    assert table.loc[live, "status"] == "running" and table.loc[live, "forward passes"] == "50/150"
+    assert line.startswith(f"{table.loc[live, 'samples']} samples, 50/150 forward passes")
+    assert table.loc[done, "status"] == "finished" and table.loc[done, "samples"] == "2/2"
+    assert list(run_history([]).columns) == list(HISTORY_COLUMNS)

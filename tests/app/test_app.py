@@ -88,3 +88,20 @@ def test_overview_hides_incorrect_inferences_until_asked(tmp_path, monkeypatch):
     assert any("incorrect inference" in m.value for m in at.markdown)
     assert any("MR-1&2" in m.value for m in at.markdown)
     store.dispose()
+
+
+PAGES = ("overview", "explore", "review", "agreement", "runs", "inspect", "shortcut", "users")
+
+
+def test_every_page_has_the_same_sidebar(tmp_path, monkeypatch):
+    """Sign-in (or who is signed in), then the store the app reads: on every page, even one that says there is
+    nothing to show yet."""
+    monkeypatch.setenv("OBJREL_STORE", str(tmp_path / "empty.db"))
+    monkeypatch.chdir(tmp_path)             # no results of Inspect and Shortcut under the working directory
+    for name in PAGES:
+        # Overview is app.py's default page (its page links need app.py's navigation)
+        path = APP if name == "overview" else str(Path(APP).parent / "pages" / f"{name}.py")
+        at = AppTest.from_file(path, default_timeout=60).run()
+        assert not at.exception, (name, at.exception)
+        assert [b.label for b in at.sidebar.button] == ["Sign in"], name
+        assert [c.value for c in at.sidebar.caption][-1].startswith("Results from Store("), name

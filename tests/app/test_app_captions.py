@@ -115,3 +115,44 @@ def test_card_texts_escape_user_text():
     assert captions.card_problem(card).startswith("No image: image file /a\\_b\\.png")
     mutant = Panel("fill_object(colour=red)", "", IMG, [("cat", 0.5)], "MR-1", "violated")
     assert captions.card_mutant_caption(mutant) == "fill_object(colour=red): cat (violated)"
+
+
+def test_lazy_runs_explain_why_the_scores_are_missing():
+    source = Panel("source", "source", IMG, [("red", 0.9)])
+    missing = ReviewItem(1, "s1", "MR-2", "a.png", ["red"], 0.2, None, None, None, {}, source, [])
+    scored = ReviewItem(1, "s1", "MR-2", "a.png", ["red"], 0.2, 0.4, 0.1, 0.25, {}, source, [])
+    lazy, full = SimpleNamespace(config={"lazy": True}), SimpleNamespace(config={"lazy": False})
+    note = captions.lazy_scores_note(missing, lazy)
+    assert "every mutation" in note and "--no-lazy" in note
+    assert captions.lazy_scores_note(scored, lazy) is None          # the scores are there
+    assert captions.lazy_scores_note(missing, full) is None         # missing for another reason
+    assert captions.lazy_scores_note(missing, SimpleNamespace(config={})) is None   # stored before lazy votes
+
+
+def test_store_caption_names_the_store_as_plain_text(tmp_path):
+    from objrel.store import Store
+
+    store = Store(tmp_path / "my_store.db")
+    try:
+        text = captions.store_caption(store)
+    finally:
+        store.dispose()
+    assert text == "Results from " + captions.plain(repr(store)) and r"my\_store\.db" in text
+
+
+def test_readable_column_names_in_tables_and_legends():
+    from objrel.app.formats import readable
+    from objrel.app.tables import readable_columns
+
+    assert readable("mr1_ratio") == "MR-1 share" and readable("unknown column") == "unknown column"
+    df = pd.DataFrame({"mr2": [1], "mr2_ratio": [0.5], "correct": [2]})
+    cfg = readable_columns(df, {"mr2_ratio": {"label": None, "type_config": {"format": "percent"}}})
+    assert cfg["mr2"]["label"] == "MR-2 flags" and cfg["mr2_ratio"]["label"] == "MR-2 share"
+    assert cfg["mr2_ratio"]["type_config"] == {"format": "percent"} and "correct" not in cfg
+    table = pd.DataFrame({"run": [1], "model": ["m"], "original": [0.8], "unreliable_accuracy": [0.5],
+                          "reliable_accuracy": [0.9]})
+    fig = charts.reliable_accuracy_bars(table, {1: "#1 run"})
+    assert [t.name for t in fig.data] == ["all answers", "unreliable answers", "reliable answers"]
+    attack = pd.DataFrame({"scenario": [1, 2], "successes": [3, 1], "strategy": ["guided", "random"],
+                           "model": ["biased", "biased"]})
+    assert [a.text for a in charts.attack_bars(attack).layout.annotations] == ["biased"]

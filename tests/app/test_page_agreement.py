@@ -90,6 +90,9 @@ def test_adjudicator_sees_hand_computed_kappa_and_the_calls(judged_store):
     assert confusion.loc["alice: tp", "bob: tp"] == 5 and confusion.loc["alice: tp", "bob: fp"] == 1
     assert confusion.loc["alice: fp", "bob: tp"] == 1 and confusion.loc["alice: fp", "bob: fp"] == 3
     assert any("closed" in c.value and "alice, bob" in c.value for c in at.caption)
+    # the compact precision table carries the kappa for an adjudicator
+    summary = table_with(at, "95% CI").iloc[0]
+    assert summary["kappa"] == pytest.approx(0.28 / 0.48)
 
 
 def precision_row(at: AppTest):
@@ -105,6 +108,15 @@ def test_stakeholders_and_reviewers_see_precision_but_never_the_calls(judged_sto
     assert (mr1["flagged"], mr1["sample size"], mr1["reviewed"], mr1["true positive"]) == (10, 10, 8, 5)
     assert (mr1["true positive %"], mr1["false positive %"], mr1["unresolved"]) == (62.5, 37.5, 2)
     assert at.download_button(key="agreement_precision_MR-1_csv") is not None
+    # the compact view (what fits at 1,400 px): 8 decided, tp 5 -> 62.5 %, Wilson 95 % [30.6 %, 86.3 %]; the
+    # full table above sits in an expander with its own CSV
+    summary = table_with(at, "95% CI")
+    assert list(summary.columns) == ["run", "model", "relation", "flagged", "drawn", "decided", "TP", "FP",
+                                     "precision", "95% CI"]       # blind: no kappa column
+    assert summary.iloc[0][["decided", "TP", "FP", "precision", "95% CI"]].tolist() == [8, 5, 3, 62.5,
+                                                                                       "[30.6%, 86.3%]"]
+    assert any(e.label.startswith("Full MR-1 table") for e in at.expander)
+    assert at.download_button(key="agreement_precision_full_MR-1_csv") is not None
     # blind: no kappa, no confusion of calls, no disagreement, no form
     assert not at.metric
     assert not any("bob: tp" in df.value.columns for df in at.dataframe)

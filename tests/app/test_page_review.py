@@ -48,6 +48,9 @@ def test_shows_source_and_six_mutants_and_records_a_judgment(monkeypatch, flagge
     # both primary votes are violated: at least 2 of 3 mutants each (a decided vote may skip its third mutant)
     assert sum("violated" in m.value for m in at.markdown) >= 4
     assert sum("violated" in m.value or "not evaluated" in m.value for m in at.markdown) == 6
+    # the run used lazy votes (the default): S_p and S_r show "-", and a caption says why
+    assert {m.label: m.value for m in at.metric}["S_p"] == "-"
+    assert any("every mutation" in c.value and "--no-lazy" in c.value for c in at.caption)
     first = at.query_params["item"]
     assert at.query_params["relation"] == "MR-2" and at.query_params["run"] == str(run_id)
     at.button(key="judge_tp").click().run()

@@ -17,6 +17,12 @@ from tests.studies.test_shortcut import ensure_quick
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "shortcut.py")
 
 
+@pytest.fixture(autouse=True)
+def app_store(monkeypatch, tmp_path):
+    """The store the page's sidebar signs in against: a temporary one, never ./objrel.db."""
+    monkeypatch.setenv("OBJREL_STORE", str(tmp_path / "app.db"))
+
+
 def frame(at, *columns):
     """The first table on the page that has all ``columns``."""
     return next(d.value for d in at.dataframe if set(columns) <= set(d.value.columns))
@@ -85,6 +91,8 @@ def test_quick_button_starts_a_separate_process(tmp_path):
     try:
         assert job["out"] == str(tmp_path / "quick") and pid_alive(job["pid"])
         assert any("Quick benchmark running" in i.value for i in at.info)
+        # it writes no count of its own: the time so far (and its log's last line once it has one)
+        assert any(c.value.startswith("Running for ") for c in at.caption)
     finally:
         os.kill(job["pid"], signal.SIGTERM)       # our own child: stop it rather than wait ~20 s
     deadline = time.time() + 20

@@ -169,7 +169,9 @@ def test_run_states_for_the_runs_page(tmp_path):
     store.update_run(rid, status="finished", n_done=4)
     run = store.get_run(rid)
     assert jobs.progress_share(run) == 1.0 and not jobs.is_resumable(run)
-    table = jobs.run_table(store)
+    from objrel.analysis.overview import run_history
+
+    table = run_history(store.list_runs())
     assert table.loc[0, ["task", "status", "samples"]].tolist() == ["single", "finished", "4/4"]
 
 

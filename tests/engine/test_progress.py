@@ -12,8 +12,8 @@ import pytest
 from objrel.config import RunConfig
 from objrel.engine.classify import Engine
 from objrel.engine import loop
-from objrel.progress import (Estimate, estimate_text, expected_passes, format_duration, fraction_eta, lime_eta_text,
-                             rate_and_eta, run_estimate, share)
+from objrel.progress import (Estimate, PassEstimate, estimate_text, expected_passes, format_duration, fraction_eta,
+                             lime_eta_text, rate_and_eta, run_estimate, share, steady_expected)
 from objrel.store import Store
 from tests.fixtures.colour_model import CLASSES, dominant_colour_probs
 from objrel.models import CallableClassifier
@@ -27,6 +27,57 @@ def test_expected_passes_uses_the_guess_until_a_sample_finishes_then_the_observe
     assert expected_passes(200, 0, 9, 19) == 200               # never below what is done
     assert expected_passes(30, 3, 6, 19) == 90                 # 10 per finished sample: 30 + 6 x 10
     assert expected_passes(30, 3, 0, 19) == 30
+    # 4 samples finished after 28 passes (7 each, lazy votes); 12 passes since belong to samples in flight
+    assert expected_passes(40, 4, 6, 19, passes_finished=28) == 70    # 28 + 6 x 7
+    assert expected_passes(40, 4, 6, 19) == 100                       # without it: 40 + 6 x 10, an overshoot
+
+
+def test_steady_expected_never_lets_the_share_fall_or_pass_one():
+    assert steady_expected(64, 80, 60, 70) == 74       # 80 would show 64/80 = 0.80 after 60/70 = 0.857: 64 x 70 // 60
+    assert steady_expected(64, 70, 60, 70) == 70       # no fall: kept
+    assert steady_expected(64, 50, 60, 70) == 64       # never below the passes done
+    assert steady_expected(64, 80, 0, None) == 80      # nothing written yet
+
+
+def test_pass_estimate_with_lazy_votes_by_hand():
+    # 10 samples, 18 mutations: the guess is 19 passes a sample; lazy votes need 7 to 10.
+    est = PassEstimate(todo=10, passes_per_sample_guess=19)
+    assert est.expected(0) == 190                       # 10 x 19 before any sample finishes
+    assert est.expected(20) == 190                      # the first chunk (4 samples) in flight
+    est.finished(4, 28)                                 # 7 passes each
+    assert est.expected(28) == 70                       # 28 + 6 x 7: 0.4, as 4 of 10 samples
+    assert est.expected(40) == 70                       # 12 passes of the next chunk in flight: 40/70
+    assert est.expected(60) == 70                       # 60/70 = 0.857
+    est.finished(8, 64)                                 # that chunk took 9 a sample: 8 a sample on average
+    assert est.expected(64) == 74                       # 64 + 2 x 8 = 80 would fall to 0.80; held at 64 x 70 // 60
+    assert est.expected(70) == 80                       # 80 again: 70/80 = 0.875 > 64/74
+    assert est.expected(82) == 83                       # the last chunk is heavier: never 100 % before it ends
+    est.finished(10, 84)
+    assert est.expected(84) == 84                       # done: 100 %
+
+
+def test_pass_estimate_share_never_falls_nor_passes_one():
+    import random
+
+    rng = random.Random(3)
+    for _ in range(200):
+        todo, chunk = rng.randint(1, 40), rng.randint(1, 8)
+        est = PassEstimate(todo, 19)
+        done = passes = 0
+        last = 0.0
+        while done < todo:
+            n = min(chunk, todo - done)
+            for _ in range(n * rng.randint(1, 19)):   # the chunk's passes, ticked one by one
+                passes += 1
+                share_now = passes / est.expected(passes)
+                assert last - 1e-12 <= share_now < 1.0
+                last = share_now
+            done += n
+            est.finished(done, passes)
+            after = passes / est.expected(passes)
+            assert last - 1e-12 <= after and (after < 1.0 or done == todo)
+            last = after
+        assert est.expected(passes) == passes
 
 
 def test_rate_and_eta_by_hand():
@@ -118,3 +169,41 @@ def test_demo_printer_prints_a_line_at_most_every_interval():
     lines = out.getvalue().splitlines()
     assert lines == ["  m: 0/9 samples, 0/171 forward passes, rate unknown, ETA unknown",
                      "  m: 1/9 samples, 60/171 forward passes, 10.0 images/s, ETA 11 s"]
+
+
+def test_a_job_without_progress_of_its_own_shows_time_log_line_and_its_current_run(tmp_path):
+    from objrel.progress import JobProgress, job_progress, job_progress_text, job_run_text, last_log_line
+
+    log = tmp_path / "quick.log"
+    assert last_log_line(log) is None                               # not written yet
+    log.write_text("seed 0 biased: accuracy 0.950\n\nrepair: share 0.10 (+12): val acc 0.900\n  \n")
+    assert last_log_line(log) == "repair: share 0.10 (+12): val acc 0.900"
+    start = T0.timestamp()
+    p = job_progress(start, log, tmp_path / "shortcut.db", now_ts=start + 65)   # no store yet: never created
+    assert p == JobProgress(65.0, "repair: share 0.10 (+12): val acc 0.900")
+    assert not (tmp_path / "shortcut.db").exists()
+    assert job_progress_text(p) == "Running for 1 min 05 s; last log line: repair: share 0.10 (+12): val acc 0.900"
+    assert job_run_text(p) is None
+    # the job's store holds a run in progress: 2 of its 9 samples, 50 of 150 passes written 25 s after its start
+    store = Store(tmp_path / "shortcut.db")
+    rid = store.create_run(name="biased seed 0 test", model="m", model_config={}, task="single", class_names=["a"],
+                           dataset="d", dataset_config={}, plan={}, config={}, seed=0, n_total=9)
+    store.update_run(rid, status="running", started_at=T0, n_done=2)
+    store.update_run(rid, passes_done=50, passes_expected=150, progress_at=T0 + dt.timedelta(seconds=25))
+    store.dispose()
+    p = job_progress(start, log, tmp_path / "shortcut.db", now_ts=start + 30)
+    assert p.run_label == f"#{rid} biased seed 0 test"
+    # 2 passes/s; 100 passes left = 50 s, minus the 5 s since the write
+    assert job_run_text(p) == f"run #{rid} biased seed 0 test: 2/9 samples, 50/150 forward passes, 2.0 images/s, ETA 45 s"
+    assert share(p.estimate) == pytest.approx(1 / 3)
+    assert job_progress_text(JobProgress(3.0, None)) == "Running for 3 s"
+
+
+def test_engine_guesses_passes_per_sample_from_its_plan_and_lazy_votes(colour_set, colour_model, store):
+    from objrel.config import RunConfig
+    from objrel.engine.classify import Engine
+
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3")
+    # colours3: 6 mutations in two 2-of-3 groups; the first lazy wave is 2 per group = 4
+    assert Engine(store, cfg.replace(lazy=False), model=colour_model).passes_per_sample_guess == 1 + 6
+    assert Engine(store, cfg, model=colour_model).passes_per_sample_guess == 1 + (4 + 6) / 2

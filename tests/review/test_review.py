@@ -604,6 +604,45 @@ def test_precision_table_without_a_draw_uses_every_flagged_item(two_reviewers):
         R.precision_table(two_reviewers, [99], "MR-1")
 
 
+def test_wilson_interval_by_hand():
+    from objrel.review.agreement import wilson_interval
+
+    # z = 1.959964, z^2 = 3.841459.  5 of 8: denominator 1 + z^2/8 = 1.480182, centre (0.625 + z^2/16) / 1.480182
+    # = 0.584447, half-width z sqrt(0.625 * 0.375 / 8 + z^2 / 256) / 1.480182 = 0.278710
+    assert wilson_interval(5, 8) == pytest.approx((0.305742, 0.863156), abs=1e-5)
+    # 0 of 5: centre = half-width = (z^2 / 10) / (1 + z^2 / 5) = 0.217241; the low end is exactly 0
+    assert wilson_interval(0, 5) == pytest.approx((0.0, 0.434482), abs=1e-5)
+    assert wilson_interval(5, 5)[1] == 1.0 and wilson_interval(0, 0) is None
+
+
+def test_precision_summary_and_kappas_by_hand(two_reviewers):
+    from objrel.review.agreement import PRECISION_SUMMARY_COLUMNS, pair_kappas, precision_summary
+
+    store = two_reviewers
+    R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
+    rid = make_run(store, mr1=ids("s", 10), model="ResNet")
+    assert len(R.draw_review_sample(store, rid, "MR-1")) == 10
+    # alice: tp x6, fp x4; bob: tp x5, fp, fp x3, tp -> agreed: 5 tp (s000-s004) and 3 fp (s006-s008)
+    calls_a = ["tp"] * 6 + ["fp"] * 4
+    calls_b = ["tp"] * 5 + ["fp"] * 4 + ["tp"]
+    for sid, a, b in zip(ids("s", 10), calls_a, calls_b):
+        R.record_judgment(store, rid, sid, "MR-1", "alice", a)
+        R.record_judgment(store, rid, sid, "MR-1", "bob", b)
+    table = R.precision_table(store, rid, "MR-1")
+    judged = R.judged_runs(store)
+    # p_o = 0.8, p_e = 0.6^2 + 0.4^2 = 0.52: kappa = 0.28 / 0.48 = 0.5833, for adjudicators and admins only
+    kappas = pair_kappas(store, judged, "MR-1", "carol")
+    assert kappas == {rid: pytest.approx(0.28 / 0.48)}
+    assert pair_kappas(store, judged, "MR-1", "alice") is None and pair_kappas(store, judged, "MR-1", None) is None
+    row = precision_summary(table, kappas).iloc[0]
+    assert tuple(precision_summary(table, kappas).columns) == PRECISION_SUMMARY_COLUMNS
+    # 8 decided, tp 5: precision 62.5 %, Wilson 95 % [30.6 %, 86.3 %] (test_wilson_interval_by_hand)
+    assert (row["flagged"], row["drawn"], row["decided"], row["TP"], row["FP"]) == (10, 10, 8, 5, 3)
+    assert row["precision"] == 62.5 and row["95% CI"] == "[30.6%, 86.3%]"
+    assert row["kappa"] == pytest.approx(0.5833, abs=1e-4)
+    assert "kappa" not in precision_summary(table).columns       # a reviewer's view: no kappa
+
+
 # ---------------------------------------------------------------- writes under contention
 
 

@@ -21,14 +21,12 @@ not a colour pair (``erase_noise``) gets the union of its primary MR-1 and MR-2 
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
+from objrel.intervals import Z_95, wilson_interval
 from objrel.store import Store
 from objrel.studies.shortcut.groundtruth import Reliance
 
-# z of a two-sided 95% normal interval.  A larger z widens every interval.
-Z_95 = 1.959963984540054
 TRUTHS = ("reliant", "matched")
 UNION = "MR-1 ∪ MR-2"
 COLOUR_FAMILIES = ("3 colours", "15 colours")
@@ -36,17 +34,8 @@ COLOUR_FAMILIES = ("3 colours", "15 colours")
 
 def wilson(k: int, n: int, z: float = Z_95) -> tuple[float | None, float | None]:
     """Wilson score interval of a proportion ``k / n``; ``(None, None)`` when ``n == 0``."""
-    if n < 0 or not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    if n == 0:
-        return None, None
-    p = k / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    lo = 0.0 if k == 0 else max(0.0, centre - half)   # exact at the ends (rounding gave 0.9999999999999999)
-    hi = 1.0 if k == n else min(1.0, centre + half)
-    return lo, hi
+    ci = wilson_interval(k, n, z)
+    return (None, None) if ci is None else ci
 
 
 @dataclass(frozen=True)

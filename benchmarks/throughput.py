@@ -205,6 +205,9 @@ def main(argv=None) -> int:
             t_ray = med([r[0] for r in res["ray"]])
             print(f"ray ({args.ray_workers} actors, lazy off): {t_ray:.2f} s, {res['ray'][0][1] / t_ray:.1f} images/s, "
                   f"{res['ray'][0][2] / t_ray:.2f} sources/s (start-up included)")
+        pair_plain = [passes_full / r[0] / p for r, p in zip(res["full"], res["plain"])]
+        print(f"objrel(lazy off) images/s / plain = {med(pair_plain):.3f}  (median of {spread(pair_plain)}: the "
+              f"pipeline against the adapter's own sequential predict)")
         print(f"ratio_limit = objrel(lazy off) images/s / limit = {med(pair_limit):.3f}  "
               f"(median of {spread(pair_limit)}; target >= 0.85)")
         print(f"ratio_lazy  = objrel(lazy on) sources/s / (limit / {per_source:.2f} passes per source) = "

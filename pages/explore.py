@@ -115,7 +115,9 @@ chart(charts.size_bars(bins, relation), "explore_size", f"object_size_{relation}
 st.caption("Correct answers grouped by how much of the picture the object covers (20 bins of 5 %, seed 000 "
            "Fig. 8), pooled over the selected runs; each bar is the share flagged (labels: flagged / tested). "
            "Small objects often get flagged more: the model reads the background instead.")
-table(bins[list(SIZE_TABLE_COLUMNS)], "explore_size", f"object_size_{relation}.csv", share_columns(bins, ["share"]),
+shown = bins[bins["tested"] > 0]  # the chart shows every bin; the table only those with answers (CSV: all)
+st.caption(f"Table: the {len(shown)} of {len(bins)} size bins with tested answers.")
+table(shown[list(SIZE_TABLE_COLUMNS)], "explore_size", f"object_size_{relation}.csv", share_columns(bins, ["share"]),
       download=bins)
 
 # ---------------------------------------------------------------- models

@@ -182,10 +182,23 @@ def make_upload(folder: Path) -> tuple[Path, Path]:
     return ann, zpath
 
 
-def choose(page, label: str, option: str) -> None:
-    """Pick ``option`` in the Streamlit selectbox labelled ``label``."""
-    page.locator('[data-testid="stSelectbox"]', has_text=label).first.locator('[role="combobox"], input').first.click()
-    page.get_by_role("option", name=option, exact=True).first.click()
+def choose(page, label: str, option: str, attempts: int = 3) -> None:
+    """Pick ``option`` in the Streamlit selectbox labelled ``label``.  A script rerun that lands between
+    opening the list and clicking closes the list again: then wait for the rerun to end and reopen it."""
+    box = page.locator('[data-testid="stSelectbox"]', has_text=label).first
+    for attempt in range(attempts):
+        settled(page)
+        box.locator('[role="combobox"], input').first.click()
+        item = page.get_by_role("option", name=option, exact=True).first
+        try:
+            item.wait_for(timeout=10_000)
+            item.click(timeout=10_000)
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                page.screenshot(path=str(ARTIFACTS / f"choose-{label}-failed.png"))
+                raise
+            page.keyboard.press("Escape")
 
 
 def test_two_reviewers_kappa_and_adjudication(server, tmp_path):

@@ -7,7 +7,7 @@ import numpy as np
 
 from objrel.constants import DEFAULT_ERASE_RATIO, INPAINT_MAX_SIDE, INPAINT_RADIUS
 from objrel.mutations.colours import NINE_COLOURS, PALETTE_15, parse_colour
-from objrel.mutations.pixels import blur_boundary, centre_box, paint
+from objrel.mutations.pixels import blur_boundary, centre_box, copy_where, paint
 from objrel.mutations.registry import NotApplicable, register
 
 S000 = "seed 000 s4.3, s5.2"
@@ -54,9 +54,7 @@ def inpaint(image, target, rng, method="telea"):
                             interpolation=cv2.INTER_LINEAR)
     else:
         filled = cv2.inpaint(image, mask, INPAINT_RADIUS, _INPAINT[method])
-    out = image.copy()
-    out[target.region] = filled[target.region]
-    return out
+    return copy_where(image.copy(), filled, target.region)
 
 
 @register(
@@ -77,9 +75,7 @@ def margin_fill(image, target, rng, stat="mean"):
         raise NotApplicable("the mask fills its box: no margin pixels to take a colour from")
     pixels = image[margin].astype(np.float64)
     value = pixels.mean(axis=0) if stat == "mean" else np.median(pixels, axis=0)
-    out = image.copy()
-    out[target.region] = np.clip(np.rint(value), 0, 255).astype(np.uint8)
-    return out
+    return paint(image, target.region, tuple(int(v) for v in np.clip(np.rint(value), 0, 255)))
 
 
 @register(

@@ -7,7 +7,8 @@ import numpy as np
 
 from objrel.constants import DEFAULT_NOISE_VARIANCE
 from objrel.mutations.colours import PALETTE_15, parse_colour
-from objrel.mutations.pixels import add_gaussian_noise, background_names, background_picture, blur_boundary, centre_box, paint
+from objrel.mutations.pixels import (add_gaussian_noise, background_names, background_picture, blur_boundary, centre_box,
+                                     copy_where, paint)
 from objrel.mutations.registry import register
 
 S002 = "seed 002 Table I"
@@ -57,8 +58,7 @@ def object_noise(image, target, rng, ratio=1.0, variance=160.0):
     needs_backgrounds=True,
 )
 def move_to_background(image, target, rng, background=""):
-    out = background_picture(background, image.shape)
-    out[target.region] = image[target.region]
+    out = copy_where(background_picture(background, image.shape), image, target.region)
     return blur_boundary(out, target.region)
 
 

@@ -674,3 +674,25 @@ def test_random_erase_writes_a_centred_sub_box_of_the_right_size(scene, ratio):
     assert erased.sum() == (ex2 - ex1) * (ey2 - ey1)
     assert abs((ex2 - ex1) - (x2 - x1) * s) <= 0.5 and abs((ey2 - ey1) - (y2 - y1) * s) <= 0.5
     assert abs((ex1 - x1) - (x2 - ex2)) <= 1 and abs((ey1 - y1) - (y2 - ey2)) <= 1
+
+
+@pytest.mark.parametrize("shape", [(48, 40, 3), (1, 1, 3), (37, 53, 3)])
+def test_paint_and_copy_where_give_the_bytes_of_boolean_indexing(shape):
+    from objrel.mutations.pixels import copy_where, paint
+
+    rng = np.random.default_rng(sum(shape))
+    image = rng.integers(0, 256, shape, dtype=np.uint8)
+    other = rng.integers(0, 256, shape, dtype=np.uint8)
+    where = rng.random(shape[:2]) > 0.4
+    expected = image.copy()
+    expected[where] = (10, 200, 30)
+    assert np.array_equal(paint(image, where, (10, 200, 30)), expected)
+    flipped = image[:, ::-1]                                # a view that is not C-contiguous
+    expected = flipped.copy()
+    expected[where] = (1, 2, 3)
+    assert np.array_equal(paint(flipped, where, (1, 2, 3)), expected)
+    expected = image.copy()
+    expected[where] = other[where]
+    assert np.array_equal(copy_where(image.copy(), other, where), expected)
+    with pytest.raises(ValueError, match="one shape"):
+        copy_where(image.copy(), np.zeros((shape[0] + 1, shape[1], 3), np.uint8), where)

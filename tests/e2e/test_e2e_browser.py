@@ -152,6 +152,10 @@ def shoot(page, name: str, max_height: int = 8000) -> Path:
     return path
 
 
+# Images in the uploaded dataset (make_upload).
+N_UPLOADED = 48
+
+
 def make_upload(folder: Path) -> tuple[Path, Path]:
     """A COCO .json and a .zip of tiny generated PNGs: one coloured disc per image on a blue ground, labelled
     with ImageNet classes (so EfficientNet-Lite0 can run on them)."""
@@ -164,7 +168,9 @@ def make_upload(folder: Path) -> tuple[Path, Path]:
     cats = [{"id": 1, "name": "balloon", "imagenet_index": 417},
             {"id": 2, "name": "tennis ball", "imagenet_index": 852},
             {"id": 3, "name": "orange", "imagenet_index": 950}]
-    colours = [(220, 30, 30), (200, 230, 40), (250, 140, 20), (230, 60, 60)]
+    # 48 images: the run must outlast several of the Runs page's 2 s refreshes, so that the test sees its
+    # forward passes rise (4 images were done before the second refresh once the engine got faster)
+    colours = [(220, 30, 30), (200, 230, 40), (250, 140, 20), (230, 60, 60)] * 12
     images, anns = [], []
     zpath = folder / "images.zip"
     with zipfile.ZipFile(zpath, "w") as zf:
@@ -279,7 +285,7 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         page.get_by_text("images.zip").first.wait_for()
         settled(page)
         page.get_by_role("button", name="Upload dataset").click()
-        page.get_by_text("Dataset discs stored: 4 images, 4 samples").wait_for()
+        page.get_by_text(f"Dataset discs stored: {N_UPLOADED} images, {N_UPLOADED} samples").wait_for()
         settled(page)
         page.get_by_text("Dataset discs stored").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "runs-upload-done.png"))
@@ -320,7 +326,7 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         assert final.status == "finished", (final.status, seen)
         assert len(seen) >= 2 and seen == sorted(seen) and seen[-1] > seen[0], seen
         assert seen[-1] <= final.passes_done
-        assert final.n_total == 4 and final.model == "efficientnet-lite0"
+        assert final.n_total == N_UPLOADED and final.model == "efficientnet-lite0"
         page.get_by_role("button", name="Sign out").click()
 
         # every page of the top bar, as an admin, at 1,400 px width

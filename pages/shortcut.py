@@ -24,8 +24,6 @@ use_app_navigation()
 
 JOB_KEY = "shortcut_job"
 PATH_KEY = "shortcut_results_path"
-# Where the benchmark writes its objrel runs, in its output folder (objrel.studies.shortcut.bench.run_bench).
-QUICK_STORE_FILE = "shortcut.db"
 
 init_value(PATH_KEY, default_results_path())
 
@@ -60,7 +58,7 @@ if job:
             st.info(f"Quick benchmark running (process {job['pid']}, log {plain(job['log'])}) ...")
             # The benchmark writes no overall count: its time so far, the objrel run it is making (count, rate,
             # ETA, from its store) and the stage its log reported last.
-            now = job_progress(job.get("started", time.time()), job["log"], Path(job["out"]) / QUICK_STORE_FILE)
+            now = job_progress(job.get("started", time.time()), job["log"], Path(job["out"]) / B.STORE_FILE)
             if now.estimate is not None:
                 st.progress(share(now.estimate), text=plain(job_run_text(now)))
             st.caption(plain(job_progress_text(now)))

@@ -52,6 +52,8 @@ from objrel.studies.shortcut.models import MODEL_SPEC, TrainConfig, load_model, 
 from objrel.studies.shortcut.repair import RepairConfig, accuracy, repair, state_of
 from objrel.studies.shortcut.scoring import DetectorScore, pool, score_detection_run, score_run
 
+# The SQLite store of the benchmark's objrel runs, in its output folder (the Shortcut page reads progress from it).
+STORE_FILE = "shortcut.db"
 DEFAULT_OUT = "var/shortcut"
 RESULTS_FILE = "results.json"
 MODELS = ("biased", "unbiased")
@@ -499,7 +501,7 @@ def run_bench(cfg: BenchConfig, out, log=None) -> dict:
     """Run the benchmark into ``out`` (its previous store and seed folders are replaced); returns the results."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    for p in [out / "shortcut.db", out / "shortcut.db-wal", out / "shortcut.db-shm",
+    for p in [out / STORE_FILE, out / f"{STORE_FILE}-wal", out / f"{STORE_FILE}-shm",
               *out.glob("seed*")]:
         if p.is_dir():
             shutil.rmtree(p)
@@ -510,14 +512,14 @@ def run_bench(cfg: BenchConfig, out, log=None) -> dict:
     torch.set_num_threads(cfg.threads)
     timer = Timer()
     t_all = time.perf_counter()
-    store = Store(out / "shortcut.db")
+    store = Store(out / STORE_FILE)
     try:
         seeds = [run_seed(cfg, s, out, store, timer, say) for s in cfg.seeds]
     finally:
         store.dispose()
         torch.set_num_threads(threads)
     timer.seconds["total"] = time.perf_counter() - t_all
-    results = {"config": cfg.to_dict(), "seeds": seeds, "store": str((out / "shortcut.db").resolve()),
+    results = {"config": cfg.to_dict(), "seeds": seeds, "store": str((out / STORE_FILE).resolve()),
                "timings": {k: round(v, 2) for k, v in timer.seconds.items()}}
     (out / RESULTS_FILE).write_text(json.dumps(results, default=_json_default), encoding="utf-8")
     return results

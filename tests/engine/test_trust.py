@@ -188,31 +188,42 @@ def test_long_and_nul_ids_are_stored_and_resumed_on_postgresql(tmp_path, pg_url)
 
 
 CRASH_SCRIPT = """
-import sys
+import importlib, sys
 from objrel.config import RunConfig
-from objrel.engine.classify import Engine
 from objrel.store import Store
 from tests.fixtures.crashing_model import factory
+module, _, name = sys.argv[3].partition(":")
+engine_class = getattr(importlib.import_module(module), name)
 store = Store(sys.argv[1])
 cfg = RunConfig(model="py:tests.fixtures.crashing_model:factory", dataset=sys.argv[2], plan="colours3", batch_size=4)
-eng = Engine(store, cfg, model=factory())
-eng.execute(run_id=int(sys.argv[3]) if len(sys.argv) > 3 else None)
+eng = engine_class(store, cfg, model=factory())
+eng.execute(run_id=int(sys.argv[4]) if len(sys.argv) > 4 else None)
 """
 
 
-def test_a_sample_that_kills_the_process_twice_is_skipped_on_the_next_resume(tmp_path):
-    root = tmp_path / "data"
+def crash_dataset(root: Path, n: int, killer: int) -> Path:
+    """COCO file of ``n`` red images (ids 1..n) where image ``killer`` kills the crashing model's process."""
     images, anns = [], []
-    for i in range(1, 6):
-        red_image(root / f"{i}.png", pixel=CRASH_PIXEL if i == 3 else None)
+    for i in range(1, n + 1):
+        red_image(root / f"{i}.png", pixel=CRASH_PIXEL if i == killer else None)
         images.append({"id": i, "file_name": f"{i}.png", "width": W, "height": H})
         anns.append(ann(i, i, 1, [5, 5, 20, 20]))
-    dataset = write_coco(root, images, anns)
+    return write_coco(root, images, anns)
+
+
+def crashing_run(db: Path, dataset: Path, *resume: str, engine: str = "objrel.engine.classify:Engine"):
+    """Start (or, with a run id, resume) a colours3 run of the crashing model in its own process, batch 4,
+    with the worker class ``engine`` (``module:Class``); returns the finished process."""
+    return subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(db), str(dataset), engine, *resume], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_sample_that_kills_the_process_twice_is_skipped_on_the_next_resume(tmp_path):
+    dataset = crash_dataset(tmp_path / "data", 5, killer=3)
     db = tmp_path / "s.db"
 
     def go(*extra):
-        return subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(db), str(dataset), *extra], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+        return crashing_run(db, dataset, *extra)
 
     assert go().returncode == CRASH_STATUS                 # the chunk 1..4 dies on sample 3
     assert Store(db).attempts(1) == {str(i): 1 for i in range(1, 5)}

@@ -5,9 +5,6 @@ working ahead must never get an innocent sample skipped as 'crashed-twice'."""
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,11 +17,9 @@ from objrel.store import Store
 
 from tests.conftest import write_flagged_set
 from tests.engine.test_engine import rows
-from tests.engine.test_trust import ann, red_image, write_coco
+from tests.engine.test_trust import crash_dataset, crashing_run
 from tests.fixtures.colour_model import CLASSES, dominant_colour_probs
-from tests.fixtures.crashing_model import CRASH_PIXEL, CRASH_STATUS
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.fixtures.crashing_model import CRASH_STATUS
 
 
 class WaitingEngine(Engine):
@@ -74,34 +69,12 @@ def test_working_ahead_gives_the_rows_of_a_run_that_does_not(tmp_path, lazy):
     assert sum(is_sources[0]) == sum(is_sources[1]) == 3     # one source batch per chunk either way
 
 
-CRASH_SCRIPT = """
-import sys
-from objrel.config import RunConfig
-from objrel.data import load_dataset, load_rgb
-from objrel.engine.classify import Engine
-from objrel.store import Store
-from tests.fixtures.crashing_model import factory
-from tests.engine.test_work_ahead import WaitingEngine
-store = Store(sys.argv[1])
-cfg = RunConfig(model="py:tests.fixtures.crashing_model:factory", dataset=sys.argv[2], plan="colours3", batch_size=4)
-eng = WaitingEngine(store, cfg, model=factory())
-eng.execute(run_id=int(sys.argv[3]) if len(sys.argv) > 3 else None)
-"""
-
-
 def test_a_killer_met_while_working_ahead_is_the_only_sample_skipped(tmp_path):
-    root = tmp_path / "data"
-    images, anns = [], []
-    for i in range(1, 9):          # chunks 1..4 and 5..8; sample 6 kills the process
-        red_image(root / f"{i}.png", pixel=CRASH_PIXEL if i == 6 else None)
-        images.append({"id": i, "file_name": f"{i}.png", "width": 48, "height": 40})
-        anns.append(ann(i, i, 1, [5, 5, 20, 20]))
-    dataset = write_coco(root, images, anns)
+    dataset = crash_dataset(tmp_path / "data", 8, killer=6)     # chunks 1..4 and 5..8
     db = tmp_path / "s.db"
 
     def go(*extra):
-        return subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(db), str(dataset), *extra], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+        return crashing_run(db, dataset, *extra, engine="tests.engine.test_work_ahead:WaitingEngine")
 
     # Chunk 1..4 is being tested when the model, working ahead, meets sample 6: chunk 1..4 is blamed.
     assert go().returncode == CRASH_STATUS

@@ -380,22 +380,24 @@ def attack_table(results: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def multi_label_scores(results: dict) -> list[DetectorScore]:
-    """The multi-label arm's detector scores summed over seeds (empty when it was not run)."""
+def _arm_scores(results: dict, arm: str) -> list[DetectorScore]:
+    """An arm's (``multi_label``, ``detection``) detector scores against reliance, summed over seeds (empty
+    when it was not run)."""
     scores = []
     for s in results["seeds"]:
-        if "multi_label" in s:
-            scores += [DetectorScore.from_dict(d) for d in s["multi_label"]["scores"] if d["truth"] == "reliant"]
+        if arm in s:
+            scores += [DetectorScore.from_dict(d) for d in s[arm]["scores"] if d["truth"] == "reliant"]
     return pool(scores)
+
+
+def multi_label_scores(results: dict) -> list[DetectorScore]:
+    """The multi-label arm's detector scores summed over seeds (empty when it was not run)."""
+    return _arm_scores(results, "multi_label")
 
 
 def detection_scores(results: dict) -> list[DetectorScore]:
     """The detection arm's detector scores summed over seeds (empty when it was not run)."""
-    scores = []
-    for s in results["seeds"]:
-        if "detection" in s:
-            scores += [DetectorScore.from_dict(d) for d in s["detection"]["scores"] if d["truth"] == "reliant"]
-    return pool(scores)
+    return _arm_scores(results, "detection")
 
 
 def detection_totals(results: dict) -> dict | None:

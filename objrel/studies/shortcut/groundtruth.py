@@ -113,6 +113,28 @@ def _swap_types(cfg: SyntheticConfig, labels: tuple[int, ...], bg_type: int) -> 
     return types or [t for t in range(cfg.n_classes) if t != bg_type]
 
 
+def _queue_counterfactuals(cfg: SyntheticConfig, root: Path, rec: dict, img: np.ndarray, segmentations,
+                           labels: tuple[int, ...], draws: int, batch: list[np.ndarray]) -> tuple[list[int], int, list[int]]:
+    """Append a scene's counterfactuals to ``batch``: for each other background type and draw, the object
+    (the union of ``segmentations``) pasted on that background, and that background alone; then the
+    scene's own background alone.  Returns their positions: ``(swap idx, own-bg idx, other-bg idx)``."""
+    mask = np.zeros(img.shape[:2], dtype=bool)
+    for seg in segmentations:
+        mask |= segmentation_mask(seg, img.shape[1], img.shape[0])
+    split, index = rec["scene"]["split"], rec["scene"]["index"]
+    swap_idx, alone_idx = [], []
+    for t in _swap_types(cfg, labels, rec["bg_type"]):
+        for d in range(draws):
+            bg = counterfactual_background(cfg, split, index, t, d)
+            swap_idx.append(len(batch))
+            batch.append(paste(img, mask, bg))
+            alone_idx.append(len(batch))
+            batch.append(bg)
+    own = len(batch)
+    batch.append(np.asarray(Image.open(root / rec["background_file"]).convert("RGB")))
+    return swap_idx, own, alone_idx
+
+
 def ground_truth(clf: Classifier, annotation, draws: int = DEFAULT_DRAWS,
                  sample_ids=None) -> dict[str, Reliance]:
     """Reliance of ``clf``'s inference on every scene of a written synthetic split.
@@ -144,20 +166,8 @@ def ground_truth(clf: Classifier, annotation, draws: int = DEFAULT_DRAWS,
         correct = set(p) == set(y) if cfg.multi_label else p[0] in y
         if not correct:
             continue
-        mask = np.zeros(img.shape[:2], dtype=bool)
-        for a in anns[rec["id"]]:
-            mask |= segmentation_mask(a["segmentation"], img.shape[1], img.shape[0])
-        split, index = rec["scene"]["split"], rec["scene"]["index"]
-        swap_idx, alone_idx = [], []
-        for t in _swap_types(cfg, y, rec["bg_type"]):
-            for d in range(draws):
-                bg = counterfactual_background(cfg, split, index, t, d)
-                swap_idx.append(len(batch))
-                batch.append(paste(img, mask, bg))
-                alone_idx.append(len(batch))
-                batch.append(bg)
-        own = len(batch)
-        batch.append(np.asarray(Image.open(root / rec["background_file"]).convert("RGB")))
+        swap_idx, own, alone_idx = _queue_counterfactuals(
+            cfg, root, rec, img, [a["segmentation"] for a in anns[rec["id"]]], y, draws, batch)
         plan.append((n, swap_idx, own, alone_idx))
     cf = _predicted_sets(clf, batch) if batch else []
 
@@ -289,21 +299,9 @@ def detection_ground_truth(detector, annotation, draws: int = DEFAULT_DRAWS, iou
         alone_idx: list[int] = []
         own = None
         if any(t for _, t in units):
-            rec = recs[s.sample_id]
-            mask = np.zeros(img.shape[:2], dtype=bool)
-            for o in s.objects:
-                mask |= segmentation_mask(o.segmentation, img.shape[1], img.shape[0])
-            labels = tuple(sorted(labels_of.get(s.sample_id, ())))
-            split, index = rec["scene"]["split"], rec["scene"]["index"]
-            for t in _swap_types(cfg, labels, rec["bg_type"]):
-                for d in range(draws):
-                    bg = counterfactual_background(cfg, split, index, t, d)
-                    swap_idx.append(len(batch_images))
-                    batch_images.append(paste(img, mask, bg))
-                    alone_idx.append(len(batch_images))
-                    batch_images.append(bg)
-            own = len(batch_images)
-            batch_images.append(np.asarray(Image.open(root / rec["background_file"]).convert("RGB")))
+            swap_idx, own, alone_idx = _queue_counterfactuals(
+                cfg, root, recs[s.sample_id], img, [o.segmentation for o in s.objects],
+                tuple(sorted(labels_of.get(s.sample_id, ()))), draws, batch_images)
         plans.append((s, objects, units, swap_idx, own, alone_idx))
     cf = _detect_all(detector, batch_images, batch)
 

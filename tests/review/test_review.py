@@ -605,7 +605,7 @@ def test_precision_table_without_a_draw_uses_every_flagged_item(two_reviewers):
 
 
 def test_wilson_interval_by_hand():
-    from objrel.review.agreement import wilson_interval
+    from objrel.intervals import wilson_interval
 
     # z = 1.959964, z^2 = 3.841459.  5 of 8: denominator 1 + z^2/8 = 1.480182, centre (0.625 + z^2/16) / 1.480182
     # = 0.584447, half-width z sqrt(0.625 * 0.375 / 8 + z^2 / 256) / 1.480182 = 0.278710

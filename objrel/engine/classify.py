@@ -30,10 +30,11 @@ from objrel.data import Dataset, load_dataset, load_rgb
 from objrel.data.region import area_ratio, check_object, target_region
 from objrel.data.sample import Sample, TargetObject
 from objrel.engine.loop import (PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, image_budget, mutant_batches,
-                                prefetch)
+                                overlap_default, prefetch)
 from objrel.engine.votes import Distances, VoteSchedule, vote_rows
 from objrel.errors import BadSampleError
 from objrel.models import Classifier, class_lookup, load_classifier
+from objrel.models.threads import configure_inference_threads, parallel_each
 from objrel.mutations import Mutation, NotApplicable, Plan, build_target, derive_seed
 from objrel.store import Store
 
@@ -123,9 +124,14 @@ def split_objects(sample: Sample, class_names, width: int, height: int) -> tuple
 class Engine:
     """Runs one plan of one model over one dataset into one store."""
 
-    # Decode the next chunk (and preprocess its sources) in a worker thread while this one runs, and run
-    # the model on its sources while the mutant worker makes this chunk's first batch.
-    read_ahead = True
+    # Work beside the forward pass, in threads: decode the next chunk (and preprocess its sources) while
+    # this one runs, and run the model on its sources while the mutant worker makes this chunk's first
+    # batch (``read_ahead``); make the next batch of mutants while the model runs on this one
+    # (``prefetch_mutants``).  None: only where the forward pass leaves cores free (an accelerator, or
+    # fewer torch threads than cores: ``objrel.engine.loop.overlap_default``); otherwise each step runs in
+    # turn on every core.
+    read_ahead: bool | None = None
+    prefetch_mutants: bool | None = None
     # False while ``execute_run`` processes a suspected process killer: touch no other sample then.
     speculate = True
 
@@ -139,6 +145,8 @@ class Engine:
             self.config = config = config.replace(task=self.model.task)
         if config.compile and hasattr(self.model, "enable_compile"):
             self.model.enable_compile()
+        configure_inference_threads(getattr(self.model, "threads", None))
+        overlap_default(self, getattr(self.model, "device", "cpu"))
         self.dataset = dataset or load_dataset(config.dataset, config.images, config.fmt, padding=config.padding,
                                                synset_mapping=config.synset_mapping)
         self.plan: Plan = plan or config.build_plan()
@@ -245,8 +253,14 @@ class Engine:
         return None
 
     def _load_chunk(self, chunk: list[Sample]) -> tuple[list[_Prepared], object]:
-        """Decode ``chunk`` and make the model's batch of its sources (``prepare``); thread-safe."""
-        preps = [self._prepare(s) for s in chunk]
+        """Decode ``chunk`` (spread over the cores) and make the model's batch of its sources (``prepare``);
+        thread-safe."""
+        preps: list = [None] * len(chunk)
+
+        def decode(i: int) -> None:
+            preps[i] = self._prepare(chunk[i])
+
+        parallel_each(decode, len(chunk))
         live = [p for p in preps if p.skip is None]
         return preps, (self.model.prepare([p.image for p in live]) if live else None)
 
@@ -333,28 +347,25 @@ class Engine:
             wave = [(p, m) for p in tested for m in schedule.next_wave(verdicts[id(p)])]
 
     def _predict_mutants(self, jobs, report: RunReport, meanwhile: Callable[[], None] | None = None) -> None:
-        """Model the mutants while a worker thread makes and preprocesses the next batch (the model's
-        ``prepare``; torch, numpy and OpenCV release the GIL), so mutation and resize costs hide behind
-        ``forward`` on this thread.  ``meanwhile`` runs here while the first batch is being made."""
+        """Model the mutants of ``jobs`` batch by batch.  With ``prefetch_mutants`` a worker thread makes the
+        next batch while the model runs on this one, and ``meanwhile`` runs here while the first batch is
+        being made; without, each batch is made on every core just before its forward pass.  Each batch is
+        prepared (the model's ``prepare``: resizes shared out over the cores) on this thread, just before
+        its forward pass."""
         made = mutant_batches(((p, p.sample.sample_id, p.image, p.target, m) for p, m in jobs),
-                              self.config.seed, self.config.batch_size)
-        prepare = self.model.prepare
-
-        def prepared():
-            for batch in made:
-                yield [(p, m) for p, m, _ in batch], prepare([img for _, _, img in batch])
-
-        stream = prefetch(prepared(), depth=PREFETCH_BATCHES)
+                              self.config.seed, self.config.batch_size, parallel=not self.prefetch_mutants)
+        stream = prefetch(made, depth=PREFETCH_BATCHES) if self.prefetch_mutants else made
         try:
             if meanwhile is not None:
                 meanwhile()
         except BaseException:
-            stream.close()
+            if self.prefetch_mutants:
+                stream.close()
             raise
-        for pairs, x in stream:
-            probs = self.model.forward(x)
-            report.forward_passes += len(pairs)
-            for (p, m), row in zip(pairs, probs):
+        for batch in stream:
+            probs = self.model.forward(self.model.prepare([img for _, _, img in batch]))
+            report.forward_passes += len(batch)
+            for (p, m, _), row in zip(batch, probs):
                 interest = set(p.label_of_interest) | set(p.source.predicted)
                 p.mutants[m.key] = R.Prediction.from_probs(row, self.model.task, interest=interest,
                                                            threshold=self.model.threshold)

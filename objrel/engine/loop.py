@@ -3,7 +3,9 @@
 ``execute_run`` drives a worker (the classifier ``Engine`` or the ``DetectionEngine``): it skips the
 samples already stored, processes the rest in chunks of ``batch_size``, commits each sample's rows
 as one transaction, stops between chunks when a cancel is requested and marks a crashed run failed.
-``prefetch`` makes the next batch of mutants in a worker thread while the model runs on this one.
+``prefetch`` makes the next batch of mutants in a worker thread while the model runs on this one, when the
+forward pass leaves cores for it (``overlap_default``); otherwise each batch is made on every core just
+before its forward pass (``mutant_batches(parallel=True)``).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Callable
 
+from objrel.models.threads import overlap_beside_forward, parallel_each
 from objrel.mutations import NotApplicable, derive_seed, make_mutant
 from objrel.progress import PassEstimate
 from objrel.store.store import now
@@ -121,29 +125,54 @@ class RunReport:
             self.untested += 1
 
 
-def mutant_batches(jobs, run_seed: int, batch_size: int):
+def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False):
     """Make the mutants of ``jobs`` and yield them in lists of at most ``batch_size`` ``(holder, mutation,
     mutant)``.
 
     jobs: ``(holder, sample_id, image, target, mutation)``; the holder (a sample's or unit's state) gets
     ``holder.seeds[key]``, the seed derived from (run seed, sample id, mutation), and for a mutation that
-    does not apply ``holder.mutants[key] = NotApplicable(...)``: those never reach the model.
+    does not apply ``holder.mutants[key] = NotApplicable(...)``: those never reach the model.  Mutants are
+    made ``batch_size`` jobs at a time, spread over the cores when ``parallel``; the batches are the same
+    either way.
     """
+    jobs = iter(jobs)
     batch: list = []
-    for holder, sample_id, image, target, mutation in jobs:
-        seed = derive_seed(run_seed, sample_id, mutation.key)
-        holder.seeds[mutation.key] = seed
-        try:
-            mutant = make_mutant(image, target, mutation, seed)
-        except NotApplicable as exc:
-            holder.mutants[mutation.key] = exc
-            continue
-        batch.append((holder, mutation, mutant))
-        if len(batch) >= batch_size:
-            yield batch
-            batch = []
+    while group := list(islice(jobs, batch_size)):
+        made: list = [None] * len(group)
+
+        def make(i: int) -> None:
+            _, sample_id, image, target, mutation = group[i]
+            seed = derive_seed(run_seed, sample_id, mutation.key)
+            try:
+                made[i] = (seed, make_mutant(image, target, mutation, seed))
+            except NotApplicable as exc:
+                made[i] = (seed, exc)
+
+        if parallel:
+            parallel_each(make, len(group))
+        else:
+            for i in range(len(group)):
+                make(i)
+        for (holder, _, _, _, mutation), (seed, mutant) in zip(group, made):
+            holder.seeds[mutation.key] = seed
+            if isinstance(mutant, NotApplicable):
+                holder.mutants[mutation.key] = mutant
+                continue
+            batch.append((holder, mutation, mutant))
+            if len(batch) >= batch_size:
+                yield batch
+                batch = []
     if batch:
         yield batch
+
+
+def overlap_default(worker, device: str = "cpu") -> None:
+    """Fill a worker's unset (None) ``read_ahead`` / ``prefetch_mutants`` with whether threads beside the
+    forward pass have cores of their own (``objrel.models.threads.overlap_beside_forward``)."""
+    beside = overlap_beside_forward(device)
+    for knob in ("read_ahead", "prefetch_mutants"):
+        if getattr(worker, knob, None) is None:
+            setattr(worker, knob, beside)
 
 
 def image_budget(worker) -> int:

@@ -48,6 +48,7 @@ class _RunActor:
         cfg = RunConfig.from_dict(config).replace(engine="local")
         self.engine = Engine(None, cfg, model=model, dataset=dataset, plan=Plan.from_dict(plan))
         self.engine.read_ahead = False  # an actor's next batch is not the dataset's next samples
+        self.engine.prefetch_mutants = False  # the actors share the cores: no thread beside the forward
         self.samples = samples
 
     def __call__(self, batch: dict) -> dict:

@@ -1,12 +1,21 @@
-"""Torch's intra-op thread count: chosen once per process for inference, or fixed for a block of work."""
+"""Torch's intra-op thread count: chosen once per process for inference, or fixed for a block of work.
+
+``configure_inference_threads`` is the once-per-process inference setup: torch's and OpenCV's threads,
+and the C allocator (``objrel.models.allocator``: freed activations kept for the next batch).
+"""
 
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import Callable
 
 import cv2
 import torch
+
+from objrel.models.allocator import keep_freed_memory
 
 
 def available_cores() -> int:
@@ -27,12 +36,23 @@ INFERENCE_THREADS = available_cores()
 # stalls torch at its barriers, while a 600x512 -> 224 resize runs no faster on 2 threads than on 1.
 OPENCV_THREADS = 1
 
+# Threads that share out per-image work (resizes before a forward pass) between the forward passes.  On
+# the 2-core build machine, making each batch on all cores just before its forward ran 5-10% faster than
+# making it in a thread beside the forward (benchmarks/throughput.py): a thread competing with torch's
+# intra-op threads stalls all of them at each operator's barrier, so a millisecond it takes costs the
+# forward about two.
+PREPROCESS_THREADS = available_cores()
+_POOL_PREFIX = "objrel-preprocess"
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
 _configured = False
 
 
 def configure_inference_threads(n: int | None = None) -> int:
     """Set torch's intra-op threads to ``n`` (default ``INFERENCE_THREADS``) and OpenCV's to
-    ``OPENCV_THREADS``, once per process; later calls leave the counts alone.  Returns torch's count."""
+    ``OPENCV_THREADS``, once per process; later calls leave the counts alone.  Also keeps the allocator's
+    freed blocks for reuse (``keep_freed_memory``).  Returns torch's count."""
     global _configured
     if not _configured:
         want = int(n or INFERENCE_THREADS)
@@ -41,6 +61,7 @@ def configure_inference_threads(n: int | None = None) -> int:
         if torch.get_num_threads() != want:
             torch.set_num_threads(want)
         cv2.setNumThreads(OPENCV_THREADS)
+        keep_freed_memory()
         _configured = True
     return torch.get_num_threads()
 
@@ -60,3 +81,33 @@ def torch_threads(n: int):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def overlap_beside_forward(device: str = "cpu") -> bool:
+    """Whether work in threads beside the forward pass (decoding the next chunk, making the next batch of
+    mutants) runs on cores the forward pass leaves free: it runs on an accelerator, or torch's intra-op
+    threads are fewer than this process's cores.  Otherwise the steps run in turn, each on every core
+    (``parallel_each``), which is faster than competing with torch for the cores (``PREPROCESS_THREADS``)."""
+    return not str(device).startswith("cpu") or torch.get_num_threads() < available_cores()
+
+
+def parallel_each(fn: Callable[[int], None], n: int) -> None:
+    """Call ``fn(i)`` for ``i`` in ``range(n)`` spread over ``PREPROCESS_THREADS`` threads and wait for all;
+    ``fn`` should release the GIL (OpenCV, numpy).  The first exception re-raises here.  Runs inline for one
+    item, on a 1-core machine, or when called from one of the pool's own threads (no deadlock)."""
+    global _pool
+    if n <= 1 or PREPROCESS_THREADS <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
+        for i in range(n):
+            fn(i)
+        return
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=PREPROCESS_THREADS, thread_name_prefix=_POOL_PREFIX)
+    step = -(-n // PREPROCESS_THREADS)  # one contiguous slice per thread
+
+    def run(lo: int) -> None:
+        for i in range(lo, min(n, lo + step)):
+            fn(i)
+
+    for f in [_pool.submit(run, lo) for lo in range(0, n, step)]:
+        f.result()

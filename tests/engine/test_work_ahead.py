@@ -1,6 +1,8 @@
 """Working ahead: the model predicts the next chunk's sources while the mutant worker makes this chunk's
-first batch.  The rows must equal those of a run that never works ahead, and a process killer met while
-working ahead must never get an innocent sample skipped as 'crashed-twice'."""
+first batch.  The rows must equal those of a run that never works ahead (mutants made in a thread beside
+the model or in turn on every core), and a process killer met while working ahead must never get an
+innocent sample skipped as 'crashed-twice'.  Working ahead is on only where the forward pass leaves cores
+free (not on a 2-core build machine), so these tests switch it on themselves."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ class WaitingEngine(Engine):
     """Works ahead every time: waits for the decode thread instead of skipping when it is not done yet
     (in a real run a slow decode simply means no working ahead for that chunk)."""
 
+    read_ahead = True
+    prefetch_mutants = True
+
     def _decide_next(self, report):
         ahead = getattr(self, "_ahead", None)
         if ahead is not None:
@@ -43,16 +48,17 @@ def recording_model(calls: list):
 
 
 @pytest.mark.parametrize("lazy", [False, True])
-def test_working_ahead_gives_the_rows_of_a_run_that_does_not(tmp_path, lazy):
+@pytest.mark.parametrize("in_thread", [False, True])
+def test_working_ahead_gives_the_rows_of_a_run_that_does_not(tmp_path, lazy, in_thread):
     data = write_flagged_set(tmp_path / "data", n_flagged=7, n_clean=5)   # 12 samples: 3 chunks of 4
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(data), plan="colours3",
                     batch_size=4, lazy=lazy)
     results, passes, order = [], [], []
     for engine_cls, ahead in ((Engine, False), (WaitingEngine, True)):
-        store = Store(tmp_path / f"{engine_cls.__name__}-{lazy}.db")
+        store = Store(tmp_path / f"{engine_cls.__name__}-{lazy}-{in_thread}.db")
         calls: list = []
         eng = engine_cls(store, cfg, model=recording_model(calls))
-        eng.read_ahead = ahead
+        eng.read_ahead, eng.prefetch_mutants = ahead, in_thread or ahead
         report = eng.execute()
         results.append(rows(store, report.run_id))
         passes.append(report.forward_passes)
@@ -91,3 +97,31 @@ def test_a_killer_met_while_working_ahead_is_the_only_sample_skipped(tmp_path):
     got = {r["sample_id"]: (r["status"], r.get("skip_code")) for r in store.samples(1)}
     assert got == {**{str(i): ("tested", None) for i in (1, 2, 3, 4, 5, 7, 8)}, "6": ("skipped", "crashed-twice")}
     assert store.attempts(1) == {} and store.get_run(1).status == "finished"
+
+
+def test_mutants_made_on_every_core_come_in_the_batches_made_one_at_a_time():
+    """``mutant_batches(parallel=True)`` (the engine's in-turn mode) must give the same batches, bytes,
+    seeds and not-applicable records as making one mutant after another."""
+    from types import SimpleNamespace
+
+    from objrel.data.sample import TargetObject
+    from objrel.engine.loop import mutant_batches
+    from objrel.mutations import Mutation, NotApplicable, build_target, preset
+
+    boxed = TargetObject("a", 0, (4.0, 4.0, 30.0, 26.0))
+    mutations = list(preset("palette15").mutations) + [Mutation.of("margin_fill")]  # margin_fill: n/a on boxes
+    runs = []
+    for parallel in (False, True):
+        holders = [SimpleNamespace(seeds={}, mutants={}, name=i) for i in range(5)]
+        jobs = [(h, f"s{h.name}", np.random.default_rng(h.name).integers(0, 256, (40, 48, 3), dtype=np.uint8),
+                 build_target((boxed,), 48, 40), m) for h in holders for m in mutations]
+        batches = [[(h.name, m.key, hashlib.sha1(img.tobytes()).hexdigest()) for h, m, img in b]
+                   for b in mutant_batches(iter(jobs), 11, 7, parallel=parallel)]
+        runs.append((batches, [h.seeds for h in holders],
+                     [{k: str(v) for k, v in h.mutants.items() if isinstance(v, NotApplicable)} for h in holders]))
+    assert runs[0] == runs[1]
+    batches, seeds, not_applicable = runs[0]
+    applicable = 5 * (len(mutations) - 1)                         # all but margin_fill, on 5 images
+    assert [len(b) for b in batches] == [7] * (applicable // 7) + [applicable % 7]
+    assert all(set(n) == {mutations[-1].key} for n in not_applicable)
+    assert all(len(s) == len(mutations) for s in seeds)

@@ -36,11 +36,11 @@ INFERENCE_THREADS = available_cores()
 # stalls torch at its barriers, while a 600x512 -> 224 resize runs no faster on 2 threads than on 1.
 OPENCV_THREADS = 1
 
-# Threads that share out per-image work (resizes before a forward pass) between the forward passes.  On
-# the 2-core build machine, making each batch on all cores just before its forward ran 5-10% faster than
-# making it in a thread beside the forward (benchmarks/throughput.py): a thread competing with torch's
-# intra-op threads stalls all of them at each operator's barrier, so a millisecond it takes costs the
-# forward about two.
+# Threads that share out per-image work (decoding, mutants, resizes) between the forward passes.  On the
+# 2-core build machine a full run that made and prepared each batch on both cores just before its forward
+# ran at 0.84 of the bare module's speed, against 0.78 with that work in threads beside the forward (median
+# of 6 interleaved pairs): a thread competing with torch's intra-op threads for the cores stalls all of them
+# at each operator's barrier, so a millisecond it takes costs the forward about two.
 PREPROCESS_THREADS = available_cores()
 _POOL_PREFIX = "objrel-preprocess"
 _pool: ThreadPoolExecutor | None = None

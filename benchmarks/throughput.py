@@ -120,15 +120,15 @@ def plain(model, images: list, batch_size: int) -> float:
     return len(images) / (time.perf_counter() - t)
 
 
-def objrel_run(model, cfg: RunConfig, workdir: Path, tag: str) -> tuple[float, int, int]:
-    """(seconds, forward passes, tested sources) of one run into a fresh SQLite store."""
+def objrel_run(model, cfg: RunConfig, workdir: Path, tag: str) -> tuple[float, int, int, dict]:
+    """(seconds, forward passes, tested sources, seconds by step) of one run into a fresh SQLite store."""
     store = Store(workdir / f"bench-{tag}.db")
     engine = Engine(store, cfg, model=model)
     t = time.perf_counter()
     report = engine.execute()
     elapsed = time.perf_counter() - t
     store.dispose()
-    return elapsed, report.forward_passes, report.tested
+    return elapsed, report.forward_passes, report.tested, dict(report.steps)
 
 
 def ray_run(cfg: RunConfig, workdir: Path, tag: str, workers: int) -> tuple[float, int, int]:
@@ -201,6 +201,14 @@ def main(argv=None) -> int:
               f"({passes_full} forward passes)")
         print(f"objrel lazy on:  {t_lazy:.2f} s, {lazy_ips:.1f} images/s, {lazy_sps:.2f} sources/s "
               f"({passes_lazy} forward passes, {1 - passes_lazy / passes_full:.1%} saved)")
+        steps: dict = {}
+        for r in res["full"]:
+            for k, v in r[3].items():
+                steps[k] = steps.get(k, 0.0) + v
+        total = sum(r[0] for r in res["full"])
+        shares = sorted(steps.items(), key=lambda kv: -kv[1]) + [("other", total - sum(steps.values()))]
+        print("objrel lazy off, time by step (the run's thread, all repeats): "
+              + ", ".join(f"{k} {v / total:.1%}" for k, v in shares))
         if args.ray:
             t_ray = med([r[0] for r in res["ray"]])
             print(f"ray ({args.ray_workers} actors, lazy off): {t_ray:.2f} s, {res['ray'][0][1] / t_ray:.1f} images/s, "

@@ -293,10 +293,12 @@ class Engine:
         """Predict the chunk's decoded sources and decide what each sample tests."""
         live = [p for p in preps if p.skip is None]
         if live:
-            probs = self.model.forward(sources)
+            with report.step("forward"):
+                probs = self.model.forward(sources)
             report.forward_passes += len(live)
-            for p, row in zip(live, probs):
-                self._decide(p, row)
+            with report.step("check"):
+                for p, row in zip(live, probs):
+                    self._decide(p, row)
 
     def _decided_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
         """The chunk's samples with their source predictions: from ``_decide_next`` when it guessed this
@@ -304,7 +306,8 @@ class Engine:
         decided, self._decided = getattr(self, "_decided", None), None
         if decided is not None and decided[0] == tuple(s.sample_id for s in chunk) and self.speculate:
             return decided[1]
-        preps, sources = self._loaded_chunk(chunk)
+        with report.step("decode"):
+            preps, sources = self._loaded_chunk(chunk)
         self._forward_sources(preps, sources, report)
         return preps
 
@@ -340,10 +343,11 @@ class Engine:
         while wave:
             self._predict_mutants(wave, report, meanwhile)
             meanwhile = None
-            for p, m in wave:
-                res = p.mutants[m.key]
-                verdicts[id(p)][m.key] = (C.NOT_APPLICABLE if isinstance(res, NotApplicable)
-                                          else R.check(m.relation, p.source, res).verdict)
+            with report.step("check"):
+                for p, m in wave:
+                    res = p.mutants[m.key]
+                    verdicts[id(p)][m.key] = (C.NOT_APPLICABLE if isinstance(res, NotApplicable)
+                                              else R.check(m.relation, p.source, res).verdict)
             wave = [(p, m) for p in tested for m in schedule.next_wave(verdicts[id(p)])]
 
     def _predict_mutants(self, jobs, report: RunReport, meanwhile: Callable[[], None] | None = None) -> None:
@@ -362,13 +366,22 @@ class Engine:
             if self.prefetch_mutants:
                 stream.close()
             raise
-        for batch in stream:
-            probs = self.model.forward(self.model.prepare([img for _, _, img in batch]))
+        batches = iter(stream)
+        while True:
+            with report.step("mutants"):  # made now, or waited for from the worker thread
+                batch = next(batches, None)
+            if batch is None:
+                break
+            with report.step("prepare"):
+                x = self.model.prepare([img for _, _, img in batch])
+            with report.step("forward"):
+                probs = self.model.forward(x)
             report.forward_passes += len(batch)
-            for (p, m, _), row in zip(batch, probs):
-                interest = set(p.label_of_interest) | set(p.source.predicted)
-                p.mutants[m.key] = R.Prediction.from_probs(row, self.model.task, interest=interest,
-                                                           threshold=self.model.threshold)
+            with report.step("check"):
+                for (p, m, _), row in zip(batch, probs):
+                    interest = set(p.label_of_interest) | set(p.source.predicted)
+                    p.mutants[m.key] = R.Prediction.from_probs(row, self.model.task, interest=interest,
+                                                               threshold=self.model.threshold)
 
     # ------------------------------------------------------------ results
 

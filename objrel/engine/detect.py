@@ -175,10 +175,12 @@ class DetectionEngine:
                                         img.targets[u.object], t, bool(t or not self.config.detected_only)))
 
     def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Image]:
-        imgs = [self._prepare(s) for s in chunk]
+        with report.step("decode"):
+            imgs = [self._prepare(s) for s in chunk]
         live = [i for i in imgs if i.skip is None]
         if live:
-            dets = self.detector.detect([i.image for i in live])
+            with report.step("forward"):
+                dets = self.detector.detect([i.image for i in live])
             report.forward_passes += len(live)
             for img, d in zip(live, dets):
                 self._decide(img, d)
@@ -191,7 +193,8 @@ class DetectionEngine:
         made = mutant_batches(((st, st.unit_id, img.image, st.target, m) for img, st, m in jobs),
                               self.config.seed, self.config.batch_size)
         for batch in prefetch(made, depth=PREFETCH_BATCHES):
-            dets = self.detector.detect([im for _, _, im in batch])
+            with report.step("forward"):
+                dets = self.detector.detect([im for _, _, im in batch])
             report.forward_passes += len(batch)
             for (st, m, _), d in zip(batch, dets):
                 st.mutants[m.key] = (d, match_record(d, st.obj.box))

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Callable
@@ -108,6 +109,25 @@ class RunReport:
     skip_examples: dict = field(default_factory=dict)
     seconds: float = 0.0
     forward_passes: int = 0
+    # Seconds the run loop's thread spent on (or waited for) each step: decode, mutants, prepare, forward,
+    # check, commit (``step``); the rest of ``seconds`` is bookkeeping.
+    steps: Counter = field(default_factory=Counter)
+
+    @contextmanager
+    def step(self, name: str):
+        """Add the block's wall time to ``steps[name]``."""
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.steps[name] += time.perf_counter() - t
+
+    def step_shares(self) -> list[tuple[str, float, float]]:
+        """``(step, seconds, share of the run's seconds)``, longest first, then ``other`` for the rest."""
+        total = self.seconds or sum(self.steps.values()) or 1.0
+        rows = [(k, v, v / total) for k, v in self.steps.most_common()]
+        rest = total - sum(self.steps.values())
+        return rows + ([("other", rest, rest / total)] if rest > 0 else [])
 
     def count_skip(self, code: str, message: str) -> None:
         """Count a skipped sample or image under its skip code, keeping the first message as the example."""
@@ -306,7 +326,8 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
                 ids = [s.sample_id for s in chunk]
                 store.record_attempts(run_id, ids)
                 for item in worker._process_chunk(chunk, report):
-                    worker._commit(run_id, item, report)
+                    with report.step("commit"):
+                        worker._commit(run_id, item, report)
                     n_done += 1
                     ticker.samples = n_done
                     if progress:
@@ -321,5 +342,6 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
         status = "pending"
     report.status = status
     store.update_run(run_id, status=status, finished_at=now() if status != "pending" else None,
-                     timings={"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes})
+                     timings={"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes,
+                              "steps": {k: round(v, 3) for k, v in report.steps.items()}})
     return report

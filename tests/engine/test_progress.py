@@ -207,3 +207,35 @@ def test_engine_guesses_passes_per_sample_from_its_plan_and_lazy_votes(colour_se
     # colours3: 6 mutations in two 2-of-3 groups; the first lazy wave is 2 per group = 4
     assert Engine(store, cfg.replace(lazy=False), model=colour_model).passes_per_sample_guess == 1 + 6
     assert Engine(store, cfg, model=colour_model).passes_per_sample_guess == 1 + (4 + 6) / 2
+
+
+def test_a_run_reports_and_stores_its_time_by_step(tmp_path):
+    """The run loop times each step on its own thread; the steps fit in the run's seconds, the store keeps
+    them with the run, and the CLI's report line shows their shares."""
+    import io
+
+    from objrel.cli.common import CLASSIFIER_WORDS, print_run_report
+    from tests.conftest import write_flagged_set
+
+    def slow_colour_model(images):
+        time.sleep(0.02)  # a forward pass that takes measurable time
+        return dominant_colour_probs(images)
+
+    data = write_flagged_set(tmp_path / "data", n_flagged=3, n_clean=2)
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(data), plan="colours3",
+                    batch_size=4, lazy=False)
+    store = Store(tmp_path / "s.db")
+    report = Engine(store, cfg, model=CallableClassifier(slow_colour_model, CLASSES)).execute()
+    steps = report.steps
+    assert {"decode", "mutants", "prepare", "forward", "check", "commit"} <= set(steps)
+    # at least 2 source batches (5 samples, chunks of 4) and the mutants in batches of at most 4
+    forward_calls = 2 + -(-(report.forward_passes - 5) // 4)
+    assert steps["forward"] >= 0.02 * forward_calls
+    assert sum(steps.values()) <= report.seconds
+    shares = report.step_shares()
+    assert shares[0][0] == "forward" and abs(sum(s for _, _, s in shares) - 1.0) < 1e-9
+    stored = store.get_run(report.run_id).timings["steps"]
+    assert stored == {k: round(v, 3) for k, v in steps.items()}
+    out = io.StringIO()
+    print_run_report(report, CLASSIFIER_WORDS, out)
+    assert "time by step: forward" in out.getvalue()

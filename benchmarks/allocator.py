@@ -3,8 +3,9 @@
 Each round starts two fresh processes, one with ``OBJREL_ALLOCATOR=system`` (glibc's defaults) and one
 with objrel's setting (``objrel.models.allocator.keep_freed_memory``); each times the bare module on the
 same preprocessed batches of the demo photos (channels_last, torch threads as objrel sets them) and
-reports images/s and the page faults and system CPU time it took.  The ratio is the median of the
-rounds' pairs (the two processes of a round run back to back, so drift on a shared machine divides out).
+reports images/s, the page faults, user and system CPU time of the timed loop and the process's peak RSS.
+The ratio is the median of the rounds' pairs; the two processes of a round run back to back, in turns
+(defaults first in odd rounds, kept first in even ones), so drift on a shared machine divides out.
 
     python benchmarks/allocator.py [--rounds 5] [--batches 20] [--batch-size 16] [--model efficientnet-lite0]
 """
@@ -49,7 +50,7 @@ def child(model_name: str, batches: int, batch_size: int) -> dict:
         after = resource.getrusage(resource.RUSAGE_SELF)
     return {"images_per_s": len(images) / elapsed, "faults": after.ru_minflt - before.ru_minflt,
             "sys_s": after.ru_stime - before.ru_stime, "user_s": after.ru_utime - before.ru_utime,
-            "allocator": keep_freed_memory()}
+            "peak_rss_mb": after.ru_maxrss / 1024, "allocator": keep_freed_memory()}
 
 
 def measure(mode: str, args) -> dict:
@@ -76,11 +77,17 @@ def main(argv=None) -> int:
         return 0
     rows = []
     for r in range(args.rounds):
-        system, kept = measure("system", args), measure("kept", args)
+        if r % 2 == 0:
+            system, kept = measure("system", args), measure("kept", args)
+        else:
+            kept, system = measure("kept", args), measure("system", args)
+        if system["allocator"] != "disabled" or kept["allocator"] != "kept":
+            raise SystemExit(f"the setting did not apply as asked: defaults process {system['allocator']!r}, "
+                             f"kept process {kept['allocator']!r}")
         rows.append((system, kept))
-        print(f"round {r + 1}: glibc defaults {system['images_per_s']:.1f} images/s ({system['faults']} page faults, "
-              f"{system['sys_s']:.2f} s system CPU) | kept ({kept['allocator']}) {kept['images_per_s']:.1f} images/s "
-              f"({kept['faults']} page faults, {kept['sys_s']:.2f} s system CPU)", flush=True)
+        line = lambda d: (f"{d['images_per_s']:.1f} images/s ({d['faults']} page faults, CPU user {d['user_s']:.2f} s "  # noqa: E731
+                          f"+ system {d['sys_s']:.2f} s, peak RSS {d['peak_rss_mb']:.0f} MB)")
+        print(f"round {r + 1}: glibc defaults {line(system)} | kept {line(kept)}", flush=True)
     med = statistics.median
     ratios = [k["images_per_s"] / s["images_per_s"] for s, k in rows]
     print(f"{args.model}, batch {args.batch_size}, {args.batches} batches, {args.rounds} rounds (medians): glibc defaults "

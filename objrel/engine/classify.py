@@ -351,14 +351,17 @@ class Engine:
             wave = [(p, m) for p in tested for m in schedule.next_wave(verdicts[id(p)])]
 
     def _predict_mutants(self, jobs, report: RunReport, meanwhile: Callable[[], None] | None = None) -> None:
-        """Model the mutants of ``jobs`` batch by batch.  With ``prefetch_mutants`` a worker thread makes the
-        next batch while the model runs on this one, and ``meanwhile`` runs here while the first batch is
-        being made; without, each batch is made on every core just before its forward pass.  Each batch is
-        prepared (the model's ``prepare``: resizes shared out over the cores) on this thread, just before
-        its forward pass."""
+        """Model the mutants of ``jobs`` batch by batch.  With ``prefetch_mutants`` (spare cores) a worker
+        thread makes and prepares (the model's ``prepare``: resize, normalise) the next batch while the model
+        runs on this one, and ``meanwhile`` runs here while the first batch is being made; without, each
+        batch is made and prepared on every core just before its forward pass, on this thread."""
         made = mutant_batches(((p, p.sample.sample_id, p.image, p.target, m) for p, m in jobs),
                               self.config.seed, self.config.batch_size, parallel=not self.prefetch_mutants)
-        stream = prefetch(made, depth=PREFETCH_BATCHES) if self.prefetch_mutants else made
+        prepare = self.model.prepare
+        if self.prefetch_mutants:
+            stream = prefetch(((b, prepare([img for _, _, img in b])) for b in made), depth=PREFETCH_BATCHES)
+        else:
+            stream = ((b, None) for b in made)
         try:
             if meanwhile is not None:
                 meanwhile()
@@ -369,11 +372,12 @@ class Engine:
         batches = iter(stream)
         while True:
             with report.step("mutants"):  # made now, or waited for from the worker thread
-                batch = next(batches, None)
+                batch, x = next(batches, (None, None))
             if batch is None:
                 break
-            with report.step("prepare"):
-                x = self.model.prepare([img for _, _, img in batch])
+            if x is None:
+                with report.step("prepare"):
+                    x = prepare([img for _, _, img in batch])
             with report.step("forward"):
                 probs = self.model.forward(x)
             report.forward_passes += len(batch)

@@ -22,7 +22,7 @@ from objrel.data import Dataset
 from objrel.engine.classify import Engine
 from objrel.engine.loop import ProgressFn, RunReport, execute_run
 from objrel.models import Classifier
-from objrel.models.threads import configure_inference_threads
+from objrel.models.threads import configure_inference_threads, set_preprocess_threads
 from objrel.mutations import Plan
 from objrel.store import Store
 
@@ -45,6 +45,7 @@ class _RunActor:
     def __init__(self, config: dict, plan: dict, samples: dict, model: Classifier | None = None,
                  dataset: Dataset | None = None):
         configure_inference_threads(ACTOR_THREADS)  # before the model: once per actor process
+        set_preprocess_threads(ACTOR_THREADS)       # the actor's share of the cores, not the machine's
         cfg = RunConfig.from_dict(config).replace(engine="local")
         self.engine = Engine(None, cfg, model=model, dataset=dataset, plan=Plan.from_dict(plan))
         self.engine.read_ahead = False  # an actor's next batch is not the dataset's next samples

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable
 
@@ -91,23 +91,50 @@ def overlap_beside_forward(device: str = "cpu") -> bool:
     return not str(device).startswith("cpu") or torch.get_num_threads() < available_cores()
 
 
+def set_preprocess_threads(n: int) -> None:
+    """Use ``n`` (>= 1) threads for per-image work from now on (a Ray actor given one core sets 1)."""
+    global PREPROCESS_THREADS, _pool
+    if int(n) < 1:
+        raise ValueError(f"per-image work needs at least 1 thread, got {n}")
+    with _pool_lock:
+        PREPROCESS_THREADS = int(n)
+        old, _pool = _pool, None
+    if old is not None:
+        old.shutdown(wait=False)
+
+
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the parent's pool threads: start its own pool when it needs one."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def parallel_each(fn: Callable[[int], None], n: int) -> None:
     """Call ``fn(i)`` for ``i`` in ``range(n)`` spread over ``PREPROCESS_THREADS`` threads and wait for all;
-    ``fn`` should release the GIL (OpenCV, numpy).  The first exception re-raises here.  Runs inline for one
-    item, on a 1-core machine, or when called from one of the pool's own threads (no deadlock)."""
+    ``fn`` should release the GIL (OpenCV, numpy).  Every slice finishes before this returns; then the first
+    exception (in index order) re-raises here.  Runs inline for one item, with one thread, or when called
+    from one of the pool's own threads (no deadlock)."""
     global _pool
-    if n <= 1 or PREPROCESS_THREADS <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
+    threads = PREPROCESS_THREADS
+    if n <= 1 or threads <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
         for i in range(n):
             fn(i)
         return
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=PREPROCESS_THREADS, thread_name_prefix=_POOL_PREFIX)
-    step = -(-n // PREPROCESS_THREADS)  # one contiguous slice per thread
+            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=_POOL_PREFIX)
+        pool = _pool
+    step = -(-n // threads)  # one contiguous slice per thread
 
     def run(lo: int) -> None:
         for i in range(lo, min(n, lo + step)):
             fn(i)
 
-    for f in [_pool.submit(run, lo) for lo in range(0, n, step)]:
+    futures = [pool.submit(run, lo) for lo in range(0, n, step)]
+    wait(futures)
+    for f in futures:
         f.result()

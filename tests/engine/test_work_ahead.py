@@ -125,3 +125,36 @@ def test_mutants_made_on_every_core_come_in_the_batches_made_one_at_a_time():
     assert [len(b) for b in batches] == [7] * (applicable // 7) + [applicable % 7]
     assert all(set(n) == {mutations[-1].key} for n in not_applicable)
     assert all(len(s) == len(mutations) for s in seeds)
+
+
+def test_mutants_made_together_never_run_ahead_of_the_batch_they_fill():
+    """In-turn mode makes the jobs that fill the current batch and no more: when a batch is yielded, every
+    job taken from the queue is in it, in an earlier batch, or not applicable."""
+    from types import SimpleNamespace
+
+    from objrel.data.sample import TargetObject
+    from objrel.engine.loop import mutant_batches
+    from objrel.mutations import Mutation, NotApplicable, build_target, preset
+
+    boxed = TargetObject("a", 0, (4.0, 4.0, 30.0, 26.0))
+    mutations = list(preset("colours3").mutations) + [Mutation.of("margin_fill")]
+    holders = [SimpleNamespace(seeds={}, mutants={}) for _ in range(4)]
+    image = np.zeros((40, 48, 3), np.uint8)
+    taken = []
+
+    def jobs():
+        for n, h in enumerate(holders):
+            for m in mutations:
+                taken.append(1)
+                yield h, f"s{n}", image, build_target((boxed,), 48, 40), m
+
+    yielded = 0
+    for parallel in (True, False):
+        taken.clear()
+        yielded = 0
+        for h in holders:
+            h.seeds.clear(), h.mutants.clear()
+        for batch in mutant_batches(jobs(), 3, 5, parallel=parallel):
+            yielded += len(batch)
+            not_applicable = sum(isinstance(v, NotApplicable) for h in holders for v in h.mutants.values())
+            assert len(taken) == yielded + not_applicable and len(batch) <= 5

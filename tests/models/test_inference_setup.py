@@ -61,6 +61,8 @@ def test_the_allocator_leaves_a_users_choice_alone(monkeypatch):
 
     for env, value, expected in (("OBJREL_ALLOCATOR", "system", "disabled"),
                                  ("MALLOC_TRIM_THRESHOLD_", "1000", "user-settings"),
+                                 ("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536", "user-settings"),
+                                 ("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX512F", "kept"),   # not the allocator
                                  ("LD_PRELOAD", "/usr/lib/libjemalloc.so.2", "user-settings")):
         with monkeypatch.context() as m:
             m.setenv(env, value)
@@ -84,6 +86,24 @@ def test_parallel_each_runs_every_index_once_and_reraises():
 
     with pytest.raises(ValueError, match="item 5 is bad"):
         T.parallel_each(fail, 10)
+
+    # every slice has finished when the error arrives: nothing writes into the caller's buffers after it
+    done = np.zeros(10, bool)
+
+    def slow_then_fail(i):
+        if i == 0:
+            raise ValueError("item 0 is bad")
+        __import__("time").sleep(0.01)
+        done[i] = True
+
+    before = T.PREPROCESS_THREADS
+    T.set_preprocess_threads(2)   # slices 0-4 and 5-9; the second is still sleeping when item 0 fails
+    try:
+        with pytest.raises(ValueError, match="item 0 is bad"):
+            T.parallel_each(slow_then_fail, 10)
+    finally:
+        T.set_preprocess_threads(before)
+    assert done[5:].all() and not done[:5].any()
 
     # called again from inside a pool thread it runs inline instead of waiting on the pool it occupies
     inner: list[tuple[int, int]] = []
@@ -145,3 +165,38 @@ def test_class_lookup_is_built_once_and_read_only():
     assert a["tabby cat"] == 0 and a["egyptian cat"] == 1 and a.get("dog") is None
     with pytest.raises(TypeError):
         a["dog"] = 2  # type: ignore[index]
+
+
+def test_a_forked_child_gets_a_pool_of_its_own():
+    """After the parent used the pool, a forked child must not wait on the parent's threads (they do not
+    exist in the child)."""
+    import multiprocessing as mp
+
+    T.parallel_each(lambda i: None, 4)       # the parent's pool is started
+    ctx = mp.get_context("fork")
+    child = ctx.Process(target=_child_uses_the_pool)
+    child.start()
+    child.join(30)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == 0
+
+
+def _child_uses_the_pool():
+    out = []
+    T.parallel_each(out.append, 6)
+    assert sorted(out) == list(range(6))
+
+
+def test_per_image_threads_can_be_narrowed_to_a_share_of_the_cores():
+    before = T.PREPROCESS_THREADS
+    try:
+        T.set_preprocess_threads(1)
+        names = []
+        T.parallel_each(lambda i: names.append(threading.current_thread().name), 5)
+        assert names == [threading.current_thread().name] * 5      # one thread: inline, in order
+        with pytest.raises(ValueError, match="at least 1 thread"):
+            T.set_preprocess_threads(0)
+    finally:
+        T.set_preprocess_threads(before)

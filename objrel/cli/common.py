@@ -90,7 +90,7 @@ def print_run_report(report, words: RunWords, out=None) -> None:
           f"{sum(report.skipped.values())} {words.skipped} ({report.forward_passes} {words.passes}, "
           f"{report.seconds:.1f} s)", file=out)
     if report.steps:
-        print("  time by step: " + ", ".join(f"{k} {sec:.1f} s ({share:.0%})" for k, sec, share in report.step_shares()),
-              file=out)
+        print("  time by step: " + ", ".join(f"{k} {sec:.{1 if sec >= 1 else 2}f} s ({share:.0%})"
+                                             for k, sec, share in report.step_shares()), file=out)
     for code, n in report.skipped.most_common():
         print(f"  skipped {n} x {code}: e.g. {report.skip_examples[code]}", file=out)

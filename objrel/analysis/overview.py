@@ -17,7 +17,14 @@ MR1, MR2, BOTH = "MR-1", "MR-2", "MR-1&2"
 STRIKING_EXAMPLES = 4
 # The run history's columns (Overview and Runs pages).
 HISTORY_COLUMNS = ("run", "name", "task", "model", "dataset", "status", "samples", "tested", "forward passes",
-                   "skipped", "created")
+                   "passes/s", "skipped", "created")
+
+
+def passes_per_second(r: RunRecord) -> str:
+    """Forward passes per second of the run's last start (its stored timings), or '' before it ends."""
+    t = r.timings or {}
+    seconds, passes = t.get("seconds"), t.get("forward_passes")
+    return f"{passes / seconds:.1f}" if seconds and passes else ""
 
 
 def tested_runs(store: Store) -> list[RunRecord]:
@@ -38,7 +45,7 @@ def run_history(runs: list[RunRecord]) -> pd.DataFrame:
                   else str(e.passes_done))
         rows.append({"run": r.id, "name": r.name, "task": r.task, "model": r.model, "dataset": r.dataset,
                      "status": status, "samples": f"{e.samples_done}/{e.samples_total}", "tested": r.n_tested,
-                     "forward passes": passes, "skipped": r.n_skipped,
+                     "forward passes": passes, "passes/s": passes_per_second(r), "skipped": r.n_skipped,
                      "created": r.created_at.strftime("%Y-%m-%d %H:%M")})
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 

@@ -92,7 +92,7 @@ def test_run_history_shows_the_progress_line_numbers(store):
     from objrel.progress import estimate_text, run_estimate
 
     done = add_run(store, [Inf("a"), Inf("b")], test_all=False)
-    store.update_run(done, status="finished")
+    store.update_run(done, status="finished", timings={"seconds": 4.0, "forward_passes": 14, "steps": {}})
     live = add_run(store, [Inf("c")], test_all=False)
     t0 = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=10)
     store.update_run(live, status="running", pid=os.getpid(), started_at=t0, heartbeat_at=t0, n_done=1)
@@ -105,4 +105,5 @@ def test_run_history_shows_the_progress_line_numbers(store):
     assert table.loc[live, "status"] == "running" and table.loc[live, "forward passes"] == "50/150"
     assert line.startswith(f"{table.loc[live, 'samples']} samples, 50/150 forward passes")
     assert table.loc[done, "status"] == "finished" and table.loc[done, "samples"] == "2/2"
+    assert table.loc[done, "passes/s"] == "3.5" and table.loc[live, "passes/s"] == ""   # 14 / 4 s; none yet
     assert list(run_history([]).columns) == list(HISTORY_COLUMNS)

@@ -366,8 +366,7 @@ class Engine:
             if meanwhile is not None:
                 meanwhile()
         except BaseException:
-            if self.prefetch_mutants:
-                stream.close()
+            stream.close()  # stops the worker thread, if any
             raise
         batches = iter(stream)
         while True:

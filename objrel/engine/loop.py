@@ -152,12 +152,12 @@ def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False)
     jobs: ``(holder, sample_id, image, target, mutation)``; the holder (a sample's or unit's state) gets
     ``holder.seeds[key]``, the seed derived from (run seed, sample id, mutation), and for a mutation that
     does not apply ``holder.mutants[key] = NotApplicable(...)``: those never reach the model.  With
-    ``parallel`` the jobs that fill the current batch are made together, spread over the cores; the batches
-    are the same either way, and no more than one batch of mutants is alive when one is yielded.
+    ``parallel`` the jobs that fill the current batch are made spread over the cores; the batches are the
+    same either way, and no job is taken before the batch it fills (one batch of mutants alive at a time).
     """
     jobs = iter(jobs)
     batch: list = []
-    while group := list(islice(jobs, batch_size - len(batch) if parallel else 1)):
+    while group := list(islice(jobs, batch_size - len(batch))):
         made: list = [None] * len(group)
 
         def make(i: int) -> None:
@@ -168,7 +168,11 @@ def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False)
             except NotApplicable as exc:
                 made[i] = (seed, exc)
 
-        parallel_each(make, len(group))
+        if parallel:
+            parallel_each(make, len(group))
+        else:
+            for i in range(len(group)):
+                make(i)
         for (holder, _, _, _, mutation), (seed, mutant) in zip(group, made):
             holder.seeds[mutation.key] = seed
             if isinstance(mutant, NotApplicable):

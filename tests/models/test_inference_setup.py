@@ -4,9 +4,12 @@ thread does it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +17,7 @@ import pytest
 from objrel.models import threads as T
 from objrel.models.preprocess import Preprocess
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Allocates and frees a 64 MiB block twice, touching every page, and prints the page faults of the second
 # round: with glibc's defaults the block is a fresh mmap each time (one fault per 4 KiB page, ~16,000);
@@ -42,8 +45,6 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 def _faults(mode: str, **env) -> int:
-    import os
-
     out = subprocess.run([sys.executable, "-c", FAULTS_SCRIPT, str(ROOT), mode], capture_output=True, text=True,
                          timeout=60, env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | env)
     assert out.returncode == 0, out.stderr
@@ -93,7 +94,7 @@ def test_parallel_each_runs_every_index_once_and_reraises():
     def slow_then_fail(i):
         if i == 0:
             raise ValueError("item 0 is bad")
-        __import__("time").sleep(0.01)
+        time.sleep(0.01)
         done[i] = True
 
     before = T.PREPROCESS_THREADS

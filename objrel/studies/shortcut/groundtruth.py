@@ -54,6 +54,14 @@ DEFAULT_DRAWS = 1
 BATCH = 256
 
 
+def is_reliant(correct: bool, swap_dependent: bool | None, background_sufficient: bool | None) -> bool | None:
+    """The ground truth's verdict for an inference or a detection unit: reliant on the background when the
+    swaps change it or the background alone gives it (see the module docstring); None when it is wrong."""
+    if not correct:
+        return None
+    return bool(swap_dependent or background_sufficient)
+
+
 @dataclass(frozen=True)
 class Reliance:
     """Ground truth of one inference.
@@ -78,9 +86,7 @@ class Reliance:
 
     @property
     def reliant(self) -> bool | None:
-        if not self.correct:
-            return None
-        return bool(self.swap_dependent or self.background_sufficient)
+        return is_reliant(self.correct, self.swap_dependent, self.background_sufficient)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -247,9 +253,7 @@ class UnitReliance:
 
     @property
     def reliant(self) -> bool | None:
-        if not self.correct:
-            return None
-        return bool(self.swap_dependent or self.background_sufficient)
+        return is_reliant(self.correct, self.swap_dependent, self.background_sufficient)
 
     def to_dict(self) -> dict:
         d = asdict(self)

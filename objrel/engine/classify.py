@@ -35,7 +35,9 @@ from objrel.engine.votes import Distances, VoteSchedule, vote_rows
 from objrel.errors import BadSampleError
 from objrel.models import Classifier, class_lookup, load_classifier
 from objrel.models.threads import configure_inference_threads, parallel_each
+from objrel.models.preprocess import PaintedInput
 from objrel.mutations import Mutation, NotApplicable, Plan, build_target, derive_seed
+from objrel.mutations.fills import constant_fill
 from objrel.store import Store
 
 
@@ -55,6 +57,7 @@ class _Prepared:
     dropped: tuple[dict, ...] = ()                 # invalid annotations: class_index, code, reason, ...
     mutants: dict = field(default_factory=dict)    # key -> Prediction | NotApplicable
     seeds: dict = field(default_factory=dict)
+    fill_basis: object = None                      # the model's FillBasis of source and target, while tested
     t0: float = 0.0
 
 
@@ -134,6 +137,9 @@ class Engine:
     prefetch_mutants: bool | None = None
     # False while ``execute_run`` processes a suspected process killer: touch no other sample then.
     speculate = True
+    # One-colour fills (``objrel.mutations.fills``) reach a model that can mix them (``Classifier.fill_basis``)
+    # as ``PaintedInput``: no mutant is painted or resized.  False: every mutant is made and prepared.
+    mix_fills = True
 
     def __init__(self, store: Store, config: RunConfig, model: Classifier | None = None,
                  dataset: Dataset | None = None, plan: Plan | None = None):
@@ -151,6 +157,7 @@ class Engine:
                                                synset_mapping=config.synset_mapping)
         self.plan: Plan = plan or config.build_plan()
         self.mutations: tuple[Mutation, ...] = self.plan.mutations
+        self._fills = {m.key: f for m in self.mutations if (f := constant_fill(m)) is not None}
         samples = list(self.dataset.samples)
         self.samples = samples[: config.limit] if config.limit else samples
 
@@ -326,12 +333,37 @@ class Engine:
     def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
         preps = self._decided_chunk(chunk, report)
         tested = [p for p in preps if p.skip is None and p.tested]
-        if self.config.lazy:
-            self._predict_lazy(tested, report)
-        else:
-            self._predict_mutants([(p, m) for p in tested for m in self.mutations], report,
-                                  meanwhile=lambda: self._decide_next(report))
+        self._fill_bases(tested, report)
+        try:
+            if self.config.lazy:
+                self._predict_lazy(tested, report)
+            else:
+                self._predict_mutants([(p, m) for p in tested for m in self.mutations], report,
+                                      meanwhile=lambda: self._decide_next(report))
+        finally:
+            for p in tested:
+                p.fill_basis = None
         return preps
+
+    def _fill_bases(self, tested: list[_Prepared], report: RunReport) -> None:
+        """Give each tested sample the model's ``FillBasis`` of its source and target, spread over the cores,
+        when the plan has one-colour fills and the model can mix them (else the fills are painted)."""
+        if not (self.mix_fills and self._fills and tested and self.model.mixes_fills):
+            return
+
+        def basis(i: int) -> None:
+            p = tested[i]
+            p.fill_basis = self.model.fill_basis(p.image, p.target.region)
+
+        with report.step("prepare"):
+            parallel_each(basis, len(tested))
+
+    def _painted(self, holder: _Prepared, mutation: Mutation) -> PaintedInput | None:
+        """The model input of ``mutation`` mixed from the sample's ``FillBasis``; None: make the mutant."""
+        fill = self._fills.get(mutation.key)
+        if fill is None or holder.fill_basis is None:
+            return None
+        return PaintedInput(holder.fill_basis, fill.side, fill.colour)
 
     def _predict_lazy(self, tested: list[_Prepared], report: RunReport) -> None:
         """Feed the mutants in waves across the chunk's samples, each wave only the mutations that can
@@ -356,7 +388,8 @@ class Engine:
         runs on this one, and ``meanwhile`` runs here while the first batch is being made; without, each
         batch is made and prepared on every core just before its forward pass, on this thread."""
         made = mutant_batches(((p, p.sample.sample_id, p.image, p.target, m) for p, m in jobs),
-                              self.config.seed, self.config.batch_size, parallel=not self.prefetch_mutants)
+                              self.config.seed, self.config.batch_size, parallel=not self.prefetch_mutants,
+                              instead=self._painted)
         prepare = self.model.prepare
         if self.prefetch_mutants:
             stream = prefetch(((b, prepare([img for _, _, img in b])) for b in made), depth=PREFETCH_BATCHES)

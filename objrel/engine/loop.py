@@ -145,7 +145,8 @@ class RunReport:
             self.untested += 1
 
 
-def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False):
+def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False,
+                   instead: Callable[[object, object], object] | None = None):
     """Make the mutants of ``jobs`` and yield them in lists of at most ``batch_size`` ``(holder, mutation,
     mutant)``.
 
@@ -154,6 +155,8 @@ def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False)
     does not apply ``holder.mutants[key] = NotApplicable(...)``: those never reach the model.  With
     ``parallel`` the jobs that fill the current batch are made spread over the cores; the batches are the
     same either way, and no job is taken before the batch it fills (one batch of mutants alive at a time).
+    ``instead(holder, mutation)``, when given, may return what the model takes in the mutant's place (a
+    ``PaintedInput``); None makes the mutant.
     """
     jobs = iter(jobs)
     batch: list = []
@@ -161,10 +164,11 @@ def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False)
         made: list = [None] * len(group)
 
         def make(i: int) -> None:
-            _, sample_id, image, target, mutation = group[i]
+            holder, sample_id, image, target, mutation = group[i]
             seed = derive_seed(run_seed, sample_id, mutation.key)
             try:
-                made[i] = (seed, make_mutant(image, target, mutation, seed))
+                quick = instead(holder, mutation) if instead is not None else None
+                made[i] = (seed, quick if quick is not None else make_mutant(image, target, mutation, seed))
             except NotApplicable as exc:
                 made[i] = (seed, exc)
 

@@ -20,7 +20,7 @@ import torch
 
 from objrel.constants import MULTI_LABEL_THRESHOLD
 from objrel.relations.classify import TASKS
-from objrel.models.preprocess import Preprocess
+from objrel.models.preprocess import FillBasis, PaintedInput, Preprocess
 from objrel.models.inputs import check_rgb_batch
 from objrel.models.threads import configure_inference_threads
 
@@ -55,6 +55,14 @@ class Classifier:
         if len(images):
             check_rgb_batch(images, "predict")
         return list(images)
+
+    # Whether ``prepare`` takes ``PaintedInput`` (one-colour fills mixed from ``fill_basis``) besides images.
+    mixes_fills = False
+
+    def fill_basis(self, image: np.ndarray, region: np.ndarray) -> FillBasis | None:
+        """What ``prepare`` mixes the one-colour fills of ``region`` in ``image`` from (``PaintedInput``); None
+        where the adapter's preprocessing is not a known linear resize (the engine then paints the mutants)."""
+        return None
 
     def forward(self, batch) -> np.ndarray:
         """``(N, C)`` float32 probabilities of a batch made by ``prepare``."""
@@ -127,10 +135,16 @@ class TorchClassifier(Classifier):
     def _module_fn(self) -> Callable:
         return compiled(self.module) if self.compile else self.module
 
+    mixes_fills = True
+
+    def fill_basis(self, image: np.ndarray, region: np.ndarray) -> FillBasis:
+        return self.preprocess.fill_basis(image, region)
+
     def prepare(self, images) -> torch.Tensor:
-        """``(N, 3, S, S)`` float32 tensor on the adapter's device (channels_last-strided by default)."""
+        """``(N, 3, S, S)`` float32 tensor on the adapter's device (channels_last-strided by default).
+        ``images``: ``(H, W, 3)`` uint8 arrays or ``PaintedInput`` from this adapter's ``fill_basis``."""
         if len(images):
-            check_rgb_batch(images, "predict")
+            check_rgb_batch([im for im in images if not isinstance(im, PaintedInput)], "predict")
         x = self.preprocess(images).to(self.device)
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x.contiguous()
 

@@ -16,7 +16,7 @@ S002 = "seed 002 Table I"
 
 @register(
     "fill_object", "corrupt", [{"colour": c} for c in PALETTE_15],
-    "Fill the target region with one colour.", S000, keeps_outside=True,
+    "Fill the target region with one colour.", S000, keeps_outside=True, fills="inside",
 )
 def fill_object(image, target, rng, colour="black"):
     return paint(image, target.region, parse_colour(colour))

@@ -17,6 +17,7 @@ S002 = "seed 002 Table I"
 @register(
     "fill_background", "preserve", [{"colour": c} for c in PALETTE_15],
     "Fill everything but the target region with one colour.", "seed 000 s4.3, s5.2", keeps_inside=True,
+    fills="outside",
 )
 def fill_background(image, target, rng, colour="black"):
     return paint(image, ~target.region, parse_colour(colour))

@@ -12,7 +12,10 @@ MR-1) or ``preserve`` (keeps the object, corrupts the background; MR-2), and a
 parameter ``grid``: the mutations a default plan makes from it.  ``keeps_outside``
 / ``keeps_inside`` are promises the contract test checks: a corrupting operator
 with ``keeps_outside`` leaves every background pixel as it was, a preserving one
-with ``keeps_inside`` every object pixel.
+with ``keeps_inside`` every object pixel.  ``fills`` (``"inside"`` or ``"outside"``) promises more: the
+mutant is the image with the region (or everything but it) set to the colour of the ``colour`` parameter,
+nothing else; the contract test checks it byte for byte, and a model whose preprocessing is linear then
+needs no mutant at all (``objrel.mutations.fills``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ import numpy as np
 
 KINDS = ("corrupt", "preserve")
 RELATION_OF_KIND = {"corrupt": "MR-1", "preserve": "MR-2"}
+# What an operator that only paints one colour paints: the target region, everything else, or (None) it
+# is not such an operator.
+FILL_SIDES = (None, "inside", "outside")
 
 
 class NotApplicable(Exception):
@@ -58,7 +64,12 @@ class Operator:
     keeps_outside: bool = False
     keeps_inside: bool = False
     needs_backgrounds: bool = False
+    fills: str | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self):
+        if self.fills not in FILL_SIDES:
+            raise ValueError(f"operator {self.name!r}: fills must be one of {FILL_SIDES}, got {self.fills!r}")
 
     @property
     def relation(self) -> str:

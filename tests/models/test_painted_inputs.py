@@ -1,0 +1,85 @@
+"""``PaintedInput``: the model input of a one-colour fill mixed from three resizes of the source equals
+the preprocessing of the painted image (up to float32 rounding), on hand-computed cases and on photos."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from objrel.data import load_demo, load_rgb
+from objrel.models.preprocess import PaintedInput, Preprocess
+from objrel.mutations.pixels import dilate_region, paint
+from objrel.mutations.recipe import build_target
+
+# float32 rounding of the mix, in grey levels (0..255); a byte of difference would be 1.0
+TOLERANCE = 1e-3
+
+
+def _nhwc(x) -> np.ndarray:
+    return x.permute(0, 2, 3, 1).numpy()
+
+
+def _identity(size: int) -> Preprocess:
+    """Preprocessing that leaves values in grey levels: mean 0, std 1/255."""
+    return Preprocess(size=size, mean=(0.0,) * 3, std=(1 / 255,) * 3)
+
+
+def test_area_averaging_of_a_fill_by_hand():
+    """16 x 16 -> 8 x 8 averages 2 x 2 blocks: a painted pixel counts a quarter of its block."""
+    pre = _identity(8)
+    zeros = np.zeros((16, 16, 3), np.uint8)
+    one = np.zeros((16, 16), bool)
+    one[0, 0] = True
+    x = _nhwc(pre([PaintedInput(pre.fill_basis(zeros, one), "inside", (255, 0, 0))]))[0]
+    assert x[0, 0].tolist() == pytest.approx([63.75, 0.0, 0.0], abs=TOLERANCE)  # 255 / 4
+    assert np.abs(x[1:]).max() < TOLERANCE and np.abs(x[0, 1:]).max() < TOLERANCE
+
+    grey40 = np.full((16, 16, 3), 40, np.uint8)
+    column = np.zeros((16, 16), bool)
+    column[0:2, 0] = True            # half of the top-left block
+    block = np.zeros((16, 16), bool)
+    block[2:4, 2:4] = True           # all of block (1, 1)
+    region = column | block
+    x = _nhwc(pre([PaintedInput(pre.fill_basis(grey40, region), "outside", (100, 100, 100))]))[0]
+    assert x[0, 0].tolist() == pytest.approx([70.0] * 3, abs=TOLERANCE)      # (2 x 40 + 2 x 100) / 4
+    assert x[1, 1].tolist() == pytest.approx([40.0] * 3, abs=TOLERANCE)      # the object kept
+    assert x[5, 6].tolist() == pytest.approx([100.0] * 3, abs=TOLERANCE)     # background painted
+
+
+@pytest.mark.parametrize("pre", [Preprocess(), Preprocess(resize="shorter-crop"), Preprocess(size=512)],
+                         ids=["stretch-area", "shorter-crop", "stretch-bilinear-up"])
+def test_painted_inputs_equal_the_painted_photos_preprocessed(pre):
+    colours = [(0, 0, 0), (127, 127, 127), (255, 255, 255), (255, 0, 0), (12, 200, 77)]
+    for sample in list(load_demo())[:4]:
+        image = load_rgb(sample.image_path)
+        h, w = image.shape[:2]
+        region = build_target(sample.objects, w, h).region
+        for dilate in (0, 3):
+            grown = dilate_region(region, dilate)
+            basis = pre.fill_basis(image, grown)
+            items, painted = [], []
+            for side, where in (("inside", grown), ("outside", ~grown)):
+                for c in colours:
+                    items.append(PaintedInput(basis, side, c))
+                    painted.append(paint(image, where, c))
+            mixed, reference = pre(items), pre(painted)
+            std = np.asarray(pre.std, np.float32).reshape(1, 3, 1, 1) * 255   # back to grey levels
+            assert float(((mixed - reference).numpy() * std).__abs__().max()) < TOLERANCE
+            # a mixed batch of photos and painted inputs gives each the same input as on its own
+            both = pre([image, items[0], painted[-1]])
+            assert np.allclose(both[1].numpy(), mixed[0].numpy(), atol=1e-6)
+            assert np.array_equal(both[0].numpy(), pre([image])[0].numpy())
+
+
+def test_painted_input_refuses_a_bad_side_and_a_basis_of_another_size():
+    pre = Preprocess(size=32)
+    image = np.zeros((40, 40, 3), np.uint8)
+    region = np.zeros((40, 40), bool)
+    region[10:20, 10:20] = True
+    basis = pre.fill_basis(image, region)
+    with pytest.raises(ValueError, match="'inside' or 'outside'"):
+        PaintedInput(basis, "border", (0, 0, 0))
+    with pytest.raises(ValueError, match=r"\(32, 32, 3\) float32, got \(64, 64, 3\)"):
+        Preprocess(size=64)([PaintedInput(basis, "inside", (0, 0, 0))])
+    with pytest.raises(ValueError, match="bool region matching the image"):
+        pre.fill_basis(image, region[:30])

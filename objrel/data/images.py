@@ -55,7 +55,22 @@ def _to_rgb(img: Image.Image) -> np.ndarray:
         rgba = img.convert("RGBA")
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         img = Image.alpha_composite(background, rgba)
-    return np.ascontiguousarray(np.asarray(img.convert("RGB"), dtype=np.uint8))
+    if img.mode != "RGB":
+        img = img.convert("RGB")     # (converting an RGB image would only copy it)
+    return np.ascontiguousarray(np.asarray(img, dtype=np.uint8))
+
+
+# The EXIF tag that says how the stored pixels are rotated or mirrored (1: as stored).
+EXIF_ORIENTATION = 0x0112
+
+
+def _exif_orientation(img: Image.Image) -> int | None:
+    """The image's EXIF orientation, or None when it has none (or the EXIF block cannot be read, which
+    ``exif_transpose`` then handles as it always did)."""
+    try:
+        return img.getexif().get(EXIF_ORIENTATION)
+    except Exception:  # noqa: BLE001 - a broken EXIF block: let exif_transpose decide
+        return -1
 
 
 # Bytes per decoded RGB pixel (uint8 x 3).
@@ -98,7 +113,8 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
                     f"budget of {max_bytes} bytes per image; raise the run's memory budget "
                     f"($OBJREL_MEMORY_BUDGET) or shrink the image", path=str(p))
             raw.load()
-            upright = ImageOps.exif_transpose(raw)
+            # Most photos carry no rotation: skip exif_transpose then, which copies the whole image.
+            upright = ImageOps.exif_transpose(raw) if _exif_orientation(raw) not in (None, 1) else raw
             chosen = upright
             if expected_size is not None and tuple(upright.size) != tuple(expected_size):
                 if tuple(raw.size) == tuple(expected_size):

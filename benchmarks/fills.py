@@ -4,8 +4,9 @@ For every demo photo and its target region (dilated 3 pixels, as the demo run do
 side in one process, alternating their order each round:
 
   painted  paint each fill on the full-size photo, then the adapter's ``prepare`` (one resize per mutant)
-  mixed    the adapter's ``fill_basis`` (three resizes of the source), then ``prepare`` of a ``PaintedInput``
-           per fill (objrel's engine)
+  mixed    the adapter's ``fill_basis`` (two resizes: the object's pixels and the region; the source's own
+           model input, which its forward pass needed anyway, is reused as the engine does), then ``prepare``
+           of a ``PaintedInput`` per fill
 
 for plan colours3 (3 colours x 2 sides = 6 fills per source) and palette15 (15 x 2 = 30), on one thread
 (the engine spreads sources over the cores; this measures the work).  Prints milliseconds per source
@@ -38,12 +39,12 @@ PLANS = {"colours3": THREE_COLOURS, "palette15": PALETTE_15}
 DILATE = 3
 
 
-def painted(model, image, region, colours) -> np.ndarray:
+def painted(model, image, region, source, colours) -> np.ndarray:
     return model.prepare([paint(image, where, c) for where in (region, ~region) for c in colours]).numpy()
 
 
-def mixed(model, image, region, colours) -> np.ndarray:
-    basis = model.fill_basis(image, region)
+def mixed(model, image, region, source, colours) -> np.ndarray:
+    basis = model.fill_basis(image, region, source)
     return model.prepare([PaintedInput(basis, side, c) for side in ("inside", "outside") for c in colours]).numpy()
 
 
@@ -58,22 +59,22 @@ def main(argv=None) -> int:
     for s in load_demo().samples:
         image = load_rgb(s.image_path)
         h, w = image.shape[:2]
-        scenes.append((image, build_target(s.objects, w, h, DILATE).region))
+        scenes.append((image, build_target(s.objects, w, h, DILATE).region, model.prepare([image])[0]))
     std = np.asarray(model.preprocess.std, np.float32).reshape(1, 3, 1, 1) * 255
     print(f"EfficientNet-Lite0 preprocessing ({model.preprocess.size} px, {model.preprocess.resize}), "
           f"{len(scenes)} demo photos, one thread, {args.rounds} rounds (medians)")
     for plan, colours in PLANS.items():
         colours = list(colours.values())
-        worst = max(float(np.abs(painted(model, im, r, colours) - mixed(model, im, r, colours)).max() * std.max())
-                    for im, r in scenes)
+        worst = max(float(np.abs(painted(model, *scene, colours) - mixed(model, *scene, colours)).max() * std.max())
+                    for scene in scenes)
         times = {"painted": [], "mixed": []}
         for rnd in range(args.rounds):
             order = ("painted", "mixed") if rnd % 2 == 0 else ("mixed", "painted")
             for way in order:
                 fn = painted if way == "painted" else mixed
                 t = time.perf_counter()
-                for im, r in scenes:
-                    fn(model, im, r, colours)
+                for scene in scenes:
+                    fn(model, *scene, colours)
                 times[way].append((time.perf_counter() - t) / len(scenes) * 1000)
         p, m = statistics.median(times["painted"]), statistics.median(times["mixed"])
         pairs = sorted(a / b for a, b in zip(times["painted"], times["mixed"]))

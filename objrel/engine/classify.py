@@ -57,6 +57,7 @@ class _Prepared:
     dropped: tuple[dict, ...] = ()                 # invalid annotations: class_index, code, reason, ...
     mutants: dict = field(default_factory=dict)    # key -> Prediction | NotApplicable
     seeds: dict = field(default_factory=dict)
+    model_input: object = None                     # the source's row of its prepared batch, while mixing fills
     fill_basis: object = None                      # the model's FillBasis of source and target, while tested
     t0: float = 0.0
 
@@ -299,6 +300,9 @@ class Engine:
     def _forward_sources(self, preps: list[_Prepared], sources, report: RunReport) -> None:
         """Predict the chunk's decoded sources and decide what each sample tests."""
         live = [p for p in preps if p.skip is None]
+        if live and self._mixing():
+            for p, row in zip(live, sources):
+                p.model_input = row
         if live:
             with report.step("forward"):
                 probs = self.model.forward(sources)
@@ -341,19 +345,23 @@ class Engine:
                 self._predict_mutants([(p, m) for p in tested for m in self.mutations], report,
                                       meanwhile=lambda: self._decide_next(report))
         finally:
-            for p in tested:
-                p.fill_basis = None
+            for p in preps:
+                p.fill_basis = p.model_input = None
         return preps
+
+    def _mixing(self) -> bool:
+        """Whether one-colour fills reach the model mixed (``PaintedInput``) rather than painted."""
+        return bool(self.mix_fills and self._fills and self.model.mixes_fills)
 
     def _fill_bases(self, tested: list[_Prepared], report: RunReport) -> None:
         """Give each tested sample the model's ``FillBasis`` of its source and target, spread over the cores,
         when the plan has one-colour fills and the model can mix them (else the fills are painted)."""
-        if not (self.mix_fills and self._fills and tested and self.model.mixes_fills):
+        if not (tested and self._mixing()):
             return
 
         def basis(i: int) -> None:
             p = tested[i]
-            p.fill_basis = self.model.fill_basis(p.image, p.target.region)
+            p.fill_basis = self.model.fill_basis(p.image, p.target.region, p.model_input)
 
         with report.step("prepare"):
             parallel_each(basis, len(tested))

@@ -59,9 +59,10 @@ class Classifier:
     # Whether ``prepare`` takes ``PaintedInput`` (one-colour fills mixed from ``fill_basis``) besides images.
     mixes_fills = False
 
-    def fill_basis(self, image: np.ndarray, region: np.ndarray) -> FillBasis | None:
+    def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared=None) -> FillBasis | None:
         """What ``prepare`` mixes the one-colour fills of ``region`` in ``image`` from (``PaintedInput``); None
-        where the adapter's preprocessing is not a known linear resize (the engine then paints the mutants)."""
+        where the adapter's preprocessing is not a known linear resize (the engine then paints the mutants).
+        ``prepared``: the image's row of a ``prepare`` batch, when the caller has it (saves a resize)."""
         return None
 
     def forward(self, batch) -> np.ndarray:
@@ -137,8 +138,10 @@ class TorchClassifier(Classifier):
 
     mixes_fills = True
 
-    def fill_basis(self, image: np.ndarray, region: np.ndarray) -> FillBasis:
-        return self.preprocess.fill_basis(image, region)
+    def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared: torch.Tensor | None = None) -> FillBasis:
+        if prepared is not None:
+            prepared = np.ascontiguousarray(prepared.detach().permute(1, 2, 0).cpu().numpy())  # (S, S, 3)
+        return self.preprocess.fill_basis(image, region, prepared)
 
     def prepare(self, images) -> torch.Tensor:
         """``(N, 3, S, S)`` float32 tensor on the adapter's device (channels_last-strided by default).

@@ -69,47 +69,65 @@ class Preprocess:
             out = out[y0 : y0 + self.size, x0 : x0 + self.size]
         return out
 
-    def fill_basis(self, image: np.ndarray, region: np.ndarray) -> "FillBasis":
-        """The resizes of ``image`` (``(H, W, 3)`` uint8) and ``region`` (``(H, W)`` bool) that the input of
-        any one-colour fill of the region, or of everything but it, is mixed from (``PaintedInput``)."""
+    def normalisation(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(scale, offset)``, float32 ``(3,)``: the model input is ``resized x scale + offset`` with
+        ``scale = 1 / (255 std)`` and ``offset = -mean / std`` (resized in grey levels 0..255)."""
+        std = np.asarray(self.std, dtype=np.float32)
+        return np.float32(1.0 / 255.0) / std, -np.asarray(self.mean, dtype=np.float32) / std
+
+    def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared: np.ndarray | None = None) -> "FillBasis":
+        """What the model input of any one-colour fill of ``region`` (``(H, W)`` bool) in ``image``
+        (``(H, W, 3)`` uint8), or of everything but it, is mixed from (``PaintedInput``).
+
+        ``prepared``: the image's own model input as ``(size, size, 3)`` float32 (a row of this
+        preprocessing's output), when the caller has it: it saves one resize."""
         if region.shape != image.shape[:2] or region.dtype != bool:
             raise ValueError(f"fill_basis needs an (H, W) bool region matching the image {image.shape[:2]}, "
                              f"got {region.shape} {region.dtype}")
+        s = self.size
+        if prepared is not None and (prepared.shape != (s, s, 3) or prepared.dtype != np.float32):
+            raise ValueError(f"fill_basis needs the prepared image as ({s}, {s}, 3) float32, "
+                             f"got {prepared.shape} {prepared.dtype}")
+        scale, offset = self.normalisation()
         whole = image.astype(np.float32)
         inside = np.zeros_like(whole)
         cv2.copyTo(whole, region.view(np.uint8), inside)
-        outside = self.resize_one(whole)
-        inside_r = self.resize_one(inside)
-        outside -= inside_r
+        object_part = self.resize_one(inside)
+        object_part *= scale                                  # L(x m) scale
+        source = self.resize_one(whole) * scale + offset if prepared is None else prepared
         coverage = self.resize_one(region.view(np.uint8))
         np.clip(coverage, 0.0, 1.0, out=coverage)
         c = np.ascontiguousarray
-        return FillBasis(outside=c(outside), inside=c(inside_r), coverage=c(coverage), uncovered=c(1.0 - coverage))
+        return FillBasis(outside=c(source - object_part), inside=c(object_part + offset), coverage=c(coverage),
+                         uncovered=c(1.0 - coverage), scale=scale)
 
     def __call__(self, images) -> torch.Tensor:
         """``(N, 3, size, size)`` float32, channels_last-strided (the NHWC buffer seen as NCHW, no copy).
 
         ``images``: ``(H, W, 3)`` uint8 arrays or ``PaintedInput`` (a one-colour fill of a source, mixed from
         its ``FillBasis`` without painting or resizing it).  One float32 resize per image, shared out over the
-        cores (``parallel_each``), then torch's multithreaded ``x * scale + offset`` with
-        ``scale = 1 / (255 std)`` and ``offset = -mean / std`` in float32 (no float64 anywhere).
+        cores (``parallel_each``), then torch's multithreaded ``x * scale + offset`` (``normalisation``) in
+        float32 (no float64 anywhere); a painted input is mixed already normalised.
         """
         s = self.size
         batch = np.empty((len(images), s, s, 3), dtype=np.float32)
+        painted = [isinstance(item, PaintedInput) for item in images]
 
         def resize_into(i: int) -> None:
-            item = images[i]
-            if isinstance(item, PaintedInput):
-                item.into(batch[i])
+            if painted[i]:
+                images[i].into(batch[i])
             else:
-                batch[i] = self.resize_one(item)
+                batch[i] = self.resize_one(images[i])
 
         parallel_each(resize_into, len(images))
-        std = np.asarray(self.std, dtype=np.float32)
-        scale = np.float32(1.0 / 255.0) / std
-        offset = -np.asarray(self.mean, dtype=np.float32) / std
+        scale, offset = (torch.from_numpy(v).view(3, 1, 1) for v in self.normalisation())
         x = torch.from_numpy(batch).permute(0, 3, 1, 2)  # keeps the NHWC strides
-        return x.mul_(torch.from_numpy(scale).view(1, 3, 1, 1)).add_(torch.from_numpy(offset).view(1, 3, 1, 1))
+        if not any(painted):
+            return x.mul_(scale).add_(offset)
+        for i, done in enumerate(painted):
+            if not done:
+                x[i].mul_(scale).add_(offset)
+        return x
 
     def to_dict(self) -> dict:
         return {"size": self.size, "resize": self.resize, "mean": list(self.mean), "std": list(self.std),
@@ -118,29 +136,33 @@ class Preprocess:
 
 @dataclass(frozen=True, eq=False)
 class FillBasis:
-    """One source's resizes (``Preprocess.fill_basis``), ``(size, size, C)`` float32 each, with ``L`` the
-    preprocessing's linear resize, ``x`` the image and ``m`` the region (1 inside, 0 outside):
+    """One source's parts of its fills' model inputs (``Preprocess.fill_basis``), ``(size, size, C)`` float32
+    each, with ``L`` the preprocessing's linear resize (grey levels), ``x`` the image, ``m`` the region (1
+    inside, 0 outside) and ``scale``, ``offset`` its normalisation:
 
-    outside:   ``L(x (1 - m))``, the source with the region black;
-    inside:    ``L(x m)``, the source with everything but the region black;
-    coverage:  ``L(m)`` (C = 1), the share of each input pixel the region covers; ``uncovered = 1 - L(m)``.
+    outside:   ``L(x (1 - m)) scale + offset``, the model input of the source with the region black;
+    inside:    ``L(x m) scale + offset``, of the source with everything but the region black;
+    coverage:  ``L(m)`` (C = 1), the share of each input pixel the region covers; ``uncovered = 1 - L(m)``;
+    scale:     ``(3,)``, the normalisation's scale.
     """
 
     outside: np.ndarray
     inside: np.ndarray
     coverage: np.ndarray
     uncovered: np.ndarray
+    scale: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
 class PaintedInput:
-    """The resize of a source with the region (``side='inside'``) or everything but it (``'outside'``)
+    """The model input of a source with the region (``side='inside'``) or everything but it (``'outside'``)
     painted ``colour``, mixed from its ``FillBasis`` instead of painting and resizing the full image.
 
     ``L`` is linear and ``L(1) = 1``, so with ``c`` the colour (seed 000 s4.3's fills):
         inside:   L(x (1 - m) + c m)  = L(x (1 - m)) + c L(m)
         outside:  L(x m + c (1 - m))  = L(x m) + c (1 - L(m))
-    equal to ``Preprocess.resize_one(painted image)`` up to float32 rounding (about 1e-5 of a grey level).
+    and normalised, ``coverage x (c scale)`` plus the basis's normalised part.  Equal to the preprocessing of
+    the painted image up to float32 rounding (about 1e-4 of a grey level).
     """
 
     basis: FillBasis
@@ -152,18 +174,19 @@ class PaintedInput:
             raise ValueError(f"a painted input fills 'inside' or 'outside' the region, got {self.side!r}")
 
     def into(self, out: np.ndarray) -> np.ndarray:
-        """Write the ``(size, size, 3)`` float32 input into ``out`` and return it: ``coverage x colour``
+        """Write the ``(size, size, 3)`` float32 model input into ``out`` and return it: ``coverage x colour``
         one channel at a time (a strided 1-D multiply is about 4x faster than numpy's broadcast over a
         last axis of 3), then the source's part added."""
         b = self.basis
         share, rest = (b.coverage, b.outside) if self.side == "inside" else (b.uncovered, b.inside)
         if out.shape != rest.shape or out.dtype != np.float32:
             raise ValueError(f"a painted input of this basis is {rest.shape} float32, got {out.shape} {out.dtype}")
+        weights = np.asarray(self.colour, dtype=np.float32) * b.scale
         if out.flags.c_contiguous:
-            flat, weights = out.reshape(-1, 3), share.reshape(-1)
+            flat, cover = out.reshape(-1, 3), share.reshape(-1)
             for k in range(3):
-                np.multiply(weights, np.float32(self.colour[k]), out=flat[:, k])
+                np.multiply(cover, weights[k], out=flat[:, k])
         else:
-            np.multiply(share, np.asarray(self.colour, dtype=np.float32), out=out)
+            np.multiply(share, weights, out=out)
         out += rest
         return out

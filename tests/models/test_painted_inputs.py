@@ -83,3 +83,23 @@ def test_painted_input_refuses_a_bad_side_and_a_basis_of_another_size():
         Preprocess(size=64)([PaintedInput(basis, "inside", (0, 0, 0))])
     with pytest.raises(ValueError, match="bool region matching the image"):
         pre.fill_basis(image, region[:30])
+
+
+def test_a_basis_from_the_sources_own_model_input_mixes_the_same_fills():
+    """The engine hands ``fill_basis`` the source's row of its prepared batch (it saves one resize)."""
+    from objrel.models import load_classifier
+
+    model = load_classifier("efficientnet-lite0")
+    sample = list(load_demo())[1]
+    image = load_rgb(sample.image_path)
+    h, w = image.shape[:2]
+    region = build_target(sample.objects, w, h, dilate=3).region
+    row = model.prepare([image])[0]
+    own, fresh = model.fill_basis(image, region, row), model.fill_basis(image, region)
+    for side in ("inside", "outside"):
+        a = model.prepare([PaintedInput(own, side, (10, 200, 30))]).numpy()
+        b = model.prepare([PaintedInput(fresh, side, (10, 200, 30))]).numpy()
+        c = model.prepare([paint(image, region if side == "inside" else ~region, (10, 200, 30))]).numpy()
+        assert np.abs(a - b).max() < 1e-5 and np.abs(a - c).max() < 1e-5
+    with pytest.raises(ValueError, match=r"prepared image as \(224, 224, 3\) float32"):
+        model.preprocess.fill_basis(image, region, np.zeros((224, 224, 3), np.float64))

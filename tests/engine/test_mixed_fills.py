@@ -4,7 +4,6 @@ same verdicts, votes and flags; probabilities equal up to float32 rounding)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Callable
 
+from objrel.models import threads as per_image_threads
 from objrel.models.threads import overlap_beside_forward, parallel_each
 from objrel.mutations import NotApplicable, derive_seed, make_mutant
 from objrel.progress import PassEstimate
@@ -43,6 +44,9 @@ MEMORY_BUDGET_ENV = "OBJREL_MEMORY_BUDGET"
 # Full-size copies of one image a chunk may hold at once: the source, a mutant in each prefetched
 # batch plus the one the model is on, and the model's own preprocessed copy.
 COPIES_PER_IMAGE = PREFETCH_BATCHES + 3
+# And, in each thread of per-image work, one image's float32 copy for its resize (4 bytes a value) plus the
+# bytes of its object's pixels (a fill basis): bytes per byte of one image.
+FLOAT_COPIES_PER_THREAD = 5
 # Starts without a commit after which a sample is recorded as skipped ('crashed-twice') on resume.
 MAX_CRASH_ATTEMPTS = 2
 
@@ -200,12 +204,15 @@ def overlap_default(worker, device: str = "cpu") -> None:
 
 
 def image_budget(worker) -> int:
-    """Bytes one decoded source may take so that a chunk of ``batch_size`` stays within the memory budget."""
+    """Bytes one decoded source may take so that a chunk of ``batch_size`` (``COPIES_PER_IMAGE`` byte copies of
+    each image) and the float32 copies of per-image work (``FLOAT_COPIES_PER_THREAD`` in each thread) stay
+    within the memory budget."""
     budget = getattr(worker, "memory_budget", None) or int(os.environ.get(MEMORY_BUDGET_ENV) or
                                                            CHUNK_MEMORY_BUDGET_BYTES)
     config = getattr(worker, "config", None)  # a stub worker without one counts as a batch of 1
     batch_size = max(1, int(getattr(config, "batch_size", 1) or 1))
-    return max(1, int(budget) // (batch_size * COPIES_PER_IMAGE))
+    threads = max(1, int(per_image_threads.PREPROCESS_THREADS))
+    return max(1, int(budget) // (batch_size * COPIES_PER_IMAGE + threads * FLOAT_COPIES_PER_THREAD))
 
 
 def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[tuple[list, bool]]:

@@ -136,11 +136,16 @@ class TorchClassifier(Classifier):
     def _module_fn(self) -> Callable:
         return compiled(self.module) if self.compile else self.module
 
-    mixes_fills = True
+    @property
+    def mixes_fills(self) -> bool:
+        """Only this class's own ``prepare`` on a plain ``Preprocess`` (a linear resize): a subclass that
+        prepares its own way, or another preprocessing, gets painted mutants."""
+        return type(self).prepare is TorchClassifier.prepare and type(self.preprocess) is Preprocess
 
     def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared: torch.Tensor | None = None) -> FillBasis:
         if prepared is not None:
-            prepared = np.ascontiguousarray(prepared.detach().permute(1, 2, 0).cpu().numpy())  # (S, S, 3)
+            # a copy: a module may change its input in place during the forward pass
+            prepared = np.array(prepared.detach().permute(1, 2, 0).cpu().numpy(), dtype=np.float32, order="C")
         return self.preprocess.fill_basis(image, region, prepared)
 
     def prepare(self, images) -> torch.Tensor:

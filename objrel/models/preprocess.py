@@ -89,17 +89,19 @@ class Preprocess:
             raise ValueError(f"fill_basis needs the prepared image as ({s}, {s}, 3) float32, "
                              f"got {prepared.shape} {prepared.dtype}")
         scale, offset = self.normalisation()
-        whole = image.astype(np.float32)
-        inside = np.zeros_like(whole)
-        cv2.copyTo(whole, region.view(np.uint8), inside)
+        # One full-size float32 copy alive at a time (inside resize_one): the object's pixels are masked in
+        # bytes first, and the source is resized only when its model input is not given.
+        inside = np.zeros(image.shape, dtype=np.uint8)
+        cv2.copyTo(np.ascontiguousarray(image), np.ascontiguousarray(region).view(np.uint8), inside)
         object_part = self.resize_one(inside)
+        del inside
         object_part *= scale                                  # L(x m) scale
-        source = self.resize_one(whole) * scale + offset if prepared is None else prepared
-        coverage = self.resize_one(region.view(np.uint8))
+        source = self.resize_one(image) * scale + offset if prepared is None else prepared
+        coverage = self.resize_one(np.ascontiguousarray(region).view(np.uint8))
         np.clip(coverage, 0.0, 1.0, out=coverage)
         c = np.ascontiguousarray
         return FillBasis(outside=c(source - object_part), inside=c(object_part + offset), coverage=c(coverage),
-                         uncovered=c(1.0 - coverage), scale=scale)
+                         uncovered=c(1.0 - coverage), scale=scale, preprocess=self)
 
     def __call__(self, images) -> torch.Tensor:
         """``(N, 3, size, size)`` float32, channels_last-strided (the NHWC buffer seen as NCHW, no copy).
@@ -115,6 +117,9 @@ class Preprocess:
 
         def resize_into(i: int) -> None:
             if painted[i]:
+                if images[i].basis.preprocess != self:
+                    raise ValueError(f"a painted input mixes only with the preprocessing that made its basis "
+                                     f"({images[i].basis.preprocess}), not with {self}")
                 images[i].into(batch[i])
             else:
                 batch[i] = self.resize_one(images[i])
@@ -143,7 +148,8 @@ class FillBasis:
     outside:   ``L(x (1 - m)) scale + offset``, the model input of the source with the region black;
     inside:    ``L(x m) scale + offset``, of the source with everything but the region black;
     coverage:  ``L(m)`` (C = 1), the share of each input pixel the region covers; ``uncovered = 1 - L(m)``;
-    scale:     ``(3,)``, the normalisation's scale.
+    scale:     ``(3,)``, the normalisation's scale;
+    preprocess: the ``Preprocess`` that made it (only that one may mix its fills).
     """
 
     outside: np.ndarray
@@ -151,6 +157,7 @@ class FillBasis:
     coverage: np.ndarray
     uncovered: np.ndarray
     scale: np.ndarray
+    preprocess: "Preprocess | None" = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,11 +16,13 @@ from objrel.store import Store
 from objrel.studies.shortcut.models import ShortcutCNN, module_classifier
 from objrel.studies.shortcut.scenes import SyntheticConfig, write_split
 
+from tests.engine.test_work_ahead import WaitingEngine
+
 pytestmark = pytest.mark.slow
 PROB_TOLERANCE = 1e-4
 
 
-def _run(tmp_path, name, cfg, model, mix: bool, monkeypatch):
+def _run(tmp_path, name, cfg, model, mix: bool, monkeypatch, ahead: bool = False):
     made = []
     real = recipe.make_mutant
 
@@ -29,9 +31,12 @@ def _run(tmp_path, name, cfg, model, mix: bool, monkeypatch):
         return real(image, target, mutation, seed)
 
     monkeypatch.setattr(loop, "make_mutant", counting)
-    store = Store(tmp_path / f"{name}-{mix}.db")
-    engine = Engine(store, cfg, model=model)
+    store = Store(tmp_path / f"{name}-{mix}-{ahead}.db")
+    # ahead: the next chunk decoded and its sources predicted while this one runs (its model inputs kept for
+    # its fills), and each batch prepared in the mutant worker thread, as on a GPU
+    engine = (WaitingEngine if ahead else Engine)(store, cfg, model=model)
     engine.mix_fills = mix
+    engine.read_ahead = engine.prefetch_mutants = ahead
     report = engine.execute()
     out = {"report": report, "made": made, "samples": store.samples(report.run_id),
            "verdicts": store.verdicts(report.run_id), "votes": store.votes(report.run_id),
@@ -71,11 +76,12 @@ def _assert_same_rows(mixed, painted):
                 assert got["probs"][label] == pytest.approx(want["probs"][label], abs=PROB_TOLERANCE)
 
 
-@pytest.mark.parametrize("lazy", [False, True])
-def test_the_demo_with_mixed_fills_gives_the_rows_of_painted_mutants(tmp_path, monkeypatch, lazy):
+@pytest.mark.parametrize("lazy, ahead", [(False, False), (True, False), (False, True)],
+                         ids=["full", "lazy", "working-ahead"])
+def test_the_demo_with_mixed_fills_gives_the_rows_of_painted_mutants(tmp_path, monkeypatch, lazy, ahead):
     model = load_classifier("efficientnet-lite0")
-    cfg = RunConfig(dataset="demo", plan="colours3", test_all=True, dilate=3, lazy=lazy, batch_size=8)
-    mixed = _run(tmp_path, "demo", cfg, model, True, monkeypatch)
+    cfg = RunConfig(dataset="demo", plan="colours3", test_all=True, dilate=3, lazy=lazy, batch_size=4)
+    mixed = _run(tmp_path, "demo", cfg, model, True, monkeypatch, ahead)
     painted = _run(tmp_path, "demo", cfg, model, False, monkeypatch)
     assert mixed["made"] == []                      # every colours3 mutation is a one-colour fill
     assert len(painted["made"]) == painted["report"].forward_passes - painted["report"].tested > 0
@@ -99,3 +105,22 @@ def test_planted_shortcut_scenes_with_mixed_fills_give_the_rows_of_painted_mutan
     assert mixed["made"] and not {"fill_object", "fill_background"} & set(mixed["made"])
     assert {"fill_object", "fill_background"} <= set(painted["made"])
     _assert_same_rows(mixed, painted)
+
+
+def test_an_adapter_that_prepares_its_own_way_gets_painted_mutants():
+    """Mixing needs TorchClassifier's own prepare on a plain Preprocess; a subclass with another prepare,
+    or another preprocessing, might not be a linear resize."""
+    from objrel.models import TorchClassifier
+    from objrel.models.preprocess import Preprocess
+
+    class Sharpened(Preprocess):
+        pass
+
+    class OwnPrepare(TorchClassifier):
+        def prepare(self, images):
+            return super().prepare(images)
+
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 2))
+    assert TorchClassifier(net, ["a", "b"], Preprocess(size=8)).mixes_fills
+    assert not OwnPrepare(net, ["a", "b"], Preprocess(size=8)).mixes_fills
+    assert not TorchClassifier(net, ["a", "b"], Sharpened(size=8)).mixes_fills

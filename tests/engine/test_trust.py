@@ -109,6 +109,7 @@ def test_a_polygon_near_the_image_still_decodes():
 
 def test_an_image_over_the_memory_budget_is_skipped_with_its_size_and_the_budget(tmp_path):
     from objrel.data.images import load_rgb
+    from objrel.models import threads as T
 
     root = tmp_path / "data"
     root.mkdir()
@@ -127,7 +128,10 @@ def test_an_image_over_the_memory_budget_is_skipped_with_its_size_and_the_budget
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(write_coco(root, images, anns)),
                     plan="colours3", batch_size=2)
     eng = Engine(store, cfg, model=factory())
-    eng.memory_budget = 2 * 5 * 1_000_000     # 1 MB per image for a chunk of 2 (5 copies each)
+    # 1 MB per image for a chunk of 2 (5 byte copies each) and the float32 copy made in each thread of
+    # per-image work (5 byte copies' worth each)
+    threads = T.PREPROCESS_THREADS
+    eng.memory_budget = (2 * 5 + threads * 5) * 1_000_000
     report = eng.execute()
     rows = {r["sample_id"]: r for r in store.samples(1)}
     assert rows["1"]["skip_code"] == "image-too-large" and "memory budget" in rows["1"]["skip_reason"]

@@ -79,8 +79,13 @@ def test_painted_input_refuses_a_bad_side_and_a_basis_of_another_size():
     basis = pre.fill_basis(image, region)
     with pytest.raises(ValueError, match="'inside' or 'outside'"):
         PaintedInput(basis, "border", (0, 0, 0))
-    with pytest.raises(ValueError, match=r"\(32, 32, 3\) float32, got \(64, 64, 3\)"):
+    with pytest.raises(ValueError, match=r"only with the preprocessing that made its basis .*size=32.* not with .*size=64"):
         Preprocess(size=64)([PaintedInput(basis, "inside", (0, 0, 0))])
+    with pytest.raises(ValueError, match="not with .*std=.0.25"):    # same size, other normalisation
+        Preprocess(size=32, std=(0.25,) * 3)([PaintedInput(basis, "inside", (0, 0, 0))])
+    out = np.empty((16, 16, 3), np.float32)
+    with pytest.raises(ValueError, match=r"\(32, 32, 3\) float32, got \(16, 16, 3\)"):
+        PaintedInput(basis, "inside", (0, 0, 0)).into(out)
     with pytest.raises(ValueError, match="bool region matching the image"):
         pre.fill_basis(image, region[:30])
 
@@ -103,3 +108,15 @@ def test_a_basis_from_the_sources_own_model_input_mixes_the_same_fills():
         assert np.abs(a - b).max() < 1e-5 and np.abs(a - c).max() < 1e-5
     with pytest.raises(ValueError, match=r"prepared image as \(224, 224, 3\) float32"):
         model.preprocess.fill_basis(image, region, np.zeros((224, 224, 3), np.float64))
+
+
+def test_a_basis_of_a_transposed_view_mixes_like_its_painted_copy():
+    rng = np.random.default_rng(7)
+    image = rng.integers(0, 256, (50, 70, 3), dtype=np.uint8).transpose(1, 0, 2)    # not contiguous
+    region = np.zeros((50, 70), bool)
+    region[10:30, 5:40] = True
+    region = region.T
+    pre = _identity(24)
+    mixed = pre([PaintedInput(pre.fill_basis(image, region), "outside", (9, 99, 199))])
+    painted = pre([paint(np.ascontiguousarray(image), ~region, (9, 99, 199))])
+    assert float((mixed - painted).abs().max()) < TOLERANCE

@@ -11,6 +11,9 @@ import torch
 from objrel.models.threads import parallel_each
 
 RESIZE_MODES = ("stretch", "shorter-crop")
+# How the model input's pixels are resized, recorded with every run's model configuration: in float32, with
+# no rounding back to bytes (runs stored before this key rounded the resized image to uint8 first).
+RESIZED_AS = "float32"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 # EfficientNet-Lite (TF reference): (x - 127) / 128 in 0-255 units.
@@ -136,7 +139,7 @@ class Preprocess:
 
     def to_dict(self) -> dict:
         return {"size": self.size, "resize": self.resize, "mean": list(self.mean), "std": list(self.std),
-                "crop_fraction": self.crop_fraction}
+                "crop_fraction": self.crop_fraction, "resized_as": RESIZED_AS}
 
 
 @dataclass(frozen=True, eq=False)

@@ -41,7 +41,8 @@ def _run(tmp_path, name, cfg, model, mix: bool, monkeypatch, ahead: bool = False
     out = {"report": report, "made": made, "samples": store.samples(report.run_id),
            "verdicts": store.verdicts(report.run_id), "votes": store.votes(report.run_id),
            "predictions": {s["sample_id"]: store.predictions(report.run_id, s["sample_id"])
-                           for s in store.samples(report.run_id)}}
+                           for s in store.samples(report.run_id)},
+           "model_config": store.get_run(report.run_id).model_config}
     store.dispose()
     return out
 
@@ -84,6 +85,8 @@ def test_the_demo_with_mixed_fills_gives_the_rows_of_painted_mutants(tmp_path, m
     mixed = _run(tmp_path, "demo", cfg, model, True, monkeypatch, ahead)
     painted = _run(tmp_path, "demo", cfg, model, False, monkeypatch)
     assert mixed["made"] == []                      # every colours3 mutation is a one-colour fill
+    # the run records how its model inputs were resized (runs stored before rounded them to bytes)
+    assert mixed["model_config"]["preprocess"]["resized_as"] == "float32"
     assert len(painted["made"]) == painted["report"].forward_passes - painted["report"].tested > 0
     _assert_same_rows(mixed, painted)
     flags = [v["flagged"] for v in mixed["votes"]]

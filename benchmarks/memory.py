@@ -106,6 +106,8 @@ def main(argv=None) -> int:
               f"batch {args.batch_size}, lazy {not args.no_lazy}, colour-model fixture")
         print(f"run: {elapsed:.1f} s, {report.processed} samples, {report.tested} tested, "
               f"{report.forward_passes} forward passes, {report.processed / elapsed:.0f} samples/s")
+        print("time by step (the run's thread): " + ", ".join(f"{name} {share:.1%}" for name, _, share in
+                                                               report.step_shares()))
         print(f"RSS before the run {before_rss:.0f} MB (peak so far {before_peak:.0f} MB); while running: "
               f"p50 {q(50):.0f} MB, p95 {q(95):.0f} MB, last {samples[-1] if samples else float('nan'):.0f} MB; "
               f"process peak RSS {peak_mb():.0f} MB")

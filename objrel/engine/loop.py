@@ -303,9 +303,10 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
     """The run loop shared by the classifier and detection engines.
 
     ``worker`` has ``store``, ``config.batch_size``, ``samples``, ``create_run()``,
-    ``_process_chunk(chunk, report)`` and ``_commit(run_id, item, report)``; ``done_ids(run_id)``
-    gives the sample ids already stored.  Chunks of ``batch_size`` samples are processed and
-    committed one by one; a cancel request stops between chunks; an exception marks the run failed.
+    ``_process_chunk(chunk, report)`` and ``_commit(run_id, item, report)`` (or ``_commit_chunk(run_id,
+    items, report)``: the chunk's samples in one transaction); ``done_ids(run_id)`` gives the sample ids
+    already stored.  Chunks of ``batch_size`` samples are processed and committed one by one; a cancel
+    request stops between chunks; an exception marks the run failed.
 
     A worker may work ahead on the next chunk while it processes this one (decode, source predictions);
     a process that dies then blames this chunk, whose samples are retried one at a time on resume.  For
@@ -336,9 +337,15 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
                 worker.speculate = not suspect
                 ids = [s.sample_id for s in chunk]
                 store.record_attempts(run_id, ids)
-                for item in worker._process_chunk(chunk, report):
+                items = worker._process_chunk(chunk, report)
+                commit_chunk = getattr(worker, "_commit_chunk", None)
+                if commit_chunk is not None:
                     with report.step("commit"):
-                        worker._commit(run_id, item, report)
+                        commit_chunk(run_id, items, report)
+                for item in items:
+                    if commit_chunk is None:
+                        with report.step("commit"):
+                            worker._commit(run_id, item, report)
                     n_done += 1
                     ticker.samples = n_done
                     if progress:

@@ -141,6 +141,7 @@ class RayEngine(Engine):
         return [self._buffer.pop(i) for i in want]
 
     def _commit(self, run_id: int, rows: tuple, report: RunReport) -> None:
-        sample = rows[0]
-        report.count_sample(sample["status"], sample.get("skip_code"), sample.get("skip_reason") or "")
-        self.store.write_sample(run_id, *rows)
+        self._commit_rows(run_id, [rows], report)
+
+    def _commit_chunk(self, run_id: int, items: list[tuple], report: RunReport) -> None:
+        self._commit_rows(run_id, list(items), report)

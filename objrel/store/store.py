@@ -252,6 +252,31 @@ class Store:
             return False
         return True
 
+    def write_samples(self, run_id: int, results: list[tuple[dict, list[dict], list[dict], list[dict]]]) -> list[bool]:
+        """Commit several samples (an engine chunk), each ``(sample_row, predictions, verdicts, votes)``, and
+        all their rows in one transaction; returns, per sample, whether it was written.
+
+        Where one of them is already stored, each is written on its own instead (``write_sample``): the
+        others still land and none is duplicated."""
+        rid = int(run_id)
+        if not results:
+            return []
+        try:
+            with self.engine.begin() as c:
+                _insert_in_order(c, S.samples, [{"run_id": rid, **r[0]} for r in results])
+                for table, at in ((S.predictions, 1), (S.verdicts, 2), (S.votes, 3)):
+                    _insert_in_order(c, table, [{"run_id": rid, **row} for r in results for row in r[at]])
+                statuses = [r[0]["status"] for r in results]
+                c.execute(update(S.runs).where(S.runs.c.id == rid).values(
+                    n_done=S.runs.c.n_done + len(results),
+                    n_skipped=S.runs.c.n_skipped + statuses.count("skipped"),
+                    n_tested=S.runs.c.n_tested + statuses.count("tested"),
+                    heartbeat_at=now(),
+                ))
+        except IntegrityError:
+            return [self.write_sample(run_id, *r) for r in results]
+        return [True] * len(results)
+
     def sample(self, run_id: int, sample_id: str) -> dict:
         with self.engine.connect() as c:
             row = c.execute(select(S.samples).where(S.samples.c.run_id == int(run_id),
@@ -330,3 +355,13 @@ class Store:
         with self.engine.connect() as c:
             return dict(c.execute(select(S.attempts.c.sample_id, S.attempts.c.count).where(
                 S.attempts.c.run_id == int(run_id))).all())
+
+
+def _insert_in_order(conn, table, rows: list[dict]) -> None:
+    """Insert ``rows`` in their order, one ``executemany`` per run of rows with the same columns (a row
+    leaves out the columns it does not set, and one statement takes one set of columns)."""
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i].keys() != rows[start].keys():
+            conn.execute(insert(table), rows[start:i])
+            start = i

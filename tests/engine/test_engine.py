@@ -253,3 +253,20 @@ def test_multi_label_background_driven_inference_is_flagged(tmp_path, store):
     votes = {v["relation"]: v for v in store.votes(report.run_id) if v["is_primary"]}
     assert (votes["MR-1"]["violations"], votes["MR-1"]["flagged"]) == (3, True)
     assert (votes["MR-2"]["violations"], votes["MR-2"]["flagged"]) == (3, True)
+
+
+def test_a_run_commits_each_chunk_in_one_transaction(colour_set, colour_model, store, monkeypatch):
+    """Store.write_samples once per chunk of batch_size samples, never a sample on its own."""
+    calls = []
+    real = store.write_samples
+
+    def chunk(run_id, results):
+        calls.append([r[0]["sample_id"] for r in results])
+        return real(run_id, results)
+
+    monkeypatch.setattr(store, "write_samples", chunk)
+    monkeypatch.setattr(store, "write_sample", lambda *a, **k: pytest.fail("a sample was committed on its own"))
+    report = Engine(store, config(colour_set, batch_size=4), model=colour_model).execute()
+    assert [len(c) for c in calls] == [4, 4, 2] and report.processed == 10
+    assert sorted(sum(calls, [])) == sorted(s["sample_id"] for s in store.samples(report.run_id))
+    assert store.get_run(report.run_id).n_done == 10

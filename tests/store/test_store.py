@@ -103,3 +103,46 @@ def test_concurrent_writers_on_postgresql(pg_url):
         assert p.exitcode == 0
     s = Store(pg_url)
     assert len(s.samples(run_id)) == 150 and s.get_run(run_id).n_done == 150
+
+
+# ---------------------------------------------------------------- a chunk in one transaction
+
+
+def _tested(i: int) -> tuple:
+    pred = {"sample_id": f"t{i}", "mutation_key": "source", "prediction": {"task": "single"}, "seed": None}
+    verdict = {"sample_id": f"t{i}", "relation": "MR-1", "mutation_key": "fill_object(colour=black)",
+               "operator": "fill_object", "verdict": "holds"}
+    vote = {"sample_id": f"t{i}", "group_name": "MR-1 colours3", "relation": "MR-1", "is_primary": True, "k": 2,
+            "n": 3, "applicable": 3, "violations": 0, "flagged": False}
+    return ({"sample_id": f"t{i}", "rel_path": f"{i}.png", "status": "tested"}, [pred], [verdict], [vote])
+
+
+def _skipped(i: int) -> tuple:
+    return ({"sample_id": f"s{i}", "rel_path": f"{i}.png", "status": "skipped", "skip_code": "corrupt-image",
+             "skip_reason": "cannot decode"}, [], [], [])
+
+
+def test_a_chunk_of_samples_lands_in_one_transaction_with_its_counters(tmp_path):
+    s = Store(tmp_path / "w.db")
+    rid = _run(s)
+    # rows of different shapes in one chunk (a skipped row sets columns a tested one leaves out)
+    assert s.write_samples(rid, [_tested(1), _skipped(2), _tested(3)]) == [True, True, True]
+    rec = s.get_run(rid)
+    assert (rec.n_done, rec.n_tested, rec.n_skipped) == (3, 2, 1)
+    rows = {r["sample_id"]: r for r in s.samples(rid)}
+    assert rows["s2"]["skip_code"] == "corrupt-image" and rows["t1"]["skip_code"] is None
+    assert set(s.predictions(rid, "t3")) == {"source"}
+    assert [v["sample_id"] for v in s.verdicts(rid)] == ["t1", "t3"]
+    assert {v["sample_id"] for v in s.votes(rid)} == {"t1", "t3"}
+    assert s.write_samples(rid, []) == []
+
+
+def test_a_chunk_holding_a_stored_sample_writes_the_others_once(tmp_path):
+    s = Store(tmp_path / "d.db")
+    rid = _run(s)
+    assert s.write_samples(rid, [_tested(1)]) == [True]
+    assert s.write_samples(rid, [_tested(0), _tested(1), _skipped(2)]) == [True, False, True]
+    rec = s.get_run(rid)
+    assert (rec.n_done, rec.n_tested, rec.n_skipped) == (3, 2, 1)
+    assert sorted(r["sample_id"] for r in s.samples(rid)) == ["s2", "t0", "t1"]
+    assert len(s.verdicts(rid)) == 2 and len(s.votes(rid)) == 2

@@ -8,7 +8,7 @@ Flow per chunk of ``batch_size`` samples:
 4. stream (sample, mutation) pairs through the model in batches of ``batch_size``,
    making each mutant just before its batch (memory stays at one batch of mutants);
 5. check each mutant against its source's prediction (computed once, step 2),
-   vote, score, and commit the sample's rows in one transaction.
+   vote, score, and commit the chunk's samples and all their rows in one transaction.
 
 A killed run resumes from the samples not yet in the store; the same seed gives
 the same rows (mutation seeds derive from run seed, sample id and mutation).

@@ -434,17 +434,15 @@ class Engine:
         return R.inference_distance(relation, p.source, mut, p.label_of_interest,
                                     highest_ranked=bool(self.config.test_all))
 
-    def _commit(self, run_id: int, p: _Prepared, report: RunReport) -> None:
-        self._commit_rows(run_id, [self.result_rows(p)], report)
-
     def _commit_chunk(self, run_id: int, preps: list[_Prepared], report: RunReport) -> None:
         """The chunk's samples and all their rows in one transaction (``Store.write_samples``)."""
         self._commit_rows(run_id, [self.result_rows(p) for p in preps], report)
 
     def _commit_rows(self, run_id: int, results: list[tuple], report: RunReport) -> None:
-        for sample, *_ in results:
-            report.count_sample(sample["status"], sample.get("skip_code"), sample.get("skip_reason") or "")
-        self.store.write_samples(run_id, results)
+        """Write ``results`` and count the samples written (one already stored is not counted again)."""
+        for (sample, *_), written in zip(results, self.store.write_samples(run_id, results)):
+            if written:
+                report.count_sample(sample["status"], sample.get("skip_code"), sample.get("skip_reason") or "")
 
     def result_rows(self, p: _Prepared) -> tuple[dict, list[dict], list[dict], list[dict]]:
         """The sample, prediction, verdict and vote rows of one processed sample."""

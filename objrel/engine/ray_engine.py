@@ -5,8 +5,8 @@
 The driver creates (or resumes) the run, lists the samples not yet stored and streams their ids through
 ``map_batches`` with an actor pool of ``workers`` actors; each actor builds one local ``Engine`` (one
 model, loaded once) and returns the sample, prediction, verdict and vote rows of its batch, made by the
-same ``Engine.result_rows`` the local engine commits.  The driver commits each sample's rows in one
-transaction through ``Store.write_sample`` inside the shared ``execute_run`` loop, so resume, cancel,
+same ``Engine.result_rows`` the local engine commits.  The driver commits each chunk's rows in one
+transaction through ``Store.write_samples`` inside the shared ``execute_run`` loop, so resume, cancel,
 failure marking and timings work as for the local engine.  Results come back in sample order
 (``preserve_order``), so the same seed gives the same rows as a local run.
 """
@@ -139,9 +139,6 @@ class RayEngine(Engine):
             report.forward_passes += int(row["passes"])
             self._buffer[str(row["sample_id"])] = tuple(json.loads(row["rows"]))
         return [self._buffer.pop(i) for i in want]
-
-    def _commit(self, run_id: int, rows: tuple, report: RunReport) -> None:
-        self._commit_rows(run_id, [rows], report)
 
     def _commit_chunk(self, run_id: int, items: list[tuple], report: RunReport) -> None:
         self._commit_rows(run_id, list(items), report)

@@ -229,7 +229,8 @@ class Store:
         """Commit one sample and all its rows in a single transaction.
 
         Returns False (and writes nothing) when the sample is already stored, so a
-        resumed run never duplicates rows.
+        resumed run never duplicates rows; any other integrity error (a row the schema refuses, a run
+        deleted meanwhile) raises, so no sample is dropped without a word.
         """
         rid = int(run_id)
         try:
@@ -249,15 +250,23 @@ class Store:
                     heartbeat_at=now(),
                 ))
         except IntegrityError:
-            return False
+            if self._stored(rid, sample_row["sample_id"]):
+                return False
+            raise
         return True
+
+    def _stored(self, run_id: int, sample_id: str) -> bool:
+        with self.engine.connect() as c:
+            return c.execute(select(S.samples.c.id).where(S.samples.c.run_id == int(run_id),
+                                                          S.samples.c.sample_id == str(sample_id))).first() is not None
 
     def write_samples(self, run_id: int, results: list[tuple[dict, list[dict], list[dict], list[dict]]]) -> list[bool]:
         """Commit several samples (an engine chunk), each ``(sample_row, predictions, verdicts, votes)``, and
         all their rows in one transaction; returns, per sample, whether it was written.
 
         Where one of them is already stored, each is written on its own instead (``write_sample``): the
-        others still land and none is duplicated."""
+        others still land and none is duplicated; a row the schema refuses raises there, after the samples
+        before it have landed."""
         rid = int(run_id)
         if not results:
             return []
@@ -358,8 +367,17 @@ class Store:
 
 
 def _insert_in_order(conn, table, rows: list[dict]) -> None:
-    """Insert ``rows`` in their order, one ``executemany`` per run of rows with the same columns (a row
-    leaves out the columns it does not set, and one statement takes one set of columns)."""
+    """Insert ``rows`` in their order with as few ``executemany`` as the columns allow.  One statement takes
+    one set of columns: a row that leaves out a column without a default gets None there (the column's
+    value when left out), so the rows of a chunk go in one statement; otherwise one statement per run of
+    rows with the same columns."""
+    if not rows:
+        return
+    columns = set().union(*rows)
+    no_default = {c.name for c in table.columns if c.default is None and c.server_default is None}
+    if all(columns - row.keys() <= no_default for row in rows):
+        conn.execute(insert(table), [{**dict.fromkeys(columns), **row} for row in rows])
+        return
     start = 0
     for i in range(1, len(rows) + 1):
         if i == len(rows) or rows[i].keys() != rows[start].keys():

@@ -255,18 +255,24 @@ def test_multi_label_background_driven_inference_is_flagged(tmp_path, store):
     assert (votes["MR-2"]["violations"], votes["MR-2"]["flagged"]) == (3, True)
 
 
-def test_a_run_commits_each_chunk_in_one_transaction(colour_set, colour_model, store, monkeypatch):
-    """Store.write_samples once per chunk of batch_size samples, never a sample on its own."""
-    calls = []
-    real = store.write_samples
+def test_a_run_commits_each_chunk_in_one_transaction(colour_set, colour_model, store):
+    """Each committed transaction that inserts samples holds one whole chunk of batch_size samples."""
+    from sqlalchemy import event
 
-    def chunk(run_id, results):
-        calls.append([r[0]["sample_id"] for r in results])
-        return real(run_id, results)
+    committed: list[list[str]] = []
 
-    monkeypatch.setattr(store, "write_samples", chunk)
-    monkeypatch.setattr(store, "write_sample", lambda *a, **k: pytest.fail("a sample was committed on its own"))
+    def on_execute(conn, cursor, statement, params, context, executemany):
+        if statement.lstrip().upper().startswith("INSERT INTO SAMPLES"):
+            rows = params if executemany else [params]
+            conn.info.setdefault("samples", []).extend(r[1] for r in rows)    # (run_id, sample_id, ...)
+
+    def on_commit(conn):
+        if conn.info.get("samples"):
+            committed.append(conn.info.pop("samples"))
+
+    event.listen(store.engine, "before_cursor_execute", on_execute)
+    event.listen(store.engine, "commit", on_commit)
     report = Engine(store, config(colour_set, batch_size=4), model=colour_model).execute()
-    assert [len(c) for c in calls] == [4, 4, 2] and report.processed == 10
-    assert sorted(sum(calls, [])) == sorted(s["sample_id"] for s in store.samples(report.run_id))
+    assert [len(c) for c in committed] == [4, 4, 2] and report.processed == 10
+    assert sorted(sum(committed, [])) == sorted(s["sample_id"] for s in store.samples(report.run_id))
     assert store.get_run(report.run_id).n_done == 10

@@ -146,3 +146,25 @@ def test_a_chunk_holding_a_stored_sample_writes_the_others_once(tmp_path):
     assert (rec.n_done, rec.n_tested, rec.n_skipped) == (3, 2, 1)
     assert sorted(r["sample_id"] for r in s.samples(rid)) == ["s2", "t0", "t1"]
     assert len(s.verdicts(rid)) == 2 and len(s.votes(rid)) == 2
+
+
+def test_a_chunk_of_mixed_shapes_is_one_insert_and_a_refused_row_raises_after_the_good_ones(tmp_path):
+    from sqlalchemy import event
+    from sqlalchemy.exc import IntegrityError
+
+    s = Store(tmp_path / "m.db")
+    rid = _run(s)
+    inserts = []
+    event.listen(s.engine, "before_cursor_execute",
+                 lambda conn, cur, statement, *a: inserts.append(statement.split("(")[0].strip())
+                 if statement.lstrip().upper().startswith("INSERT INTO SAMPLES") else None)
+    assert s.write_samples(rid, [_skipped(1), _tested(2), _skipped(3), _tested(4)]) == [True] * 4
+    assert len(inserts) == 1                       # skipped and tested rows in one statement
+    bad = _tested(6)
+    del bad[2][0]["operator"]                      # a verdict row the schema refuses (NOT NULL)
+    with pytest.raises(IntegrityError):
+        s.write_samples(rid, [_tested(5), bad, _skipped(7)])
+    # the chunk was rolled back, then written one by one up to the refused sample: nothing twice
+    assert sorted(r["sample_id"] for r in s.samples(rid)) == ["s1", "s3", "t2", "t4", "t5"]
+    rec = s.get_run(rid)
+    assert (rec.n_done, rec.n_tested, rec.n_skipped) == (5, 3, 2)

@@ -302,7 +302,7 @@ class Engine:
         live = [p for p in preps if p.skip is None]
         if live and self._mixing():
             for p, row in zip(live, sources):
-                p.model_input = row
+                p.model_input = row.clone()     # before the forward pass: a module may change its input in place
         if live:
             with report.step("forward"):
                 probs = self.model.forward(sources)

@@ -2,7 +2,8 @@
 
 ``execute_run`` drives a worker (the classifier ``Engine`` or the ``DetectionEngine``): it skips the
 samples already stored, processes the rest in chunks of ``batch_size``, commits each sample's rows
-in one transaction (the classifier engines: each chunk's samples in one), stops between chunks when a cancel is requested and marks a crashed run failed.
+in one transaction (the classifier engines: each chunk's samples in one), stops between chunks when a
+cancel is requested and marks a crashed run failed.
 ``prefetch`` makes the next batch of mutants in a worker thread while the model runs on this one, when the
 forward pass leaves cores for it (``overlap_default``); otherwise each batch is made on every core just
 before its forward pass (``mutant_batches(parallel=True)``).

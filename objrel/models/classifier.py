@@ -62,7 +62,8 @@ class Classifier:
     def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared=None) -> FillBasis | None:
         """What ``prepare`` mixes the one-colour fills of ``region`` in ``image`` from (``PaintedInput``); None
         where the adapter's preprocessing is not a known linear resize (the engine then paints the mutants).
-        ``prepared``: the image's row of a ``prepare`` batch, when the caller has it (saves a resize)."""
+        ``prepared``: the image's row of a ``prepare`` batch, as ``prepare`` made it, when the caller has it
+        (saves a resize)."""
         return None
 
     def forward(self, batch) -> np.ndarray:
@@ -144,8 +145,9 @@ class TorchClassifier(Classifier):
 
     def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared: torch.Tensor | None = None) -> FillBasis:
         if prepared is not None:
-            # a copy: a module may change its input in place during the forward pass
-            prepared = np.array(prepared.detach().permute(1, 2, 0).cpu().numpy(), dtype=np.float32, order="C")
+            # read, not kept (the basis holds new arrays); a caller that runs the batch through the module
+            # first passes a copy made before, since a module may change its input in place
+            prepared = np.ascontiguousarray(prepared.detach().permute(1, 2, 0).cpu().numpy(), dtype=np.float32)
         return self.preprocess.fill_basis(image, region, prepared)
 
     def prepare(self, images) -> torch.Tensor:

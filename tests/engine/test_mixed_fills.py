@@ -93,13 +93,29 @@ def test_the_demo_with_mixed_fills_gives_the_rows_of_painted_mutants(tmp_path, m
     assert any(flags) and not all(flags)
 
 
-@pytest.mark.parametrize("multi", [False, True], ids=["single-label", "multi-label"])
-def test_planted_shortcut_scenes_with_mixed_fills_give_the_rows_of_painted_mutants(tmp_path, monkeypatch, multi):
+class ScribblesOnItsInput(torch.nn.Module):
+    """A module that changes its input batch in place after using it (allowed under inference_mode)."""
+
+    def __init__(self, net: torch.nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        out = self.net(x)
+        x.mul_(0.5)
+        return out
+
+
+@pytest.mark.parametrize("multi, scribbles", [(False, False), (True, False), (False, True)],
+                         ids=["single-label", "multi-label", "module-changes-its-input"])
+def test_planted_shortcut_scenes_with_mixed_fills_give_the_rows_of_painted_mutants(tmp_path, monkeypatch, multi,
+                                                                                 scribbles):
     scenes = SyntheticConfig(n_classes=3, rho=0.9, multi_label=multi, seed=5)
     split = write_split(scenes, tmp_path / "scenes", "test", 12)
     torch.manual_seed(0)
     names = [f"class{i}" for i in range(3)]
-    model = module_classifier(ShortcutCNN(3), names, task="multi" if multi else "single")
+    net = ScribblesOnItsInput(ShortcutCNN(3)) if scribbles else ShortcutCNN(3)
+    model = module_classifier(net, names, task="multi" if multi else "single")
     cfg = RunConfig(dataset=split.annotation, plan="all", test_all=True, lazy=False, batch_size=8,
                     task="multi" if multi else "single")
     mixed = _run(tmp_path, "planted", cfg, model, True, monkeypatch)

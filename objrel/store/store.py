@@ -235,20 +235,7 @@ class Store:
         rid = int(run_id)
         try:
             with self.engine.begin() as c:
-                c.execute(insert(S.samples).values(run_id=rid, **sample_row))
-                if predictions:
-                    c.execute(insert(S.predictions), [{"run_id": rid, **p} for p in predictions])
-                if verdicts:
-                    c.execute(insert(S.verdicts), [{"run_id": rid, **v} for v in verdicts])
-                if votes:
-                    c.execute(insert(S.votes), [{"run_id": rid, **v} for v in votes])
-                status = sample_row["status"]
-                c.execute(update(S.runs).where(S.runs.c.id == rid).values(
-                    n_done=S.runs.c.n_done + 1,
-                    n_skipped=S.runs.c.n_skipped + (1 if status == "skipped" else 0),
-                    n_tested=S.runs.c.n_tested + (1 if status == "tested" else 0),
-                    heartbeat_at=now(),
-                ))
+                _insert_samples(c, rid, [(sample_row, predictions, verdicts, votes)])
         except IntegrityError:
             if self._stored(rid, sample_row["sample_id"]):
                 return False
@@ -272,16 +259,7 @@ class Store:
             return []
         try:
             with self.engine.begin() as c:
-                _insert_in_order(c, S.samples, [{"run_id": rid, **r[0]} for r in results])
-                for table, at in ((S.predictions, 1), (S.verdicts, 2), (S.votes, 3)):
-                    _insert_in_order(c, table, [{"run_id": rid, **row} for r in results for row in r[at]])
-                statuses = [r[0]["status"] for r in results]
-                c.execute(update(S.runs).where(S.runs.c.id == rid).values(
-                    n_done=S.runs.c.n_done + len(results),
-                    n_skipped=S.runs.c.n_skipped + statuses.count("skipped"),
-                    n_tested=S.runs.c.n_tested + statuses.count("tested"),
-                    heartbeat_at=now(),
-                ))
+                _insert_samples(c, rid, results)
         except IntegrityError:
             return [self.write_sample(run_id, *r) for r in results]
         return [True] * len(results)
@@ -364,6 +342,21 @@ class Store:
         with self.engine.connect() as c:
             return dict(c.execute(select(S.attempts.c.sample_id, S.attempts.c.count).where(
                 S.attempts.c.run_id == int(run_id))).all())
+
+
+def _insert_samples(conn, run_id: int, results: list[tuple[dict, list[dict], list[dict], list[dict]]]) -> None:
+    """Insert samples, each ``(sample_row, predictions, verdicts, votes)``, with all their rows, and add them
+    to the run's counters, inside the caller's transaction."""
+    _insert_in_order(conn, S.samples, [{"run_id": run_id, **r[0]} for r in results])
+    for table, at in ((S.predictions, 1), (S.verdicts, 2), (S.votes, 3)):
+        _insert_in_order(conn, table, [{"run_id": run_id, **row} for r in results for row in r[at]])
+    statuses = [r[0]["status"] for r in results]
+    conn.execute(update(S.runs).where(S.runs.c.id == run_id).values(
+        n_done=S.runs.c.n_done + len(results),
+        n_skipped=S.runs.c.n_skipped + statuses.count("skipped"),
+        n_tested=S.runs.c.n_tested + statuses.count("tested"),
+        heartbeat_at=now(),
+    ))
 
 
 def _insert_in_order(conn, table, rows: list[dict]) -> None:

@@ -10,7 +10,7 @@ role, not this page).
 
 import streamlit as st
 
-from objrel import review
+from objrel import access, review
 from objrel.app import captions, review_panels
 from objrel.app.captions import plain
 from objrel.app.caches import cached_item_card, open_store
@@ -31,7 +31,7 @@ SUMMARY_PERCENT_COLUMNS = ("precision",)
 DECIMAL_COLUMNS = ("kappa",)
 
 
-def adjudication_form(d, run_id, relation, name_a, name_b, who):
+def adjudication_form(d, run_id, relation, name_a, name_b, actor):
     """One disagreement with its form; widget keys carry run, relation and sample id."""
     key = f"{run_id}_{relation}_{d.sample_id}"
     with st.form(key=f"adj_form_{key}"):
@@ -54,11 +54,11 @@ def adjudication_form(d, run_id, relation, name_a, name_b, who):
             st.error(f"{plain(d.sample_id)}: choose a decision first.")
             return
         try:
-            review.adjudicate(store, run_id, d.sample_id, relation, verdict, reasons, note, who)
+            review.adjudicate(actor, store, run_id, d.sample_id, relation, verdict, reasons, note)
         except (ValueError, NotAllowed) as exc:
             st.error(f"{plain(d.sample_id)}: {plain(exc)}")
             return
-        st.session_state[FLASH_KEY] = f"Saved: {plain(d.sample_id)} is a {review.VERDICT_LABELS[verdict]} ({plain(who)})."
+        st.session_state[FLASH_KEY] = f"Saved: {plain(d.sample_id)} is a {review.VERDICT_LABELS[verdict]} ({plain(actor.name)})."
         st.rerun()
 
 
@@ -70,9 +70,9 @@ if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))
 
 store = open_store()
-who = page_sidebar(store)
+actor = page_sidebar(store)
 if not store.list_runs():
-    st.info(f"No runs in {store!r} yet. Start one with `objrel run --dataset demo` or `make run`.")
+    st.info("No runs yet. Start one with `objrel run --dataset demo` or `make run`.")
     st.stop()
 judged = review.judged_runs(store)
 if not judged:
@@ -94,7 +94,7 @@ for rel in review.RELATIONS:
     if not rel_judged:
         continue
     precision = review.precision_table(store, [r.run_id for r in rel_judged], rel)
-    summary = precision_summary(precision, pair_kappas(store, rel_judged, rel, who))
+    summary = precision_summary(precision, pair_kappas(actor, store, rel_judged, rel))
     st.markdown(f"**{rel}**")
     table(summary, f"agreement_precision_{rel}", f"precision_{rel}_summary.csv",
           {**percent_columns(summary, SUMMARY_PERCENT_COLUMNS), **decimal_columns(summary, DECIMAL_COLUMNS)})
@@ -102,7 +102,7 @@ for rel in review.RELATIONS:
         table(precision, f"agreement_precision_full_{rel}", f"precision_{rel}.csv",
               percent_columns(precision, PERCENT_COLUMNS))
 
-if not review.has_role(store, who, (review.ADJUDICATOR, review.ADMIN)):
+if not access.permits(actor, access.SEE_CALLS):
     st.info("The two reviewers' calls, their kappa and their disagreements are shown to adjudicators and admins "
             "only: review stays blind. Sign in (sidebar) with such an account to see them.")
     st.stop()
@@ -130,7 +130,7 @@ keep_choice("agreement_reviewer_b", others[0], others)
 name_b = c4.selectbox("Reviewer B", others, key="agreement_reviewer_b")
 
 try:
-    view = review.pair_view(store, run_id, relation, name_a, name_b, who)
+    view = review.pair_view(actor, store, run_id, relation, name_a, name_b)
 except NotAllowed as exc:
     st.error(str(exc))
     st.stop()
@@ -179,14 +179,14 @@ if not dis:
     st.success(f"{plain(name_a)} and {plain(name_b)} agree on every item both judged.")
     st.stop()
 st.caption(f"{len(open_items)} open, {len(done_items)} decided. An adjudication overrides both reviewers' calls.")
-if who in (name_a, name_b):
+if actor.name in (name_a, name_b):
     st.info("You judged these items yourself: another adjudicator decides their disagreements.")
     st.stop()
 for d in open_items[:MAX_FORMS]:
-    adjudication_form(d, run_id, relation, name_a, name_b, who)
+    adjudication_form(d, run_id, relation, name_a, name_b, actor)
 if len(open_items) > MAX_FORMS:
     st.caption(f"{len(open_items) - MAX_FORMS} more open disagreements appear as these are decided.")
 if done_items:
     with st.expander(f"Decided disagreements ({len(done_items)}): change a decision"):
         for d in done_items:
-            adjudication_form(d, run_id, relation, name_a, name_b, who)
+            adjudication_form(d, run_id, relation, name_a, name_b, actor)

@@ -7,24 +7,25 @@ Every number comes from objrel.studies.deepinspect; this page only picks and dra
 """
 
 import hashlib
-from pathlib import Path
 
 import streamlit as st
 
+from objrel import access
 from objrel.app import captions, charts
 from objrel.app.captions import plain
 from objrel.app.caches import inspect_file, inspect_upload, open_store, planted_result, ranked_tables
 from objrel.app.state import init_value, keep_choice, keep_number
 from objrel.app.tables import table
 from objrel.app.widgets import page_sidebar, use_app_navigation
+from objrel.errors import NotAllowed, ObjrelError
 from objrel.studies.deepinspect import evaluation_table, example_images
-from objrel.studies.deepinspect.browse import check_upload_size, newest_result, pair_choices, planted_lines, \
-    results_dir
+from objrel.studies.deepinspect.browse import MAX_UPLOAD_MB, examples_allowed, pair_choices, planted_lines, \
+    result_files, results_dir
 from objrel.studies.deepinspect.result import heatmap_classes, napvd_frame
 
 use_app_navigation()
 
-SOURCES = ("Results file", "Upload", "Planted benchmark")
+SOURCES = ("Results folder", "Upload", "Planted benchmark")
 EXAMPLES = 4
 EXAMPLE_PX = 96
 MAX_HEATMAP_CLASSES = 40
@@ -32,56 +33,65 @@ MIN_HEATMAP_CLASSES = 3
 DEFAULT_PAIRS_LISTED = 20
 ERROR_TYPES = ("confusion", "bias")
 
-page_sidebar(open_store())
+actor = page_sidebar(open_store())
 st.title("Inspect")
 st.caption("Class-level bugs that per-image relations miss: two classes the model cannot tell apart (confusion, "
            "low NAPVD), and two classes it treats unequally in the presence of a third (bias, high avg_bias). "
            "DeepInspect (seed 004) reads them from how often each neuron fires per predicted class.")
 
-folder = results_dir()
 keep_choice("inspect_source", SOURCES[0], SOURCES)
-init_value("inspect_path", newest_result(folder))
 init_value("inspect_seed", 0)
 source = st.radio("Result", SOURCES, key="inspect_source", horizontal=True)
 
 result = None
+show_examples = True
 try:
-    if source == "Results file":
-        path = st.text_input("Results file", key="inspect_path",
-                             help=f"A JSON file written by `objrel inspect --out`; the newest in {folder}/ is "
-                                  "filled in.")
-        if not path or not Path(path).is_file():
-            st.info(f"No results file{f' at {path}' if path else ''}. Write one with "
-                    f"`objrel inspect --model MODEL --dataset ANNOTATIONS --out {folder}/result.json`, or "
-                    "`objrel inspect --planted --out ...` for the synthetic benchmark, then come back here.")
+    if source == "Results folder":
+        files = result_files()
+        if not files:
+            st.info("No results file in the results folder yet. The server's operator writes one with "
+                    "`objrel inspect --model MODEL --dataset ANNOTATIONS --out DIR/result.json` (DIR: the folder "
+                    "$OBJREL_INSPECT_DIR names, var/inspect by default), or `objrel inspect --planted --out ...`.")
             st.stop()
-        key = ("file", str(Path(path).resolve()), Path(path).stat().st_mtime)
-        result = inspect_file(*key[1:])
+        keep_choice("inspect_file", files[0], files)
+        name = st.selectbox("Results file", files, key="inspect_file", help="The results folder's files, newest first.")
+        key = ("file", name, (results_dir() / name).stat().st_mtime)
+        result = inspect_file(actor, name, key[2])
     elif source == "Upload":
-        upload = st.file_uploader("Results file (JSON)", type=["json"], key="inspect_upload")
+        if not access.permits(actor, access.UPLOAD_RESULTS):
+            st.info("Uploading a results file is for signed-in accounts (sidebar). The results folder and the "
+                    "planted benchmark are open to everyone.")
+            st.stop()
+        upload = st.file_uploader(f"Results file (JSON, at most {MAX_UPLOAD_MB} MB)", type=["json"],
+                                  key="inspect_upload")
         if upload is None:
             st.info("Upload a JSON file written by `objrel inspect --out`.")
             st.stop()
-        check_upload_size(upload.name, upload.size)
         data = upload.getvalue()
         key = ("upload", hashlib.sha256(data).hexdigest())
-        result = inspect_upload(data)
+        result = inspect_upload(actor, upload.name, key[1], data)
+        del data
+        show_examples = False
     else:
         c1, c2 = st.columns([1, 3])
         seed = int(c1.number_input("Seed", min_value=0, max_value=10_000, step=1, key="inspect_seed"))
         c2.caption("Trains a small CNN on 32x32 images with a planted confusion (disc / blush) and a planted "
                    "bias (tagged / stripes), then inspects it: a few seconds on two cores.")
-        if c2.button("Train and inspect", key="inspect_planted_run"):
+        can_train = access.permits(actor, access.TRAIN_PLANTED)
+        if c2.button("Train and inspect", key="inspect_planted_run", disabled=not can_train,
+                     help=None if can_train else "for run operators and admins"):
             st.session_state["inspect_planted_done"] = seed
         if st.session_state.get("inspect_planted_done") != seed:
-            st.info("Press **Train and inspect** to compute the planted benchmark for this seed.")
+            st.info("Press **Train and inspect** to compute the planted benchmark for this seed." if can_train else
+                    "Training the planted benchmark is for run operators and admins (sign in, sidebar).")
             st.stop()
         with st.spinner("Training and inspecting the planted benchmark ..."):
-            result = planted_result(seed)
+            result = planted_result(actor, seed)
         key = ("planted", seed)
-except ValueError as exc:
-    st.error(f"Cannot read this result: {exc}")
+except (ValueError, ObjrelError) as exc:   # NotAllowed, a bad or over-deep file: one line, never a traceback
+    st.error(f"Cannot show this result: {plain(exc)}")
     st.stop()
+show_examples = show_examples and examples_allowed(result)
 
 # ---------------------------------------------------------------- summary
 
@@ -131,8 +141,11 @@ pair = choices[st.selectbox("Pair", list(choices), key="inspect_pair")]
 for col, name in zip(st.columns(len(pair.classes)), pair.classes):
     with col:
         st.markdown(f"**{plain(name)}**" + (" (third class)" if name == pair.third else ""))
-        images = example_images(result, name, EXAMPLES)
-        if images:
+        images = example_images(result, name, EXAMPLES) if show_examples else []
+        if not show_examples:
+            st.caption("no example images: an uploaded result, or one whose dataset lies outside the allowed "
+                       "data folders, names files the server does not open")
+        elif images:
             st.image(images, width=EXAMPLE_PX, caption=[f"predicted {name}"] * len(images))
         else:
             st.caption("no example images available (files moved, or none kept)")

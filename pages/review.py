@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from objrel import review
+from objrel import access, review
 from objrel.analysis.overview import tested_runs
 from objrel.app import captions, review_panels
 from objrel.app.captions import plain
@@ -20,7 +20,7 @@ GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
 
 store = open_store()
-who = page_sidebar(store)
+actor = page_sidebar(store)
 st.title("Review flagged inferences")
 
 runs = tested_runs(store)
@@ -50,10 +50,10 @@ mode = c3.radio("Queue", QUEUE_MODES, key="review_mode", horizontal=True, format
                 help="The review sample is drawn once per run and relation with Cochran's formula "
                      "(95% confidence, 5% margin, finite-population correction) from a stored seed.")
 
-if not who:
+if not actor.signed_in:
     st.info("Sign in (sidebar) to review: every judgment records who made it and when.")
     st.stop()
-can_judge = review.has_role(store, who, (review.REVIEWER,))
+can_judge = access.permits(actor, access.JUDGE)
 if not can_judge:
     st.info("Your account has no reviewer role, so your calls would not be recorded; you may look through the "
             "items. An admin grants roles on the Users page.")
@@ -63,7 +63,11 @@ if not flagged:
     st.info(f"No inference of run {run_id} is flagged by {relation}.")
     st.stop()
 
-queue = open_queue(store, run_id, relation, who, mode, flagged)
+try:
+    queue = open_queue(actor, store, run_id, relation, mode, flagged)
+except NotAllowed as exc:
+    st.info(f"No review sample of run {run_id} ({relation}) has been drawn yet, and {exc}.")
+    st.stop()
 if mode == REVIEW_SAMPLE:
     st.caption(captions.queue_caption(queue))
 
@@ -104,9 +108,9 @@ if scores_note:
     st.caption(scores_note)
 review_panels.image_panels(item)
 review_panels.details(item)
-review_panels.lime(store, item, who)
+review_panels.lime(actor, store, item)
 review_panels.size_histogram(store, item, relation)
-review_panels.box_retest(store, item, who)
+review_panels.box_retest(actor, store, item)
 
 st.divider()
 st.markdown("**Your judgment** (blind: the other reviewer's call is never shown here)")
@@ -119,7 +123,7 @@ note = j2.text_input("Note", key=f"review_note_{sample_id}")
 
 def judge(verdict: str) -> None:
     try:
-        record_call(store, run_id, sample_id, relation, who, verdict, reasons, note)
+        record_call(actor, store, run_id, sample_id, relation, verdict, reasons, note)
     except (ValueError, NotAllowed) as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return

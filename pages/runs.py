@@ -9,6 +9,7 @@ from dataclasses import asdict
 import pandas as pd
 import streamlit as st
 
+from objrel import access
 from objrel.analysis.overview import run_history
 from objrel.app import captions
 from objrel.app.caches import open_store
@@ -19,7 +20,6 @@ from objrel.engine import jobs, manage
 from objrel.engine.run_form import (CLASSIFIER, DETECTOR, MAX_DILATE_PX, MAX_SEED, MAX_VOTE_K, TASK_LABELS, TASKS,
                                     RunForm, base_config, data_roots, extra_operator_choices, stored_config, task_of,
                                     web_models)
-from objrel.review import roles
 from objrel.mutations import PRESETS
 
 use_app_navigation()
@@ -34,8 +34,8 @@ FIELD_KEYS = {"weights": "runs_weights", "dataset": "runs_dataset", "images": "r
 MODEL_KEYS = {CLASSIFIER: "runs_model", DETECTOR: "runs_detector"}
 
 store = open_store()
-who = page_sidebar(store)
-operator = roles.has_role(store, who, roles.OPERATE)
+actor = page_sidebar(store)
+operator = access.permits(actor, access.START_RUN)
 st.title("Runs")
 st.caption("Runs started here are separate processes: they keep going if you close the page, and every page "
            "sees their progress through the store.")
@@ -112,7 +112,7 @@ def start_form() -> None:
         try:
             config = form.to_config(base)
             with st.spinner("Starting the run process ..."):
-                job = jobs.start_web_run(store, config, actor=who)
+                job = jobs.start_web_run(actor, store, config)
             st.success(f"Run {job.run_id} started (process {job.pid}; log {job.log}).")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not start the run: {exc}")
@@ -145,7 +145,7 @@ def upload_section() -> None:
             try:
                 if ann is None or zipped is None:
                     raise ValueError("choose both the annotation .json and the images .zip")
-                up = manage.upload_dataset(store, name, ann.getvalue(), zipped.getvalue(), actor=who)
+                up = manage.upload_dataset(actor, name, ann.getvalue(), zipped.getvalue())
                 st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind}).")
             except Exception as exc:  # shown to the user, the page stays up
                 st.error(f"Upload refused: {exc}")
@@ -156,7 +156,7 @@ def upload_section() -> None:
             try:
                 if weights is None:
                     raise ValueError("choose a weights file")
-                up = manage.upload_weights(store, name, arch, weights.getvalue(), actor=who)
+                up = manage.upload_weights(actor, name, arch, weights.getvalue())
                 st.success(f"Weights {up.name} stored for {up.architecture}.")
             except Exception as exc:  # shown to the user, the page stays up
                 st.error(f"Upload refused: {exc}")
@@ -178,7 +178,7 @@ def manage_section() -> None:
     new_name = c1.text_input("New name", key="runs_rename_name")
     if c1.button("Rename", key="runs_rename_btn"):
         try:
-            manage.rename_run(store, pick, new_name, actor=who)
+            manage.rename_run(actor, store, pick, new_name)
             st.success(f"Run {pick} renamed.")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not rename run {pick}: {exc}")
@@ -186,7 +186,7 @@ def manage_section() -> None:
                             key="runs_delete_confirm")
     if c2.button("Delete run", key="runs_delete_btn"):
         try:
-            gone = manage.delete_run(store, pick, actor=who, confirm=confirm)
+            gone = manage.delete_run(actor, store, pick, confirm=confirm)
             st.success(f"Run {pick} deleted ({sum(gone.values())} rows).")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not delete run {pick}: {exc}")
@@ -218,7 +218,7 @@ def live():
         c1, c2 = st.columns([5, 1])
         c1.progress(jobs.progress_share(r), text=f"{captions.plain(captions.run_label(r))}: {jobs.progress_text(r)}")
         if operator and jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
-            jobs.cancel(store, r.id, actor=who)
+            jobs.cancel(actor, store, r.id)
     st.dataframe(run_history(now), hide_index=True, width="stretch", key="runs_table")
 
 
@@ -229,7 +229,7 @@ def resume_section(stopped: dict) -> None:
                         key="runs_resume_pick")
     if st.button("Resume", key="runs_resume_btn"):
         try:
-            job = jobs.resume_web_run(store, pick, actor=who)
+            job = jobs.resume_web_run(actor, store, pick)
             st.success(f"Run {job.run_id} resumed (process {job.pid}; log {job.log}).")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not resume run {pick}: {exc}")

@@ -5,83 +5,85 @@ process.  Every table comes from objrel.studies.shortcut.bench.tables; this page
 """
 
 import time
-from pathlib import Path
+from dataclasses import replace
 
 import streamlit as st
 
+from objrel import access
 from objrel.app import captions, charts
 from objrel.app.caches import open_store
 from objrel.app.captions import plain
-from objrel.app.state import init_value
+from objrel.app.state import keep_choice
 from objrel.app.tables import chart, share_columns, table
 from objrel.app.widgets import page_sidebar, use_app_navigation
+from objrel.errors import ObjrelError
 from objrel.progress import job_progress, job_progress_text, job_run_text, share
 from objrel.studies.shortcut import bench as B
-from objrel.studies.shortcut.browse import FAILED, MODEL_CHOICES, MODEL_LABELS, RUNNING, TRUTH_CHOICES, TRUTH_LABELS, \
-    default_results_path, quick_dir, quick_state, score_table_for
+from objrel.studies.shortcut.browse import FAILED, MODEL_CHOICES, MODEL_LABELS, QUICK_DIR, RUNNING, TRUTH_CHOICES, \
+    TRUTH_LABELS, open_results, quick_job, results_files, results_root, score_table_for, start_quick_benchmark
 
 use_app_navigation()
 
-JOB_KEY = "shortcut_job"
-PATH_KEY = "shortcut_results_path"
+FILE_KEY = "shortcut_results_file"
+QUICK_MINUTES = "about 2 minutes on two cores"
 
-init_value(PATH_KEY, default_results_path())
-
-
-def open_quick(path):
-    st.session_state[PATH_KEY] = path
-    st.session_state.pop(JOB_KEY, None)
-
-
-page_sidebar(open_store())
+actor = page_sidebar(open_store())
 st.title("Shortcut benchmark")
 st.caption("Models whose shortcut we planted: objects on backgrounds whose type names the class in 95% of the "
            "training scenes (biased) or in 1/K (unbiased). Counterfactual scenes tell which correct answers truly "
            "rely on the background, so objrel's relations get a precision *and* a recall; then repair by "
            "retraining (seed 001 s4.5) and relevancy-guided attacks (seed 002 s VIII).")
 
+files = results_files()
 c1, c2 = st.columns([4, 1])
-path = c1.text_input("Results file", key=PATH_KEY,
-                     help="results.json written by `objrel bench shortcut --out DIR`")
-quick_out = quick_dir(path)
-if c2.button("Run a quick benchmark", key="shortcut_run_quick",
-             help=f"Starts `objrel bench shortcut --quick --out {quick_out}` in its own process (about 30 s)."):
-    pid, log = B.start_quick(quick_out)
-    st.session_state[JOB_KEY] = {"pid": pid, "log": log, "out": quick_out, "started": time.time()}
+if files:
+    keep_choice(FILE_KEY, files[0], files)
+    name = c1.selectbox("Results", files, key=FILE_KEY,
+                        format_func=lambda n: "quick benchmark" if n.startswith(QUICK_DIR + "/") else "full benchmark")
+else:
+    name = None
+if access.permits(actor, access.START_BENCHMARK):
+    if c2.button("Run a quick benchmark", key="shortcut_run_quick",
+                 help=f"Starts `objrel bench shortcut --quick` in its own process ({QUICK_MINUTES})."):
+        try:
+            start_quick_benchmark(actor)
+        except (ValueError, ObjrelError) as exc:
+            st.error(plain(exc))
 
-job = st.session_state.get(JOB_KEY)
-if job:
-    @st.fragment(run_every=2)
-    def job_status():
-        quick = quick_state(job["pid"], job["out"])
-        if quick.state == RUNNING:
-            st.info(f"Quick benchmark running (process {job['pid']}, log {plain(job['log'])}) ...")
-            # The benchmark writes no overall count: its time so far, the objrel run it is making (count, rate,
-            # ETA, from its store) and the stage its log reported last.
-            now = job_progress(job.get("started", time.time()), job["log"], Path(job["out"]) / B.STORE_FILE)
-            if now.estimate is not None:
-                st.progress(share(now.estimate), text=plain(job_run_text(now)))
-            st.caption(plain(job_progress_text(now)))
-        elif quick.state == FAILED:
-            st.error(f"The quick benchmark stopped without results; see {plain(job['log'])}")
-        else:
-            st.success(f"Quick benchmark finished: {quick.results_file}")
-            if st.button("Show the quick results", key="shortcut_open_quick", on_click=open_quick,
-                         args=(quick.results_file,)):
-                st.rerun(scope="app")
 
-    job_status()
+@st.fragment(run_every=2)
+def job_status():
+    job = quick_job()
+    if job is None:
+        return
+    if job.state == RUNNING:
+        st.info(f"Quick benchmark running, started by {plain(job.started_by)} "
+                f"{time.time() - job.started_at:.0f} s ago ({QUICK_MINUTES}) ...")
+        # The benchmark writes no overall count: its time so far, the objrel run it is making (count, rate,
+        # ETA, from its store) and the stage its log reported last.
+        quick = results_root() / QUICK_DIR
+        now = job_progress(job.started_at, quick / "quick.log", quick / B.STORE_FILE)
+        if not access.permits(actor, access.READ_LOG):   # a log line can name server paths
+            now = replace(now, stage=None)
+        if now.estimate is not None:
+            st.progress(share(now.estimate), text=plain(job_run_text(now)))
+        st.caption(plain(job_progress_text(now)))
+    elif job.state == FAILED and access.permits(actor, access.READ_LOG):
+        st.error("The last quick benchmark stopped without results; its log is quick.log in the quick folder.")
 
-if not Path(path).is_file():
-    st.info(f"No benchmark results at {path}. Run `objrel bench shortcut` (about 10 minutes on 2 CPU cores) or "
-            "start a quick one with the button above.")
+
+job_status()
+
+if name is None:
+    st.info("No benchmark results yet. The server's operator runs `objrel bench shortcut` (about 10 minutes on 2 "
+            "CPU cores); run operators can start a quick one with the button above.")
     st.stop()
 
 try:
-    results = B.load_results(path)
+    results = open_results(actor, name)
     T = B.tables(results)
-except (ValueError, KeyError) as exc:
-    st.error(f"{path} is not a shortcut-benchmark results file: {exc}")
+except (ValueError, KeyError, ObjrelError) as exc:
+    st.error(f"These results cannot be shown: {plain(exc)}")
     st.stop()
 
 st.markdown(captions.shortcut_summary(results))

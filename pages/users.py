@@ -6,7 +6,7 @@ objrel.engine.run_form (``allow_model``), which check the signed-in account's ad
 
 import streamlit as st
 
-from objrel import review
+from objrel import access, review
 from objrel.app.caches import open_store
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.engine.run_form import TASK_LABELS, TASKS, allow_model, web_models
@@ -17,11 +17,11 @@ use_app_navigation()
 FLASH_KEY = "users_flash"
 
 store = open_store()
-who = page_sidebar(store)
+actor = page_sidebar(store)
 st.title("Users")
 if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))
-if not review.has_role(store, who, (review.ADMIN,)):
+if not access.permits(actor, access.INVITE):
     st.info("Accounts and roles are managed by admins: sign in (sidebar) with an admin account. The server's "
             "operator makes the first one with `objrel users add NAME --role admin`.")
     st.stop()
@@ -47,7 +47,7 @@ with st.form("users_invite", clear_on_submit=True):
     invited = st.form_submit_button("Invite", key="users_invite_btn")
 if invited:
     try:
-        account = review.invite(store, who, name, passphrase, roles)
+        account = review.invite(actor, store, name, passphrase, roles)
     except (ValueError, NotAllowed) as exc:
         st.error(str(exc))
     else:
@@ -63,8 +63,8 @@ with st.form("users_roles"):
     changed = st.form_submit_button("Apply", key="users_roles_btn")
 if changed:
     try:
-        now = (review.grant_roles(store, who, target, role) if action == "grant"
-               else review.revoke_role(store, who, target, role))
+        now = (review.grant_roles(actor, store, target, role) if action == "grant"
+               else review.revoke_role(actor, store, target, role))
     except (ValueError, KeyError, NotAllowed) as exc:
         st.error(str(exc))
     else:
@@ -78,7 +78,7 @@ with st.form("users_models"):
     added = st.form_submit_button("Register", key="users_model_btn")
 if added:
     try:
-        allow_model(store, who, task, model)
+        allow_model(actor, store, task, model)
     except (ConfigError, NotAllowed) as exc:
         st.error(str(exc))
     else:

@@ -93,27 +93,57 @@ def cached_flagged(store: Store, run_id: int, relation: str) -> list[str]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=INSPECT_RESULT_CACHE)
-def inspect_file(path: str, mtime: float):
-    """A results file, read again only when it changes on disk."""
-    from objrel.studies.deepinspect import InspectResult
+def _inspect_file(name: str, mtime: float):
+    from objrel.access import SERVER
+    from objrel.studies.deepinspect.browse import open_result
 
     del mtime
-    return InspectResult.load(path)
+    return open_result(SERVER, name)
+
+
+def inspect_file(actor, name: str, mtime: float):
+    """The results folder's file ``name`` for ``actor`` (the gate asks first), read again only when it changes
+    on disk."""
+    from objrel.access import OPEN_RESULTS, authorize
+
+    authorize(actor, OPEN_RESULTS, repr(name))
+    return _inspect_file(name, mtime)
 
 
 @st.cache_resource(show_spinner=False, max_entries=INSPECT_UPLOAD_CACHE)
-def inspect_upload(data: bytes):
-    from objrel.studies.deepinspect import InspectResult
+def _inspect_upload(digest: str, _name: str, _data: bytes):
+    from objrel.access import SERVER
+    from objrel.studies.deepinspect.browse import read_upload
 
-    return InspectResult.load(data)
+    return read_upload(SERVER, _name, _data)
+
+
+def inspect_upload(actor, name: str, digest: str, data: bytes):
+    """An uploaded result for a signed-in ``actor``, cached by its digest (never by its bytes, which would keep
+    every upload in memory as a cache key)."""
+    from objrel.access import UPLOAD_RESULTS, authorize
+    from objrel.studies.deepinspect.browse import check_upload_size
+
+    authorize(actor, UPLOAD_RESULTS, repr(name))
+    check_upload_size(name, len(data))
+    return _inspect_upload(digest, name, data)
 
 
 @st.cache_resource(show_spinner=False, max_entries=INSPECT_UPLOAD_CACHE)
-def planted_result(seed: int):
-    """The planted DeepInspect benchmark for ``seed`` (trains a small CNN: a few seconds)."""
-    from objrel.studies.deepinspect.planted import PlantedSpec, run_planted
+def _planted_result(seed: int):
+    from objrel.access import SERVER
+    from objrel.studies.deepinspect.browse import train_planted
 
-    return run_planted(PlantedSpec(seed=seed))
+    return train_planted(SERVER, seed)
+
+
+def planted_result(actor, seed: int):
+    """The planted DeepInspect benchmark for ``seed`` (trains a small CNN: a few seconds), for an ``actor`` the
+    gate lets train; cached per seed."""
+    from objrel.access import TRAIN_PLANTED, authorize
+
+    authorize(actor, TRAIN_PLANTED, f"seed {int(seed)}")
+    return _planted_result(int(seed))
 
 
 @st.cache_resource(show_spinner="Ranking the class pairs ...", max_entries=INSPECT_RESULT_CACHE)

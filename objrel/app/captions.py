@@ -33,8 +33,13 @@ def plain(text) -> str:
 
 
 def store_caption(store) -> str:
-    """The sidebar's line naming the store the app reads (``Store('sqlite:///...')``, password hidden)."""
-    return f"Results from {plain(repr(store))}"
+    """The sidebar's line naming the store the app reads: the SQLite file's name or the database's name and
+    kind, never a server path, host or password (a visitor learns nothing about the server from it)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(store.url)
+    name = (url.database or "").replace("\\", "/").rsplit("/", 1)[-1] or "(in memory)"
+    return f"Results from {plain(name)} ({url.get_backend_name()})"
 
 
 def run_label(run) -> str:

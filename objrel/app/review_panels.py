@@ -9,6 +9,7 @@ import streamlit as st
 from objrel.app import captions, charts
 from objrel.app.caches import cached_size_bins, run_model
 from objrel.app.formats import decimals, percent
+from objrel.access import Actor
 from objrel.errors import NotAllowed
 from objrel.app.state import init_value
 from objrel.review.items import ItemCard, ReviewItem, draw_box, selection_box, thumbnail
@@ -72,7 +73,7 @@ def details(item: ReviewItem) -> None:
             st.dataframe(item.others, hide_index=True, width="stretch", key="review_others")
 
 
-def lime(store: Store, item: ReviewItem, viewer: str | None) -> None:
+def lime(actor: Actor, store: Store, item: ReviewItem) -> None:
     with st.expander("LIME: where does the model look?"):
         if item.is_detection:
             st.caption("LIME explains classifier outputs; it is not available for detection runs.")
@@ -88,8 +89,8 @@ def lime(store: Store, item: ReviewItem, viewer: str | None) -> None:
 
         bar = st.progress(0.0, text="LIME ...")
         try:
-            shown = explain_pair(store, run_model(store, item.run_id), item.run_id, item.sample_id, key, n,
-                                 progress=lambda share, text: bar.progress(share, text=text), actor=viewer)
+            shown = explain_pair(actor, store, run_model(store, item.run_id), item.run_id, item.sample_id, key, n,
+                                 progress=lambda share, text: bar.progress(share, text=text))
         except NotAllowed as exc:
             bar.empty()
             st.error(str(exc))
@@ -106,7 +107,7 @@ def size_histogram(store: Store, item: ReviewItem, relation: str) -> None:
         st.plotly_chart(charts.size_histogram(bins, item.area_ratio, relation), key="review_size_hist")
 
 
-def box_retest(store: Store, item: ReviewItem, reviewer: str) -> None:
+def box_retest(actor: Actor, store: Store, item: ReviewItem) -> None:
     """Redraw the target box and re-test the sample with the run's model and primary votes."""
     with st.expander("Redraw the target box and re-test"):
         if item.is_detection:
@@ -147,7 +148,7 @@ def box_retest(store: Store, item: ReviewItem, reviewer: str) -> None:
 
         try:
             with st.spinner("Re-testing ..."):
-                result = retest_with_box(store, item.run_id, item.sample_id, box, reviewer,
+                result = retest_with_box(actor, store, item.run_id, item.sample_id, box,
                                          model=run_model(store, item.run_id))
         except (ValueError, NotAllowed) as exc:
             st.error(str(exc))

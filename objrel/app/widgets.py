@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from objrel.access import Actor
 from objrel.store import Store
 
 REVIEWER_KEY = "reviewer"
@@ -93,11 +94,13 @@ def sign_in_box(store: Store) -> str | None:
     return None
 
 
-def page_sidebar(store: Store) -> str | None:
-    """The sidebar of every page, the same on each: the sign-in box, then the store the app reads (its URL,
-    password hidden).  Returns the signed-in account's name, or None."""
+def page_sidebar(store: Store) -> Actor:
+    """The sidebar of every page, the same on each: the sign-in box, then, for signed-in accounts, the store
+    the app reads (its name, never its server path).  Returns the actor this request acts as: the signed-in
+    account with the roles the store holds for it now, or ``objrel.access.ANONYMOUS``."""
     from objrel.app.captions import store_caption
+    from objrel.review.roles import actor_of
 
-    who = sign_in_box(store)
+    actor = actor_of(store, sign_in_box(store))
     st.sidebar.caption(store_caption(store))
-    return who
+    return actor

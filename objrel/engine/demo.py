@@ -12,7 +12,9 @@ from objrel.config import DetectionConfig, RunConfig
 from objrel.engine.classify import Engine
 from objrel.engine.detect import DetectionEngine
 from objrel.progress import Estimate, estimate_text, rate_and_eta
-from objrel.review import accounts, roles
+from objrel import access as roles
+from objrel.review import accounts
+from objrel.review.roles import grant_as_operator
 from objrel.store import Store
 
 DEMO_STORE = "var/demo.db"
@@ -75,7 +77,7 @@ def ensure_demo_accounts(store: Store, log=sys.stderr) -> None:
     have = set(accounts.reviewer_names(store))
     for acc in DEMO_ACCOUNTS:
         if acc.name in have:
-            roles.grant_as_operator(store, acc.name, acc.roles)
+            grant_as_operator(store, acc.name, acc.roles)
         else:
             accounts.create_reviewer(store, acc.name, acc.passphrase, roles=acc.roles)
     if log is None:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from objrel.config import DetectionConfig, RunConfig
 from objrel.progress import estimate_text, run_estimate, share
-from objrel.review import roles as R
+from objrel import access as A
+from objrel.access import Actor
 from objrel.store import RunRecord, Store
 
 # How long start_run waits for the child to create its run row.
@@ -53,16 +54,8 @@ def _log_dir() -> Path:
     return d
 
 
-def _require_operator(store_url: str, actor: str | None, action: str) -> None:
-    store = Store(store_url)
-    try:
-        R.require(store, actor, R.OPERATE, action)
-    finally:
-        store.dispose()
-
-
-def start_run(store_url: str, config: RunConfig | DetectionConfig | None = None, resume: int | None = None,
-              timeout: float = START_TIMEOUT_S, *, actor: str | None) -> Job:
+def start_run(actor: Actor, store_url: str, config: RunConfig | DetectionConfig | None = None,
+              resume: int | None = None, timeout: float = START_TIMEOUT_S) -> Job:
     """Start a classifier or detection run (``config``; a default classifier run when neither is given), or
     resume run ``resume`` with its stored settings, in a new process; return once its run row exists.
 
@@ -70,7 +63,10 @@ def start_run(store_url: str, config: RunConfig | DetectionConfig | None = None,
     or the data here: the app starts runs through ``start_web_run``."""
     if config is not None and resume is not None:
         raise ValueError("give a configuration for a new run or the id of a run to resume, not both")
-    _require_operator(store_url, actor, f"resume run {int(resume)}" if resume is not None else "start runs")
+    if resume is not None:
+        A.authorize(actor, A.RESUME_RUN, f"run {int(resume)}")
+    else:
+        A.authorize(actor, A.START_RUN)
     work = _log_dir()
     stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
     id_file = work / f"run-{stamp}.id"
@@ -132,38 +128,38 @@ def display_status(run: RunRecord, now_ts: float | None = None) -> str:
     return "running"
 
 
-def start_web_run(store: Store, config: RunConfig | DetectionConfig, *, actor: str | None,
+def start_web_run(actor: Actor, store: Store, config: RunConfig | DetectionConfig,
                   timeout: float = START_TIMEOUT_S) -> Job:
     """Start a run asked for in the web app: the actor's role first, then the app's policy
     (``run_form.check_web_config``: a listed model, never ``py:``, data and weights inside the allowed
     roots), then ``start_run``.  NotAllowed or ConfigError say what was refused."""
     from objrel.engine.run_form import check_web_config
 
-    R.require(store, actor, R.OPERATE, "start runs")
-    return start_run(store.url, check_web_config(store, config), timeout=timeout, actor=actor)
+    A.authorize(actor, A.START_RUN)
+    return start_run(actor, store.url, check_web_config(store, config), timeout=timeout)
 
 
-def resume_web_run(store: Store, run_id: int, *, actor: str | None, timeout: float = START_TIMEOUT_S) -> Job:
+def resume_web_run(actor: Actor, store: Store, run_id: int, timeout: float = START_TIMEOUT_S) -> Job:
     """Resume a stopped run from the web app: the actor's role, then the app's policy on the run's stored
     settings (a run started on the server with a ``py:`` model is resumed there, not from the web)."""
     from objrel.engine.run_form import check_web_config, stored_config
 
-    R.require(store, actor, R.OPERATE, f"resume run {int(run_id)}")
+    A.authorize(actor, A.RESUME_RUN, f"run {int(run_id)}")
     check_web_config(store, stored_config(store, int(run_id)))
-    return start_run(store.url, resume=int(run_id), timeout=timeout, actor=actor)
+    return start_run(actor, store.url, resume=int(run_id), timeout=timeout)
 
 
-def cancel(store: Store, run_id: int, *, actor: str | None) -> None:
+def cancel(actor: Actor, store: Store, run_id: int) -> None:
     """Ask a running run to stop after its current chunk (it marks itself cancelled).  ``actor`` must hold
     the run-operator or admin role (NotAllowed otherwise)."""
-    R.require(store, actor, R.OPERATE, f"cancel run {int(run_id)}")
+    A.authorize(actor, A.CANCEL_RUN, f"run {int(run_id)}")
     store.request_cancel(run_id)
 
 
-def log_tail(store: Store, path: str | os.PathLike, viewer: str | None, lines: int = 20) -> str:
+def log_tail(actor: Actor, path: str | os.PathLike, lines: int = 20) -> str:
     """The last ``lines`` lines of a run's log, for run operators and admins only (NotAllowed otherwise):
     a log can hold paths and tracebacks that reviewers and stakeholders need not see."""
-    R.require(store, viewer, R.OPERATE, "read run logs")
+    A.authorize(actor, A.READ_LOG)
     try:
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
     except OSError:

@@ -14,7 +14,8 @@ from pathlib import Path
 from objrel.data import uploads as U
 from objrel.engine.run_form import DATA_ROOTS_ENV, UPLOADS_DIR, data_roots
 from objrel.errors import ConfigError
-from objrel.review import roles as R
+from objrel import access as A
+from objrel.access import Actor
 from objrel.store import Store
 
 # Longest run name accepted (the column holds 200 characters).
@@ -43,19 +44,19 @@ def uploads_root() -> Path:
     return root
 
 
-def rename_run(store: Store, run_id: int, name: str, *, actor: str | None) -> None:
-    R.require(store, actor, R.OPERATE, f"rename run {int(run_id)}")
+def rename_run(actor: Actor, store: Store, run_id: int, name: str) -> None:
+    A.authorize(actor, A.RENAME_RUN, f"run {int(run_id)}")
     name = (name or "").strip()
     if not name or len(name) > MAX_RUN_NAME:
         raise ConfigError(f"a run name is 1 to {MAX_RUN_NAME} characters; got {len(name)}")
     store.rename_run(run_id, name)
 
 
-def delete_run(store: Store, run_id: int, *, actor: str | None, confirm: str) -> dict[str, int]:
+def delete_run(actor: Actor, store: Store, run_id: int, *, confirm: str) -> dict[str, int]:
     """Delete run ``run_id`` with every row of it (samples, predictions, verdicts, votes, judgments, ...).
 
     ``confirm`` must repeat the run's id (the page asks for it); a running run is refused: cancel it first."""
-    R.require(store, actor, R.OPERATE, f"delete run {int(run_id)}")
+    A.authorize(actor, A.DELETE_RUN, f"run {int(run_id)}")
     if str(confirm).strip() != str(int(run_id)):
         raise ConfigError(f"to delete run {int(run_id)} type its id {int(run_id)} to confirm; got {confirm!r}")
     run = store.get_run(run_id)
@@ -85,13 +86,13 @@ def sample_issues(store: Store, run_id: int) -> list[SampleIssue]:
     return out
 
 
-def upload_dataset(store: Store, name: str, annotation: bytes, images_zip: bytes, *, actor: str | None) -> U.Upload:
-    R.require(store, actor, R.OPERATE, "upload datasets")
+def upload_dataset(actor: Actor, name: str, annotation: bytes, images_zip: bytes) -> U.Upload:
+    A.authorize(actor, A.UPLOAD_DATA, repr(name))
     return U.add_dataset(uploads_root(), name, annotation, images_zip)
 
 
-def upload_weights(store: Store, name: str, architecture: str, weights: bytes, *, actor: str | None) -> U.Upload:
-    R.require(store, actor, R.OPERATE, "upload weights")
+def upload_weights(actor: Actor, name: str, architecture: str, weights: bytes) -> U.Upload:
+    A.authorize(actor, A.UPLOAD_WEIGHTS, repr(name))
     return U.add_weights(uploads_root(), name, architecture, weights)
 
 

@@ -19,7 +19,8 @@ from objrel.data.sample import Sample, TargetObject
 from objrel.engine.classify import Engine
 from objrel.models import Classifier, load_classifier
 from objrel.mutations import Plan
-from objrel.review import roles as R
+from objrel import access as A
+from objrel.access import Actor
 from objrel.store import Store
 from objrel.store import reviews as review_rows
 
@@ -50,16 +51,16 @@ def run_model(store: Store, run_id: int) -> Classifier:
     return load_classifier(cfg.model, cfg.weights, task=cfg.task, threshold=cfg.threshold)
 
 
-def retest_with_box(store: Store, run_id: int, sample_id: str, box, reviewer: str,
+def retest_with_box(actor: Actor, store: Store, run_id: int, sample_id: str, box,
                     model: Classifier | None = None, full_plan: bool = False) -> Retest:
     """Test ``sample_id`` again with ``box`` (xyxy pixels) as its only target region.
 
     The object keeps the class of the stored target; the run's seed, dilation and
     (primary, unless ``full_plan``) vote groups are reused.  Raises NotAllowed unless
-    ``reviewer`` holds the reviewer, adjudicator or admin role (a re-test writes the store and
+    ``actor`` holds the reviewer, adjudicator or admin role (a re-test writes the store and
     costs model time), ValueError for a box outside the image (with the image size in the message).
     """
-    R.require(store, reviewer, R.INSPECT, f"re-test run {run_id} with a redrawn box")
+    A.authorize(actor, A.RETEST, f"{sample_id!r} of run {int(run_id)}")
     run = store.get_run(run_id)
     row = store.sample(run_id, sample_id)
     if row["status"] == "skipped":
@@ -87,5 +88,5 @@ def retest_with_box(store: Store, run_id: int, sample_id: str, box, reviewer: st
         predicted=list(srow["predicted"]),
         area_ratio=float(srow["area_ratio"]),
     )
-    review_rows.add_retest(store, run_id, sample_id, reviewer, ibox, result.to_dict())
+    review_rows.add_retest(store, run_id, sample_id, actor.name, ibox, result.to_dict())
     return result

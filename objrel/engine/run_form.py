@@ -15,7 +15,8 @@ from objrel.config import DetectionConfig, RunConfig, config_from_dict
 from objrel.constants import THREE_COLOUR_VOTE_K
 from objrel.data.uploads import WEIGHT_ARCHITECTURES
 from objrel.errors import ConfigError
-from objrel.review import roles as R
+from objrel import access as A
+from objrel.access import Actor
 from objrel.store import Store
 from objrel.store import accounts as account_rows
 
@@ -66,17 +67,18 @@ def _names_code(spec: str) -> bool:
     return any(part.strip().startswith(CODE_PREFIX) for part in spec.split("+"))
 
 
-def allow_model(store: Store, admin: str, task: str, name: str) -> list[str]:
-    """``admin`` registers model ``name`` for ``task`` in the app's list; returns the new list.  NotAllowed
-    for a non-admin; ConfigError for a ``py:`` spec (code) or a path (only names: files come as weights)."""
-    R.require(store, admin, R.MANAGE, "register models")
+def allow_model(actor: Actor, store: Store, task: str, name: str) -> list[str]:
+    """``actor`` (an admin) registers model ``name`` for ``task`` in the app's list; returns the new list.
+    NotAllowed for a non-admin; ConfigError for a ``py:`` spec (code) or a path (only names: files come as
+    weights)."""
+    A.authorize(actor, A.ALLOW_MODEL, repr(name))
     if task not in TASKS:
         raise ConfigError(f"task must be one of {TASKS}, got {task!r}")
     name = (name or "").strip()
     if not name or _names_code(name) or "/" in name or "\\" in name:
         raise ConfigError(f"a registered model is a zoo name or detector spec, never code ({CODE_PREFIX}...) or "
                           f"a path; got {name!r}")
-    account_rows.add_allowed_model(store, task, name, admin)
+    account_rows.add_allowed_model(store, task, name, actor.name)
     return web_models(store, task)
 
 

@@ -27,8 +27,8 @@ from objrel.review.agreement import (PRECISION_COLUMNS, Agreement, Consensus, Di
 from objrel.review.judgments import (FP_REASONS, REASON_LABELS, RELATIONS, VERDICT_LABELS, VERDICTS, JudgedRun,
                                      Judgment, JudgmentVersion, judged_runs, judgment_history, judgments,
                                      record_judgment)
-from objrel.review.roles import (ADJUDICATOR, ADMIN, REVIEWER, ROLE_LABELS, ROLES, RUN_OPERATOR, grant_roles,
-                                 has_role, require, revoke_role, roles_of)
+from objrel.review.roles import (ADJUDICATOR, ADMIN, REVIEWER, ROLE_LABELS, ROLES, RUN_OPERATOR, actor_of,
+                                 grant_roles, revoke_role, roles_of)
 from objrel.review.sampling import (DEFAULT_REVIEW_SEED, QueueItem, SampleDraw, cochran_sample_size,
                                     draw_review_sample, review_queue, review_sample_info)
 
@@ -37,7 +37,7 @@ __all__ = [
     "MIN_PASSPHRASE_LENGTH", "Reviewer", "SignIn", "list_accounts", "create_reviewer", "ensure_oidc_reviewer", "invite",
     "normalise_name", "reviewer_names", "verify_reviewer",
     # roles
-    "REVIEWER", "ADJUDICATOR", "RUN_OPERATOR", "ADMIN", "ROLES", "ROLE_LABELS", "roles_of", "has_role", "require",
+    "REVIEWER", "ADJUDICATOR", "RUN_OPERATOR", "ADMIN", "ROLES", "ROLE_LABELS", "roles_of", "actor_of",
     "grant_roles", "revoke_role",
     # judgments
     "RELATIONS", "VERDICTS", "FP_REASONS", "VERDICT_LABELS", "REASON_LABELS", "Judgment", "JudgedRun",

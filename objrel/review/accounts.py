@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from objrel import access as A
+from objrel.access import Actor
 from objrel.review import roles as R
 from objrel.store import Store
 from objrel.store import accounts as account_rows
@@ -174,11 +176,11 @@ def create_reviewer(store: Store, name: str, passphrase: str,
         raise _taken(name) from None
 
 
-def invite(store: Store, admin: str, name: str, passphrase: str, roles: Iterable[str] | str) -> Reviewer:
-    """``admin`` (who must hold the admin role) creates the account ``name`` with ``roles``; the app's
+def invite(actor: Actor, store: Store, name: str, passphrase: str, roles: Iterable[str] | str) -> Reviewer:
+    """``actor`` (who must hold the admin role) creates the account ``name`` with ``roles``; the app's
     way to add people.  Raises NotAllowed for anyone else, ValueError as ``create_reviewer``."""
-    R.require(store, admin, R.MANAGE, "invite accounts")
-    return create_reviewer(store, name, passphrase, roles, granted_by=admin)
+    A.authorize(actor, A.INVITE, f"{name!r}")
+    return create_reviewer(store, name, passphrase, roles, granted_by=actor.name)
 
 
 @dataclass(frozen=True)

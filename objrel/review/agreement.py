@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from objrel.intervals import wilson_interval
-from objrel.review import roles as R
+from objrel import access as A
+from objrel.access import Actor, Target
 from objrel.review.accounts import check_name
 from objrel.review.judgments import (VERDICTS, Judgment, check_call, check_relation, check_run_id, check_sample_id,
                                      iso, judgments)
@@ -377,12 +378,11 @@ class PairView:
     state: SampleState
 
 
-def pair_view(store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str,
-              viewer: str | None) -> PairView:
-    """Two reviewers' calls, kappa details and disagreements, for ``viewer`` (the signed-in account),
+def pair_view(actor: Actor, store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str) -> PairView:
+    """Two reviewers' calls, kappa details and disagreements, for ``actor`` (the signed-in account),
     who must hold the adjudicator or admin role: a reviewer never sees another reviewer's calls here.
     Raises NotAllowed otherwise."""
-    R.require(store, viewer, R.SEE_PAIR, f"see the calls of {reviewer_a} and {reviewer_b}")
+    A.authorize(actor, A.SEE_CALLS, f"the calls of {reviewer_a} and {reviewer_b}")
     return PairView(agreement(store, run_id, relation, reviewer_a, reviewer_b),
                     tuple(disagreements(store, run_id, relation, reviewer_a, reviewer_b)),
                     sample_state(store, run_id, relation))
@@ -394,20 +394,33 @@ def _adjudicated(row: dict) -> Consensus:
                      source="adjudicated", adjudicator=row["adjudicator"], reviewers=(), decided_at=row["created_at"])
 
 
-def adjudicate(store: Store, run_id: int, sample_id: str, relation: str, verdict: str, reasons: Iterable[str],
-               note: str | None, adjudicator: str) -> Consensus:
+def adjudicate(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str, verdict: str,
+               reasons: Iterable[str], note: str | None = None) -> Consensus:
     """Record (or replace) the decided call of a flagged item; it overrides the reviewers' calls.
 
-    Same checks as ``record_judgment``; ``adjudicator`` must hold the adjudicator or admin role
-    and must not have judged the item (NotAllowed otherwise).  A second call
+    Same checks as ``record_judgment``; ``actor`` must hold the adjudicator or admin role and must not have
+    judged the item (NotAllowed otherwise).  Only a disagreement is adjudicated: an item that fewer than two
+    reviewers judged, or that its reviewers agreed on, is refused (ValueError).  A second call
     replaces verdict, reasons, note and adjudicator, and sets ``created_at`` to the new decision time.
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)
     sample_id = check_sample_id(sample_id)
     verdict, reasons, note = check_call(verdict, reasons, note)
-    who = check_name(adjudicator, "adjudicator name")
-    R.require(store, who, R.ADJUDICATE, f"adjudicate (run {rid}, {relation})")
+    calls = judgments(store, rid, relation)
+    parties = frozenset(j.reviewer for j in calls if j.sample_id == sample_id)
+    A.authorize(actor, A.ADJUDICATE, Target(f"{relation} item {sample_id!r} of run {rid}", excluded=parties,
+                                            excluded_because="they judged this item, so they are a party to it"))
+    who = check_name(actor.name, "adjudicator name")
+    item_calls = [j for j in calls if j.sample_id == sample_id]
+    if not item_calls and sample_id not in set(store.flagged_sample_ids(rid, relation)):
+        raise ValueError(f"sample {sample_id!r} of run {rid} is not flagged by the primary {relation} vote; "
+                         "only flagged inferences are reviewed")
+    if len(item_calls) < MIN_CONSENSUS_REVIEWERS or _agreed(rid, relation, item_calls) is not None:
+        raise ValueError(f"{relation} item {sample_id!r} of run {rid} is not a disagreement: "
+                         f"{len(item_calls)} reviewer call(s), "
+                         f"{'in agreement' if len(item_calls) >= MIN_CONSENSUS_REVIEWERS else 'too few to disagree'}; "
+                         "only items two reviewers judged differently are adjudicated")
     return _adjudicated(review_rows.save_adjudication(store, run_id=rid, sample_id=sample_id, relation=relation,
                                                       verdict=verdict, reasons=reasons, note=note,
                                                       adjudicator=who))
@@ -559,12 +572,13 @@ def precision_summary(table: pd.DataFrame, kappas: dict[int, float | None] | Non
     return out[[c for c in PRECISION_SUMMARY_COLUMNS if c in out.columns]]
 
 
-def pair_kappas(store: Store, runs: Iterable, relation: str, viewer: str | None) -> dict[int, float | None] | None:
+def pair_kappas(actor: Actor, store: Store, runs: Iterable, relation: str) -> dict[int, float | None] | None:
     """Cohen's kappa of each judged run (``judged_runs``) for ``relation``, between its first two reviewers by
-    name (the pair the Agreement page opens with), for a ``viewer`` who may see reviewer pairs (adjudicators and
+    name (the pair the Agreement page opens with), for an ``actor`` who may see reviewer pairs (adjudicators and
     admins); None for anyone else: review stays blind.  A run with fewer than two reviewers is left out."""
-    if not R.has_role(store, viewer, R.SEE_PAIR):
+    if not A.permits(actor, A.SEE_CALLS):
         return None
+    A.authorize(actor, A.SEE_CALLS, "kappa of each judged run")
     out: dict[int, float | None] = {}
     for run in runs:
         names = run.reviewers_of(relation)

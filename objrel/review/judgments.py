@@ -16,7 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from objrel.review import roles as R
+from objrel import access as A
+from objrel.access import Actor, Target
 from objrel.review.accounts import check_name
 from objrel.store import Store
 from objrel.store import reviews as review_rows
@@ -153,14 +154,15 @@ def _judgment(row: dict) -> Judgment:
                     note=row["note"], created_at=row["created_at"], updated_at=row["updated_at"])
 
 
-def record_judgment(store: Store, run_id: int, sample_id: str, relation: str, reviewer: str, verdict: str,
+def record_judgment(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str, verdict: str,
                     reasons: Iterable[str] = (), note: str | None = None) -> Judgment:
-    """Record (or change) ``reviewer``'s call on a flagged inference; returns the stored row.
+    """Record (or change) ``actor``'s own call on a flagged inference; returns the stored row.
 
     One current call per (run, sample, relation, reviewer): a second call by the same reviewer
     becomes its current verdict, reasons, note and ``updated_at``, and every call is also kept as a
     numbered version with its time (``judgment_history``), marked when made after the review sample
-    closed.  Raises NotAllowed unless ``reviewer`` holds the reviewer role.  Raises ValueError when the verdict or a reason is
+    closed.  Raises NotAllowed unless ``actor`` holds the reviewer role and has not adjudicated the item (an
+    adjudicator is never a party to the decision they made).  Raises ValueError when the verdict or a reason is
     not one of ``VERDICTS`` / ``FP_REASONS``, reasons come with a verdict other than ``fp``,
     ``other`` has no note, the reviewer has no account, or the sample is not flagged by the
     run's primary vote for ``relation``.  Safe to call from several processes at once.
@@ -169,8 +171,11 @@ def record_judgment(store: Store, run_id: int, sample_id: str, relation: str, re
     relation = check_relation(relation)
     sample_id = check_sample_id(sample_id)
     verdict, reasons, note = check_call(verdict, reasons, note)
-    who = check_name(reviewer, "reviewer name")
-    R.require(store, who, R.JUDGE, f"judge flagged inferences (run {rid}, {relation})")
+    adjudicator = review_rows.adjudicator_of(store, rid, sample_id, relation)
+    A.authorize(actor, A.JUDGE, Target(f"{relation} item {sample_id!r} of run {rid}",
+                                       excluded=frozenset({adjudicator} if adjudicator else ()),
+                                       excluded_because="they adjudicated this item, so they cannot also judge it"))
+    who = check_name(actor.name, "reviewer name")
     return _judgment(review_rows.save_judgment(store, run_id=rid, sample_id=sample_id, relation=relation,
                                                reviewer=who, verdict=verdict, reasons=reasons, note=note))
 
@@ -208,14 +213,13 @@ class JudgmentVersion:
     created_at: dt.datetime
 
 
-def judgment_history(store: Store, run_id: int, sample_id: str, relation: str, reviewer: str,
-                     viewer: str) -> list[JudgmentVersion]:
-    """Every version of ``reviewer``'s call on one item, oldest first.  ``viewer`` sees their own
+def judgment_history(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str,
+                     reviewer: str) -> list[JudgmentVersion]:
+    """Every version of ``reviewer``'s call on one item, oldest first.  ``actor`` sees their own
     history; another reviewer's only as an adjudicator or admin (NotAllowed otherwise)."""
     rid, relation, sample_id = check_run_id(run_id), check_relation(relation), check_sample_id(sample_id)
-    who, viewer = check_name(reviewer), check_name(viewer, "viewer name")
-    if viewer != who:
-        R.require(store, viewer, R.SEE_PAIR, f"see {who}'s calls")
+    who = check_name(reviewer)
+    A.authorize(actor, A.SEE_CALLS, Target(f"{who}'s calls", owner=who))
     return [JudgmentVersion(int(r["version"]), r["verdict"], tuple(r["reasons"] or ()), r["note"],
                             bool(r["after_close"]), _utc(r["created_at"]))
             for r in review_rows.judgment_versions(store, rid, sample_id, relation, who)]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from objrel.progress import lime_eta_text
-from objrel.review import roles as R
+from objrel import access as A
+from objrel.access import Actor
 from objrel.review.items import THUMB_SIDE, thumbnail
 from objrel.store import Store
 
@@ -30,14 +31,13 @@ class ExplainedImage:
     object_share: float | None    # share of the positive LIME weight inside the target region
 
 
-def explain_pair(store: Store, model, run_id: int, sample_id: str, mutation_key: str, num_samples: int,
-                 progress: PairProgress | None = None, side: int = THUMB_SIDE, *,
-                 actor: str | None) -> list[ExplainedImage]:
+def explain_pair(actor: Actor, store: Store, model, run_id: int, sample_id: str, mutation_key: str,
+                 num_samples: int, progress: PairProgress | None = None, side: int = THUMB_SIDE) -> list[ExplainedImage]:
     """The source and ``mutation_key``'s mutant of a stored inference, explained with ``model`` (the run's).
 
     ``actor`` must hold the reviewer, adjudicator or admin role (NotAllowed otherwise): LIME costs
     minutes of model time and writes its result to the store's cache."""
-    R.require(store, actor, R.INSPECT, "compute LIME explanations")
+    A.authorize(actor, A.EXPLAIN, f"{sample_id!r} of run {int(run_id)}")
     from objrel.explain import explanation_for, overlay
     from objrel.mutations.rebuild import rebuild_mutant
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from objrel.access import Actor
 from objrel import review
 from objrel.store import Store
 
@@ -162,27 +163,27 @@ class Queue:
         return next((i for i in order if self.sample_ids[i] not in self.mine), None)
 
 
-def open_queue(store: Store, run_id: int, relation: str, reviewer: str, mode: str = REVIEW_SAMPLE,
+def open_queue(actor: Actor, store: Store, run_id: int, relation: str, mode: str = REVIEW_SAMPLE,
                flagged: Iterable[str] | None = None) -> Queue:
-    """The queue of ``mode`` for ``reviewer``; ``flagged`` are the run's flagged ids for ``relation``
+    """The queue of ``mode`` for ``actor`` (a reviewer); ``flagged`` are the run's flagged ids for ``relation``
     (read from the store when not given).  The review sample is drawn and stored on first use."""
     if mode not in QUEUE_MODES:
         raise ValueError(f"queue mode must be one of {QUEUE_MODES}, got {mode!r}")
     flagged = list(store.flagged_sample_ids(run_id, relation) if flagged is None else flagged)
     if mode == REVIEW_SAMPLE:
-        items = review.review_queue(store, run_id, relation, reviewer)
+        items = review.review_queue(actor, store, run_id, relation)
         return Queue(tuple(q.sample_id for q in items), {q.sample_id: q.my_verdict for q in items if q.judged_by_me},
                      len(flagged), mode)
     in_queue = set(flagged)
-    mine = {j.sample_id: j.verdict for j in review.judgments(store, run_id, relation, reviewer=reviewer)
+    mine = {j.sample_id: j.verdict for j in review.judgments(store, run_id, relation, reviewer=actor.name)
             if j.sample_id in in_queue}
     return Queue(tuple(flagged), mine, len(flagged), mode)
 
 
-def record_call(store: Store, run_id: int, sample_id: str, relation: str, reviewer: str, verdict: str,
+def record_call(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str, verdict: str,
                 reasons: Iterable[str] = (), note: str | None = None):
     """Record a reviewer's call: false-positive reasons count only with a false positive, an empty note is
     none.  Raises ValueError (from the judgment checks) for a call that cannot be recorded."""
-    return review.record_judgment(store, run_id, sample_id, relation, reviewer, verdict,
+    return review.record_judgment(actor, store, run_id, sample_id, relation, verdict,
                                   reasons=tuple(reasons) if verdict == FALSE_POSITIVE else (),
                                   note=(note or "").strip() or None)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from objrel import access as A
+from objrel.access import Actor
 from objrel.review.accounts import check_name
 from objrel.review.judgments import check_relation, check_run_id, judgments
 from objrel.store import Store
@@ -109,7 +111,7 @@ def _seed_mismatch(draw: SampleDraw, seed: int) -> ValueError:
                       "(judgments stay; items outside the new draw leave the queue)")
 
 
-def draw_review_sample(store: Store, run_id: int, relation: str, seed: int = DEFAULT_REVIEW_SEED,
+def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, seed: int = DEFAULT_REVIEW_SEED,
                        redraw: bool = False) -> list[str]:
     """The review sample of a run's flagged inferences for ``relation``, drawn once and stored.
 
@@ -119,9 +121,13 @@ def draw_review_sample(store: Store, run_id: int, relation: str, seed: int = DEF
     has changed since (the stored ``population`` says what N was).  Concurrent first calls are
     serialised, so all of them get the one stored draw.  A seed other than the stored one raises
     ValueError unless ``redraw=True``, which replaces the draw.
+
+    ``actor`` must hold a reviewing role (reviewer, adjudicator, admin) to draw; only an admin may redraw
+    (NotAllowed otherwise): replacing a draw changes every reviewer's queue.
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)
+    A.authorize(actor, A.REDRAW_SAMPLE if redraw else A.DRAW_SAMPLE, f"run {rid}, {relation}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
     if not redraw:
@@ -144,17 +150,17 @@ def draw_review_sample(store: Store, run_id: int, relation: str, seed: int = DEF
     return list(draw.sample_ids)
 
 
-def review_queue(store: Store, run_id: int, relation: str, reviewer: str) -> list[QueueItem]:
-    """The drawn items in draw order, each with ``reviewer``'s own call (if any).
+def review_queue(actor: Actor, store: Store, run_id: int, relation: str) -> list[QueueItem]:
+    """The drawn items in draw order, each with ``actor``'s own call (if any).
 
-    Blind by construction: only ``reviewer``'s judgments are read.  When nothing was drawn yet
-    the sample is drawn with ``DEFAULT_REVIEW_SEED`` (and stored) first.
+    Blind by construction: only ``actor``'s judgments are read.  When nothing was drawn yet
+    the sample is drawn with ``DEFAULT_REVIEW_SEED`` (and stored) first, which needs a reviewing role.
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)
-    who = check_name(reviewer)
+    who = check_name(actor.name, "reviewer name")
     draw = review_sample_info(store, rid, relation)
-    ids = list(draw.sample_ids) if draw else draw_review_sample(store, rid, relation, DEFAULT_REVIEW_SEED)
+    ids = list(draw.sample_ids) if draw else draw_review_sample(actor, store, rid, relation, DEFAULT_REVIEW_SEED)
     mine = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=who)}
     out = []
     for pos, sid in enumerate(ids):

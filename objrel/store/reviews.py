@@ -61,6 +61,12 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
     def work(c: Connection) -> dict:
         _require_reviewer(c, reviewer, "reviewer")
         _require_flagged(c, run_id, sample_id, relation)
+        decided = c.execute(select(S.consensus.c.adjudicator).where(
+            S.consensus.c.run_id == run_id, S.consensus.c.sample_id == sample_id,
+            S.consensus.c.relation == relation)).scalar()
+        if decided == reviewer:  # the gate checked this too; here it holds against a concurrent adjudication
+            raise NotAllowed(reviewer, f"judge {sample_id!r} ({relation}, run {run_id})", (), roles_in(c, reviewer),
+                             reason="they adjudicated this item, so they cannot also judge it")
         ts = now()
         v = S.judgment_versions
         last = c.execute(select(func.max(v.c.version)).where(*(v.c[k] == val for k, val in key.items()))).scalar()
@@ -164,6 +170,14 @@ def save_adjudication(store: Store, *, run_id: int, sample_id: str, relation: st
                     .one()._mapping)
 
     return write(store, work, retry_on_integrity=True)
+
+
+def adjudicator_of(store: Store, run_id: int, sample_id: str, relation: str) -> str | None:
+    """Who adjudicated (run, sample, relation), or None."""
+    q = select(S.consensus.c.adjudicator).where(S.consensus.c.run_id == run_id, S.consensus.c.sample_id == sample_id,
+                                                S.consensus.c.relation == relation)
+    with store.engine.connect() as c:
+        return c.execute(q).scalar()
 
 
 def adjudications(store: Store, run_id: int, relation: str) -> dict[str, dict]:

@@ -104,4 +104,7 @@ def test_every_page_has_the_same_sidebar(tmp_path, monkeypatch):
         at = AppTest.from_file(path, default_timeout=60).run()
         assert not at.exception, (name, at.exception)
         assert [b.label for b in at.sidebar.button] == ["Sign in"], name
-        assert [c.value for c in at.sidebar.caption][-1].startswith("Results from Store("), name
+        assert [c.value for c in at.sidebar.caption][-1] == r"Results from empty\.db (sqlite)", name
+        shown = " ".join(str(e.value) for kind in (at.sidebar.caption, at.info, at.caption, at.markdown, at.error)
+                         for e in kind)
+        assert str(tmp_path) not in shown, name      # no server path anywhere a visitor looks

@@ -9,6 +9,7 @@ orange image (truly green, predicted red) is the one error.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +39,23 @@ def results_dir(tmp_path_factory) -> Path:
     return root / "results"
 
 
-def open_page(monkeypatch, results: Path, **state) -> AppTest:
+def open_page(monkeypatch, results: Path, who: str | None = None, roles=(), **state) -> AppTest:
+    """The page with ``results`` as its results folder (the dataset beside it an allowed data root), signed in
+    as ``who`` (an account made with ``roles``) or as a visitor."""
     monkeypatch.setenv("OBJREL_INSPECT_DIR", str(results))
+    monkeypatch.setenv("OBJREL_DATA_ROOTS", str(results.parent))
     at = AppTest.from_file(PAGE, default_timeout=90)
+    if who is not None:
+        from objrel import review as R
+        from objrel.store import Store
+
+        store = Store(os.environ["OBJREL_STORE"])
+        try:
+            if who not in R.reviewer_names(store):
+                R.create_reviewer(store, who, f"{who}-passphrase", roles=roles)
+        finally:
+            store.dispose()
+        at.session_state["reviewer"] = who
     for k, v in state.items():
         at.session_state[k] = v
     at.run()
@@ -62,7 +77,8 @@ def test_without_a_results_file_the_page_says_how_to_make_one(monkeypatch, tmp_p
 
 def test_results_file_shows_ranked_pairs_examples_and_aucec(monkeypatch, results_dir):
     at = open_page(monkeypatch, results_dir)
-    assert at.text_input(key="inspect_path").value.endswith("colours.json")       # the newest file, filled in
+    assert at.selectbox(key="inspect_file").value == "colours.json"               # the newest file, chosen
+    assert at.selectbox(key="inspect_file").options == ["colours.json"]           # names, never server paths
     raw = json.loads((results_dir / "colours.json").read_text())
     names, d = raw["class_names"], np.asarray(raw["napvd"])
     iu = np.triu_indices(len(names), 1)
@@ -89,15 +105,81 @@ def test_results_file_shows_ranked_pairs_examples_and_aucec(monkeypatch, results
     assert len(at.get("image")) == 3
 
 
-def test_a_file_that_is_not_a_result_shows_an_error(monkeypatch, tmp_path, results_dir):
-    bad = tmp_path / "other.json"
-    bad.write_text('{"images": []}')
-    at = open_page(monkeypatch, results_dir, inspect_path=str(bad))
+def test_a_file_that_is_not_a_result_shows_an_error(monkeypatch, tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "other.json").write_text('{"images": []}')
+    at = open_page(monkeypatch, results)
     assert any("objrel-deepinspect" in e.value for e in at.error)
+    assert not any(str(tmp_path) in e.value for e in at.error)
+
+
+def test_no_server_path_box_and_nothing_outside_the_folder(monkeypatch, tmp_path, results_dir):
+    """F13: the page offers the results folder's files by name and nothing else; the library refuses any other
+    name before reading it."""
+    from objrel.access import ANONYMOUS
+    from objrel.studies.deepinspect.browse import open_result
+
+    at = open_page(monkeypatch, results_dir)
+    assert [t.key for t in at.text_input if not t.key.startswith("signin_")] == []
+    secret = tmp_path / "secret.json"
+    secret.write_text("{}")
+    for name in (str(secret), "../secret.json", "/etc/passwd", "colours.json/.."):
+        with pytest.raises(ValueError, match="is not a results file of the results folder"):
+            open_result(ANONYMOUS, name, results_dir)
+
+
+def _hostile_result(tmp_path, results_dir) -> bytes:
+    """A valid result whose dataset root is / and whose examples name server files (F2)."""
+    raw = json.loads((results_dir / "colours.json").read_text())
+    raw["source"] = {**raw.get("source", {}), "kind": "dataset", "root": "/"}
+    secret = tmp_path / "secret.png"
+    from PIL import Image
+
+    Image.new("RGB", (8, 8), (255, 0, 0)).save(secret)
+    raw["examples"] = {k: [str(secret), "etc/passwd"] for k in raw.get("examples", {})}
+    return json.dumps(raw).encode()
+
+
+def test_an_uploaded_result_opens_no_server_file(monkeypatch, tmp_path, results_dir):
+    """F2: a signed-in account uploads a result naming server paths: it is shown, but no file it names is read;
+    a visitor cannot upload at all (F6)."""
+    from objrel.access import ANONYMOUS, Actor
+    from objrel.errors import NotAllowed
+    from objrel.studies.deepinspect import example_images
+    from objrel.studies.deepinspect.browse import examples_allowed, read_upload
+
+    data = _hostile_result(tmp_path, results_dir)
+    with pytest.raises(NotAllowed, match="nobody signed in may not upload a results file"):
+        read_upload(ANONYMOUS, "evil.json", data)
+    result = read_upload(Actor("rita", {"reviewer"}), "evil.json", data)
+    assert not examples_allowed(result, roots=(results_dir.parent.resolve(),))
+    assert example_images(result, result.class_names[0], 4) != []      # what main showed: the server's files
+    at = open_page(monkeypatch, results_dir, inspect_source="Upload")
+    assert "inspect_upload" not in [w.key for w in at.get("file_uploader")]
+    assert any("signed-in accounts" in i.value for i in at.info)
+
+
+def test_training_needs_the_operator_role(monkeypatch, results_dir):
+    """F16: visitors and reviewers cannot make the app train."""
+    from objrel.access import ANONYMOUS, Actor
+    from objrel.errors import NotAllowed
+    from objrel.studies.deepinspect.browse import train_planted
+
+    for who in (ANONYMOUS, Actor("rita", {"reviewer"})):
+        with pytest.raises(NotAllowed, match="may not train and inspect the planted benchmark"):
+            train_planted(who, 0)
+    at = open_page(monkeypatch, results_dir, inspect_source="Planted benchmark")
+    assert at.button(key="inspect_planted_run").disabled
+    at.session_state["inspect_planted_done"] = 0                   # as if the click had got through
+    at.run()
+    assert not at.exception and not at.success                     # nothing trained: the gate said no
+    assert any("may not train and inspect the planted benchmark" in e.value for e in at.error)
+
 
 
 def test_planted_benchmark_on_demand(monkeypatch, results_dir):
-    at = open_page(monkeypatch, results_dir, inspect_source="Planted benchmark")
+    at = open_page(monkeypatch, results_dir, who="olga", roles=["run-operator"], inspect_source="Planted benchmark")
     assert any("Train and inspect" in i.value for i in at.info)                     # nothing trained yet
     at.button(key="inspect_planted_run").click().run()
     assert not at.exception, at.exception

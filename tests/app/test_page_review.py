@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from objrel.review.roles import actor_of
+from objrel.access import ANONYMOUS, SERVER
 from pathlib import Path
 
 import pytest
@@ -64,8 +66,8 @@ def test_blind_review_never_shows_the_other_call(monkeypatch, flagged_store):
     store, run_id = flagged_store
     for name in ("alice", "bob"):
         review.create_reviewer(store, name, f"{name}-passphrase")
-    sid = review.draw_review_sample(store, run_id, "MR-2")[0]
-    review.record_judgment(store, run_id, sid, "MR-2", "alice", "fp", reasons=["incomplete-removal"])
+    sid = review.draw_review_sample(SERVER, store, run_id, "MR-2")[0]
+    review.record_judgment(actor_of(store, "alice"), store, run_id, sid, "MR-2", "fp", reasons=["incomplete-removal"])
     at = page(monkeypatch, store, "bob").run()
     assert at.query_params["item"] == sid
     shown = texts(at)
@@ -76,7 +78,7 @@ def test_blind_review_never_shows_the_other_call(monkeypatch, flagged_store):
 def test_deep_link_opens_the_linked_item(monkeypatch, flagged_store):
     store, run_id = flagged_store
     review.create_reviewer(store, "carol", "carol-passphrase")
-    ids = review.draw_review_sample(store, run_id, "MR-1")
+    ids = review.draw_review_sample(SERVER, store, run_id, "MR-1")
     at = page(monkeypatch, store, "carol")
     at.query_params["run"] = str(run_id)
     at.query_params["relation"] = "MR-1"
@@ -115,9 +117,9 @@ def test_opens_on_a_run_with_flags_not_on_the_newest_run(monkeypatch, flagged_st
 def test_the_end_of_the_queue_says_so_and_links_to_agreement(monkeypatch, flagged_store):
     store, run_id = flagged_store
     review.create_reviewer(store, "eve", "eve-passphrase")
-    ids = review.draw_review_sample(store, run_id, "MR-2")
+    ids = review.draw_review_sample(SERVER, store, run_id, "MR-2")
     for sid in ids[:-1]:
-        review.record_judgment(store, run_id, sid, "MR-2", "eve", "tp")
+        review.record_judgment(actor_of(store, "eve"), store, run_id, sid, "MR-2", "tp")
     at = page(monkeypatch, store, "eve").run()
     assert at.query_params["item"] == ids[-1]
     assert any("End of the queue: 1 of" in i.value for i in at.info)

@@ -19,8 +19,24 @@ PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "shortcut.py")
 
 @pytest.fixture(autouse=True)
 def app_store(monkeypatch, tmp_path):
-    """The store the page's sidebar signs in against: a temporary one, never ./objrel.db."""
+    """The store the page's sidebar signs in against: a temporary one, never ./objrel.db; the results folder a
+    temporary one too (tests that read results point it elsewhere)."""
     monkeypatch.setenv("OBJREL_STORE", str(tmp_path / "app.db"))
+    monkeypatch.setenv("OBJREL_SHORTCUT_DIR", str(tmp_path / "shortcut"))
+
+
+def signed_in(at: AppTest, tmp_path, name: str, roles) -> AppTest:
+    """Sign ``at`` in as ``name`` with ``roles`` (the account is made in the page's store first)."""
+    from objrel import review as R
+    from objrel.store import Store
+
+    store = Store(tmp_path / "app.db")
+    try:
+        R.create_reviewer(store, name, f"{name}-passphrase", roles=roles)
+    finally:
+        store.dispose()
+    at.session_state["reviewer"] = name
+    return at
 
 
 def frame(at, *columns):
@@ -37,16 +53,15 @@ def results_file(tmp_path_factory) -> Path:
 
 def test_missing_results_say_how_to_make_them(tmp_path):
     at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["shortcut_results_path"] = str(tmp_path / "none" / "results.json")
     at.run()
     assert not at.exception
     assert any("No benchmark results" in i.value and "objrel bench shortcut" in i.value for i in at.info)
     assert not at.dataframe
 
 
-def test_page_draws_every_section_from_the_results(results_file):
+def test_page_draws_every_section_from_the_results(results_file, monkeypatch):
+    monkeypatch.setenv("OBJREL_SHORTCUT_DIR", str(results_file.parent))
     at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["shortcut_results_path"] = str(results_file)
     at.run()
     assert not at.exception
     headers = [h.value for h in at.header]
@@ -74,23 +89,85 @@ def test_page_draws_every_section_from_the_results(results_file):
 
 
 def test_a_file_that_is_not_results_shows_an_error(tmp_path):
-    bad = tmp_path / "results.json"
+    bad = tmp_path / "shortcut" / "results.json"
+    bad.parent.mkdir()
     bad.write_text('{"seeds": [{"seed": 0}]}')
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["shortcut_results_path"] = str(bad)
-    at.run()
-    assert any("not a shortcut-benchmark results file" in e.value for e in at.error)
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    assert any("These results cannot be shown" in e.value for e in at.error)
+    assert not any(str(tmp_path) in e.value for e in at.error)           # no server path shown
+
+
+def test_the_page_offers_no_path_box_and_no_button_to_visitors(tmp_path):
+    """F1: a visitor cannot name a server folder nor start a benchmark: the page has no text box, and the
+    button is only there for run operators and admins."""
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    assert [t.key for t in at.text_input if not t.key.startswith("signin_")] == []
+    assert "shortcut_run_quick" not in [b.key for b in at.button]
+    for name, roles in (("rita", ["reviewer"]), ("carl", ["adjudicator"])):
+        at = signed_in(AppTest.from_file(PAGE, default_timeout=60), tmp_path, name, roles).run()
+        assert "shortcut_run_quick" not in [b.key for b in at.button], name
+    assert not (tmp_path / "shortcut").exists()                         # nothing was created
+
+
+def test_starting_a_quick_benchmark_needs_the_role_and_one_at_a_time(tmp_path):
+    """F1 in the library: the gate refuses visitors and reviewers before any folder or process exists; a second
+    start while one runs is refused; the child is reaped when it ends (no zombie)."""
+    import json
+
+    from objrel.access import ANONYMOUS, Actor
+    from objrel.errors import NotAllowed
+    from objrel.studies.shortcut.browse import RUNNING, quick_job, start_quick_benchmark
+
+    root = tmp_path / "elsewhere"
+    for who in (ANONYMOUS, Actor("rita", {"reviewer"}), Actor("adam", {"adjudicator"})):
+        with pytest.raises(NotAllowed, match="may not start a benchmark"):
+            start_quick_benchmark(who, root)
+    assert not root.exists()
+    job = start_quick_benchmark(Actor("olga", {"run-operator"}), root)
+    pid = json.loads((root / "quick" / "quick.lock").read_text())["pid"]
+    try:
+        assert job.state == RUNNING and job.started_by == "olga"
+        with pytest.raises(ValueError, match=r"already running \(started by olga"):
+            start_quick_benchmark(Actor("root", {"admin"}), root)
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 20
+    while pid_alive(pid) and time.time() < deadline:     # pid_alive says False for a zombie too
+        time.sleep(0.1)
+    time.sleep(0.5)                                      # the reaper thread has waited for it by now
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)                      # already reaped: no zombie left under this process
+    assert quick_job(root).state != RUNNING
+
+
+def test_results_are_opened_only_from_the_results_folder(tmp_path):
+    """F1/F13 in the library: only the folder's own results files open, by their names; any other path is
+    refused before it is read."""
+    from objrel.access import ANONYMOUS
+    from objrel.studies.shortcut.browse import open_results, results_files
+
+    root = tmp_path / "shortcut"
+    root.mkdir()
+    (tmp_path / "results.json").write_text("{}")
+    assert results_files(root) == []
+    for name in ("/etc/passwd", "../results.json", "results.json", "quick/../../x.json", str(tmp_path / "results.json")):
+        with pytest.raises(ValueError, match="is not one of the benchmark's results files"):
+            open_results(ANONYMOUS, name, root)
 
 
 def test_quick_button_starts_a_separate_process(tmp_path):
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["shortcut_results_path"] = str(tmp_path / "results.json")
-    at.run()
+    import json
+
+    at = signed_in(AppTest.from_file(PAGE, default_timeout=60), tmp_path, "olga", ["run-operator"]).run()
     at.button(key="shortcut_run_quick").click().run()
-    job = at.session_state["shortcut_job"]
+    assert not at.exception
+    job = {"pid": json.loads((tmp_path / "shortcut" / "quick" / "quick.lock").read_text())["pid"]}
     try:
-        assert job["out"] == str(tmp_path / "quick") and pid_alive(job["pid"])
-        assert any("Quick benchmark running" in i.value for i in at.info)
+        assert pid_alive(job["pid"])
+        assert any("Quick benchmark running, started by olga" in i.value for i in at.info)
+        assert not any(str(job["pid"]) in i.value or str(tmp_path) in i.value for i in at.info)
         # it writes no count of its own: the time so far (and its log's last line once it has one)
         assert any(c.value.startswith("Running for ") for c in at.caption)
     finally:
@@ -104,7 +181,7 @@ def test_quick_button_starts_a_separate_process(tmp_path):
 
 def test_score_tables_and_quick_states(results_file, tmp_path):
     from objrel.studies.shortcut import bench as B
-    from objrel.studies.shortcut.browse import FAILED, FINISHED, QuickState, quick_dir, quick_state, score_table_for
+    from objrel.studies.shortcut.browse import FAILED, FINISHED, QuickState, quick_state, score_table_for
 
     results = B.load_results(results_file)
     tables = B.tables(results)
@@ -115,39 +192,7 @@ def test_score_tables_and_quick_states(results_file, tmp_path):
     assert (biased + unbiased).equals(both)
     with pytest.raises(ValueError, match="expected a model"):
         score_table_for(results, "all", "reliant")
-    assert quick_dir(str(tmp_path / "x" / "results.json")) == str(tmp_path / "x" / "quick")
     gone = 2**22 + 12345     # no such process
     assert quick_state(gone, str(tmp_path)).state == FAILED
     (tmp_path / B.RESULTS_FILE).write_text("{}")
     assert quick_state(gone, str(tmp_path)) == QuickState(FINISHED, str(tmp_path / B.RESULTS_FILE))
-
-
-def test_a_quick_benchmark_writes_where_the_page_reads(tmp_path, monkeypatch):
-    """start_quick's --out is the folder quick_state reads, from any working directory, and the child finds the
-    objrel package on its PYTHONPATH."""
-    import subprocess
-
-    from objrel.studies.shortcut import bench as B
-    from objrel.studies.shortcut.browse import quick_dir, quick_state
-
-    started = {}
-
-    class FakeProcess:
-        pid = 4242
-
-    def fake_popen(cmd, env, **kw):
-        started.update(cmd=cmd, env=env)
-        return FakeProcess()
-
-    monkeypatch.setattr(subprocess, "Popen", fake_popen)
-    monkeypatch.chdir(tmp_path)
-    out = quick_dir("var/shortcut/results.json")                # relative, as the page's default is
-    assert out == str(tmp_path / "var" / "shortcut" / "quick")
-    B.start_quick(out)
-    written = started["cmd"][started["cmd"].index("--out") + 1]
-    monkeypatch.chdir("/")                                       # the page may read from elsewhere
-    assert str(B.Path(written) / B.RESULTS_FILE) == quick_state(4242, out).results_file
-    root = started["env"]["PYTHONPATH"].split(":")[0]
-    assert (B.Path(root) / "objrel" / "studies" / "shortcut" / "bench.py").is_file()
-    # the quick results, once shown, keep the next quick run in the same folder (no quick/quick)
-    assert quick_dir(str(B.Path(out) / B.RESULTS_FILE)) == out

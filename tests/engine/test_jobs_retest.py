@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from objrel.review.roles import actor_of
 import time
 
 import pytest
@@ -46,7 +47,7 @@ def wait_for(pred, timeout=90.0, step=0.1):
 def test_background_run_finishes_and_reports_progress(tmp_path, colour_set):
     store = Store(tmp_path / "bg.db")
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3")
-    job = jobs.start_run(store.url, cfg, actor=account(store))
+    job = jobs.start_run(actor_of(store, account(store)), store.url, cfg)
     assert store.get_run(job.run_id).n_total == 10
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
     run = store.get_run(job.run_id)
@@ -58,13 +59,13 @@ def test_background_run_can_be_cancelled(tmp_path, colour_set):
     store = Store(tmp_path / "cancel.db")
     cfg = RunConfig(model="py:tests.fixtures.colour_model:slow_factory", dataset=str(colour_set), plan="colours3",
                     batch_size=1)
-    job = jobs.start_run(store.url, cfg, actor=account(store))
+    job = jobs.start_run(actor_of(store, account(store)), store.url, cfg)
     assert wait_for(lambda: store.get_run(job.run_id).n_done >= 1)
-    jobs.cancel(store, job.run_id, actor=OPERATOR)
+    jobs.cancel(actor_of(store, OPERATOR), store, job.run_id)
     assert wait_for(lambda: store.get_run(job.run_id).status == "cancelled")
     assert store.get_run(job.run_id).n_done < 10
     # and it can be resumed to the end
-    again = jobs.start_run(store.url, resume=job.run_id, actor=account(store))
+    again = jobs.start_run(actor_of(store, account(store)), store.url, resume=job.run_id)
     assert again.run_id == job.run_id
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished", timeout=120)
     assert len(store.samples(job.run_id)) == 10
@@ -82,8 +83,7 @@ def test_dead_process_shows_as_stalled(tmp_path):
 def test_start_failure_is_reported(tmp_path):
     store = Store(tmp_path / "fail.db")
     with pytest.raises(RuntimeError, match="exited with code 2"):
-        jobs.start_run(store.url, RunConfig(model="py:nowhere:nothing", dataset=str(tmp_path / "none.json")),
-                       actor=account(store))
+        jobs.start_run(actor_of(store, account(store)), store.url, RunConfig(model="py:nowhere:nothing", dataset=str(tmp_path / "none.json")))
 
 
 def test_retest_with_a_box_over_the_whole_image(tmp_path):
@@ -97,7 +97,7 @@ def test_retest_with_a_box_over_the_whole_image(tmp_path):
     rep = Engine(store, cfg, model=factory()).execute()
     assert set(store.flagged_sample_ids(rep.run_id, "MR-2")) == {"1"}
     account(store, "alice", (R.REVIEWER,))
-    res = retest_with_box(store, rep.run_id, "1", (0, 0, 40, 40), "alice", model=factory())
+    res = retest_with_box(actor_of(store, "alice"), store, rep.run_id, "1", (0, 0, 40, 40), model=factory())
     assert res.box == (0, 0, 40, 40) and res.area_ratio == 1.0
     assert res.votes["MR-2"]["violations"] == 0 and not res.votes["MR-2"]["flagged"]
     assert res.votes["MR-1"]["violations"] == 0
@@ -108,7 +108,7 @@ def test_retest_with_a_box_over_the_whole_image(tmp_path):
     # the original verdicts are untouched
     assert set(store.flagged_sample_ids(rep.run_id, "MR-2")) == {"1"}
     with pytest.raises(ValueError, match="outside the 40x40 image"):
-        retest_with_box(store, rep.run_id, "1", (0, 0, 90, 40), "alice", model=factory())
+        retest_with_box(actor_of(store, "alice"), store, rep.run_id, "1", (0, 0, 90, 40), model=factory())
 
 
 FACES = dict(detector="haar:frontalface_default", dataset="demo-faces")
@@ -118,7 +118,7 @@ def test_background_detection_run_finishes(tmp_path):
     from objrel.config import DetectionConfig
 
     store = Store(tmp_path / "det.db")
-    job = jobs.start_run(store.url, DetectionConfig(**FACES, limit=1, name="faces"), actor=account(store))
+    job = jobs.start_run(actor_of(store, account(store)), store.url, DetectionConfig(**FACES, limit=1, name="faces"))
     run = store.get_run(job.run_id)
     assert (run.task, run.model, run.n_total, run.name) == ("detection", "haar:frontalface_default", 1, "faces")
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
@@ -137,7 +137,7 @@ def test_stopped_detection_run_resumes_in_the_background(tmp_path):
     run = store.get_run(stopped.run_id)
     assert stopped.status == "pending" and (run.n_done, run.n_total) == (2, 3)
     assert jobs.is_resumable(run) and [r.id for r in jobs.resumable_runs(store)] == [stopped.run_id]
-    job = jobs.start_run(store.url, resume=stopped.run_id, actor=account(store))
+    job = jobs.start_run(actor_of(store, account(store)), store.url, resume=stopped.run_id)
     assert job.run_id == stopped.run_id
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
     assert store.get_run(job.run_id).n_done == 3 and not jobs.is_resumable(store.get_run(job.run_id))
@@ -155,7 +155,7 @@ def test_stopped_detection_run_resumes_in_the_background(tmp_path):
 
 def test_start_run_takes_a_config_or_a_run_to_resume(tmp_path):
     with pytest.raises(ValueError, match="not both"):
-        jobs.start_run(Store(tmp_path / "x.db").url, RunConfig(), resume=1, actor=OPERATOR)
+        jobs.start_run(actor_of(Store(tmp_path / "x.db"), OPERATOR), Store(tmp_path / "x.db").url, RunConfig(), resume=1)
 
 
 def test_run_states_for_the_runs_page(tmp_path):
@@ -193,13 +193,13 @@ def test_only_run_operators_and_admins_start_cancel_and_resume(tmp_path, who, ro
     rid = _run_row(store)
     held = ", ".join(roles) if roles else "no role"
     with pytest.raises(NotAllowed, match=f"may not start runs: it needs the role run-operator or admin; .* {held}"):
-        jobs.start_run(store.url, DetectionConfig(**FACES, limit=1), actor=who)
-    with pytest.raises(NotAllowed, match=f"may not resume run {rid}"):
-        jobs.start_run(store.url, resume=rid, actor=who)
+        jobs.start_run(actor_of(store, who), store.url, DetectionConfig(**FACES, limit=1))
+    with pytest.raises(NotAllowed, match=f"may not resume runs .run {rid}."):
+        jobs.start_run(actor_of(store, who), store.url, resume=rid)
     with pytest.raises(NotAllowed, match=f"may not cancel run {rid}"):
-        jobs.cancel(store, rid, actor=who)
+        jobs.cancel(actor_of(store, who), store, rid)
     with pytest.raises(NotAllowed, match="may not read run logs"):
-        jobs.log_tail(store, tmp_path / "any.log", who)
+        jobs.log_tail(actor_of(store, who), tmp_path / "any.log")
     assert store.list_runs()[0].id == rid and not store.cancel_requested(rid)   # nothing started or asked
 
 
@@ -207,19 +207,19 @@ def test_an_admin_may_cancel_and_read_logs(tmp_path):
     store = Store(tmp_path / "admin.db")
     rid = _run_row(store)
     boss = account(store, "boss", (R.ADMIN,))
-    jobs.cancel(store, rid, actor=boss)
+    jobs.cancel(actor_of(store, boss), store, rid)
     assert store.cancel_requested(rid)
     log = tmp_path / "run.log"
     log.write_text("\n".join(f"line {i}" for i in range(30)))
-    assert jobs.log_tail(store, log, boss, lines=2) == "line 28\nline 29"
+    assert jobs.log_tail(actor_of(store, boss), log, lines=2) == "line 28\nline 29"
 
 
 def test_retest_needs_a_reviewer_role(tmp_path):
     store = Store(tmp_path / "rt-deny.db")
     account(store, OPERATOR)
-    with pytest.raises(NotAllowed, match="'olga' may not re-test run 1 .* reviewer or adjudicator or admin; "
+    with pytest.raises(NotAllowed, match="'olga' may not re-test a sample with a redrawn box .'1' of run 1.: it needs the role reviewer or adjudicator or admin; "
                                          "olga has run-operator"):
-        retest_with_box(store, 1, "1", (0, 0, 4, 4), OPERATOR)
+        retest_with_box(actor_of(store, OPERATOR), store, 1, "1", (0, 0, 4, 4))
 
 
 # ---------------------------------------------------------------- the web app's policy
@@ -229,27 +229,24 @@ def test_web_runs_refuse_code_unlisted_models_and_paths_outside_the_roots(tmp_pa
     store = Store(tmp_path / "web.db")
     op = account(store)
     with pytest.raises(ConfigError, match="never runs code named by a model spec"):
-        jobs.start_web_run(store, RunConfig(model="py:tests.fixtures.colour_model:factory", dataset="demo"), actor=op)
+        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="py:tests.fixtures.colour_model:factory", dataset="demo"))
     with pytest.raises(ConfigError, match="never runs code"):
-        jobs.start_web_run(store, DetectionConfig(detector="mtcnn+py:evil:f", dataset="demo-faces"), actor=op)
+        jobs.start_web_run(actor_of(store, op), store, DetectionConfig(detector="mtcnn+py:evil:f", dataset="demo-faces"))
     with pytest.raises(ConfigError, match="must be one of the app's list .* got 'torchvision:resnet101'"):
-        jobs.start_web_run(store, RunConfig(model="torchvision:resnet101", dataset="demo"), actor=op)
+        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="torchvision:resnet101", dataset="demo"))
     # the architectures listed for uploaded state dicts run only with a weights file, from the allowed roots
     with pytest.raises(ConfigError, match="runs with an uploaded weights file; got no weights file"):
-        jobs.start_web_run(store, RunConfig(model="torchvision:resnet18", dataset="demo"), actor=op)
+        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="torchvision:resnet18", dataset="demo"))
     with pytest.raises(ConfigError, match="weights file must lie inside an allowed folder"):
-        jobs.start_web_run(store, RunConfig(model="torchvision:resnet18", dataset="demo", weights="/tmp/w.pt"),
-                           actor=op)
+        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="torchvision:resnet18", dataset="demo", weights="/tmp/w.pt"))
     with pytest.raises(ConfigError, match="dataset must lie inside an allowed folder"):
-        jobs.start_web_run(store, RunConfig(model="efficientnet-lite0", dataset=str(colour_set)), actor=op)
+        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="efficientnet-lite0", dataset=str(colour_set)))
     with pytest.raises(ConfigError, match="weights file must lie inside an allowed folder"):
-        jobs.start_web_run(store, RunConfig(model="efficientnet-lite0", dataset="demo", weights="/etc/passwd"),
-                           actor=op)
+        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="efficientnet-lite0", dataset="demo", weights="/etc/passwd"))
     with pytest.raises(ConfigError, match="dataset must lie inside"):   # no escape with ..
-        jobs.start_web_run(store, DetectionConfig(**{**FACES, "dataset": str(tmp_path / "up" / ".." / "x.json")}),
-                           actor=op)
+        jobs.start_web_run(actor_of(store, op), store, DetectionConfig(**{**FACES, "dataset": str(tmp_path / "up" / ".." / "x.json")}))
     with pytest.raises(NotAllowed, match="may not start runs"):
-        jobs.start_web_run(store, DetectionConfig(**FACES, limit=1), actor=account(store, "rita", (R.REVIEWER,)))
+        jobs.start_web_run(actor_of(store, account(store, "rita", (R.REVIEWER,))), store, DetectionConfig(**FACES, limit=1))
     assert store.list_runs() == []
     monkeypatch.setenv("OBJREL_DATA_ROOTS", str(colour_set.parent))
     from objrel.engine.run_form import check_web_config
@@ -263,12 +260,12 @@ def test_admins_register_models_for_the_web_list(tmp_path):
     store = Store(tmp_path / "models.db")
     boss = account(store, "boss", (R.ADMIN,))
     with pytest.raises(NotAllowed, match="'olga' may not register models"):
-        allow_model(store, account(store), CLASSIFIER, "torchvision:resnet101")
+        allow_model(actor_of(store, account(store)), store, CLASSIFIER, "torchvision:resnet101")
     with pytest.raises(ConfigError, match="never code"):
-        allow_model(store, boss, CLASSIFIER, "py:tests.fixtures.colour_model:factory")
+        allow_model(actor_of(store, boss), store, CLASSIFIER, "py:tests.fixtures.colour_model:factory")
     with pytest.raises(ConfigError, match="or a path"):
-        allow_model(store, boss, CLASSIFIER, "haar:/tmp/cascade.xml")
-    assert allow_model(store, boss, CLASSIFIER, "torchvision:resnet101")[-1] == "torchvision:resnet101"
+        allow_model(actor_of(store, boss), store, CLASSIFIER, "haar:/tmp/cascade.xml")
+    assert allow_model(actor_of(store, boss), store, CLASSIFIER, "torchvision:resnet101")[-1] == "torchvision:resnet101"
     assert "torchvision:resnet101" in web_models(store, CLASSIFIER)
     from objrel.engine.run_form import check_web_config
     assert check_web_config(store, RunConfig(model="torchvision:resnet101", dataset="demo")).model == \

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from objrel.review.roles import actor_of
+from objrel.access import ANONYMOUS, SERVER
 import pytest
 from sqlalchemy import delete, func, select
 
@@ -38,7 +40,7 @@ def two_runs(flagged_store, colour_set):
     store, a = flagged_store
     b = colour_run(store, colour_set, "b")
     account(store, "alice", (R.REVIEWER,))
-    record_judgment(store, a, store.flagged_sample_ids(a, "MR-1")[0], "MR-1", "alice", "tp")
+    record_judgment(actor_of(store, "alice"), store, a, store.flagged_sample_ids(a, "MR-1")[0], "MR-1", "tp")
     store.record_attempts(a, ["x"])
     return store, a, b
 
@@ -50,16 +52,16 @@ def test_delete_run_removes_every_row_of_it_and_only_it(two_runs):
     assert before_a["samples"] and before_a["predictions"] and before_a["verdicts"] and before_a["attempts"]
     assert before_a["judgments"] == 1 and before_a["judgment_versions"] >= 1
     with pytest.raises(NotAllowed):
-        manage.delete_run(store, a, actor="alice", confirm=str(a))
+        manage.delete_run(actor_of(store, "alice"), store, a, confirm=str(a))
     with pytest.raises(NotAllowed):
-        manage.delete_run(store, a, actor=None, confirm=str(a))
+        manage.delete_run(ANONYMOUS, store, a, confirm=str(a))
     with pytest.raises(ConfigError, match=f"type its id {a} to confirm; got '{b}'"):
-        manage.delete_run(store, a, actor=op, confirm=str(b))
+        manage.delete_run(actor_of(store, op), store, a, confirm=str(b))
     store.update_run(a, status="running")
     with pytest.raises(ConfigError, match="is running"):
-        manage.delete_run(store, a, actor=op, confirm=str(a))
+        manage.delete_run(actor_of(store, op), store, a, confirm=str(a))
     store.update_run(a, status="finished")
-    deleted = manage.delete_run(store, a, actor=op, confirm=f" {a} ")
+    deleted = manage.delete_run(actor_of(store, op), store, a, confirm=f" {a} ")
     assert deleted["runs"] == 1 and deleted["samples"] == before_a["samples"]
     assert all(n == 0 for n in counts(store, a).values())
     assert counts(store, b) == before_b
@@ -93,13 +95,13 @@ def test_rename_run_checks_role_and_name(two_runs):
     store, a, _ = two_runs
     op = account(store)
     with pytest.raises(NotAllowed, match="'alice' may not rename run"):
-        manage.rename_run(store, a, "new", actor="alice")
+        manage.rename_run(actor_of(store, "alice"), store, a, "new")
     with pytest.raises(ConfigError, match="1 to 200 characters; got 0"):
-        manage.rename_run(store, a, "   ", actor=op)
-    manage.rename_run(store, a, "  <b>new</b> name ", actor=op)
+        manage.rename_run(actor_of(store, op), store, a, "   ")
+    manage.rename_run(actor_of(store, op), store, a, "  <b>new</b> name ")
     assert store.get_run(a).name == "<b>new</b> name"
     with pytest.raises(KeyError, match="no run 999"):
-        manage.rename_run(store, 999, "x", actor=op)
+        manage.rename_run(actor_of(store, op), store, 999, "x")
 
 
 def test_sample_issues_list_skipped_and_untested_with_reasons(store, colour_set):
@@ -126,13 +128,13 @@ def test_uploads_need_the_operator_role_and_an_allowed_root(store, tmp_path, mon
     account(store, "alice", (R.REVIEWER,))
     z = make_zip({"a.png": png_bytes()})
     with pytest.raises(NotAllowed, match="'alice' may not upload datasets"):
-        manage.upload_dataset(store, "d", manifest("a.png"), z, actor="alice")
-    up = manage.upload_dataset(store, "d", manifest("a.png"), z, actor=op)
+        manage.upload_dataset(actor_of(store, "alice"), "d", manifest("a.png"), z)
+    up = manage.upload_dataset(actor_of(store, op), "d", manifest("a.png"), z)
     assert up.folder == (tmp_path / "var" / "uploads" / "d").resolve()
     assert [u.name for u in manage.uploads()] == ["d"]
     with pytest.raises(NotAllowed, match="may not upload weights"):
-        manage.upload_weights(store, "w", "resnet18", b"x", actor="alice")
+        manage.upload_weights(actor_of(store, "alice"), "w", "resnet18", b"x")
     monkeypatch.setenv("OBJREL_DATA_ROOTS", str(tmp_path / "elsewhere"))
     with pytest.raises(ConfigError, match="not inside the allowed data roots"):
-        manage.upload_dataset(store, "e", manifest("a.png"), z, actor=op)
+        manage.upload_dataset(actor_of(store, op), "e", manifest("a.png"), z)
     assert manage.uploads() == []

@@ -6,6 +6,8 @@ code's output.  z(97.5%) = 1.959964, so Cochran's n0 = 1.959964^2 * 0.25 / 0.05^
 
 from __future__ import annotations
 
+from objrel.review.roles import actor_of
+from objrel.access import ANONYMOUS, SERVER
 import math
 import multiprocessing as mp
 import sqlite3
@@ -276,16 +278,16 @@ def test_oidc_accounts(store):
 def test_second_call_updates_the_same_row(two_reviewers):
     store = two_reviewers
     rid = make_run(store, mr1=["s1"])
-    first = R.record_judgment(store, rid, "s1", "MR-1", "alice", "tp")
-    second = R.record_judgment(store, rid, "s1", "MR-1", "alice", "fp", ["incomplete-removal", "multiple-objects"])
+    first = R.record_judgment(actor_of(store, "alice"), store, rid, "s1", "MR-1", "tp")
+    second = R.record_judgment(actor_of(store, "alice"), store, rid, "s1", "MR-1", "fp", ["incomplete-removal", "multiple-objects"])
     assert second.verdict == "fp"
     assert second.reasons == ("multiple-objects", "incomplete-removal")  # FP_REASONS order
     assert second.created_at == first.created_at and second.updated_at > first.updated_at
     with store.engine.connect() as c:
         assert c.execute(select(func.count()).select_from(S.judgments)).scalar() == 1
-    third = R.record_judgment(store, rid, "s1", "MR-1", "alice", "tp")
+    third = R.record_judgment(actor_of(store, "alice"), store, rid, "s1", "MR-1", "tp")
     assert third.reasons == () and third.note is None  # the update clears the old reasons
-    R.record_judgment(store, rid, "s1", "MR-1", "bob", "uncertain")
+    R.record_judgment(actor_of(store, "bob"), store, rid, "s1", "MR-1", "uncertain")
     assert [(j.reviewer, j.verdict) for j in R.judgments(store, rid)] == [("alice", "tp"), ("bob", "uncertain")]
     assert [j.reviewer for j in R.judgments(store, rid, "MR-1", reviewer="bob")] == ["bob"]
     assert R.judgments(store, rid, "MR-2") == []
@@ -294,15 +296,15 @@ def test_second_call_updates_the_same_row(two_reviewers):
 def test_judgments_only_on_flagged_inferences(two_reviewers):
     store = two_reviewers
     rid = make_run(store, mr1=["f1"], mr2=["f2"], clean=["c1"], palette_only=["p1"])
-    R.record_judgment(store, rid, "f1", "MR-1", "alice", "tp")
-    R.record_judgment(store, rid, "f2", "MR-2", "alice", "tp")
+    R.record_judgment(actor_of(store, "alice"), store, rid, "f1", "MR-1", "tp")
+    R.record_judgment(actor_of(store, "alice"), store, rid, "f2", "MR-2", "tp")
     for sid, rel in [("f1", "MR-2"), ("f2", "MR-1"), ("c1", "MR-1"), ("p1", "MR-1"), ("nope", "MR-1")]:
         with pytest.raises(ValueError, match="not flagged by the primary"):
-            R.record_judgment(store, rid, sid, rel, "alice", "tp")
+            R.record_judgment(actor_of(store, "alice"), store, rid, sid, rel, "tp")
     with pytest.raises(ValueError, match="not flagged"):
-        R.record_judgment(store, rid + 1, "f1", "MR-1", "alice", "tp")  # no such run
-    with pytest.raises(NotAllowed, match="'mallory' may not judge .* needs the role reviewer; mallory has no role"):
-        R.record_judgment(store, rid, "f1", "MR-1", "mallory", "tp")
+        R.record_judgment(actor_of(store, "alice"), store, rid + 1, "f1", "MR-1", "tp")  # no such run
+    with pytest.raises(NotAllowed, match="nobody signed in may not judge .* needs the role reviewer; it has no role"):
+        R.record_judgment(actor_of(store, "mallory"), store, rid, "f1", "MR-1", "tp")
     assert len(R.judgments(store, rid)) == 2
 
 
@@ -318,16 +320,16 @@ def test_judgments_only_on_flagged_inferences(two_reviewers):
 def test_judgment_input_checks(two_reviewers, verdict, reasons, note, match):
     rid = make_run(two_reviewers, mr1=["s1"])
     with pytest.raises(ValueError, match=match):
-        R.record_judgment(two_reviewers, rid, "s1", "MR-1", "alice", verdict, reasons, note)
+        R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s1", "MR-1", verdict, reasons, note)
     with pytest.raises(ValueError, match="relation must be one of"):
-        R.record_judgment(two_reviewers, rid, "s1", "MR-3", "alice", "tp")
+        R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s1", "MR-3", "tp")
 
 
 def test_fp_reasons_and_other_note(two_reviewers):
     rid = make_run(two_reviewers, mr1=["s1", "s2"])
-    j = R.record_judgment(two_reviewers, rid, "s1", "MR-1", "alice", "fp", ["other"], "  annotation is wrong ")
+    j = R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s1", "MR-1", "fp", ["other"], "  annotation is wrong ")
     assert j.reasons == ("other",) and j.note == "annotation is wrong"
-    k = R.record_judgment(two_reviewers, rid, "s2", "MR-1", "alice", "fp")  # fp without a reason (MR-2 style)
+    k = R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s2", "MR-1", "fp")  # fp without a reason (MR-2 style)
     assert k.reasons == ()
     assert j.to_dict()["reasons"] == ["other"]
 
@@ -338,24 +340,24 @@ def test_fp_reasons_and_other_note(two_reviewers):
 def test_draw_is_cochran_sized_seeded_and_stable(store):
     flagged = ids("s", 120)
     rid = make_run(store, mr1=flagged, clean=ids("c", 5))
-    drawn = R.draw_review_sample(store, rid, "MR-1", seed=7)
+    drawn = R.draw_review_sample(SERVER, store, rid, "MR-1", seed=7)
     # 384.1459 / (1 + 383.1459 / 120) = 384.1459 / 4.192883 = 91.62 -> 92
     assert len(drawn) == 92 and len(set(drawn)) == 92 and set(drawn) <= set(flagged)
     expected = [flagged[i] for i in np.random.default_rng(7).choice(120, size=92, replace=False)]
     assert drawn == expected
-    assert R.draw_review_sample(store, rid, "MR-1", seed=7) == drawn
+    assert R.draw_review_sample(SERVER, store, rid, "MR-1", seed=7) == drawn
     info = R.review_sample_info(store, rid, "MR-1")
     assert (info.seed, info.population, info.size) == (7, 120, 92)
     with pytest.raises(ValueError, match="already has a MR-1 review sample drawn with seed 7"):
-        R.draw_review_sample(store, rid, "MR-1", seed=8)
-    redrawn = R.draw_review_sample(store, rid, "MR-1", seed=8, redraw=True)
+        R.draw_review_sample(SERVER, store, rid, "MR-1", seed=8)
+    redrawn = R.draw_review_sample(SERVER, store, rid, "MR-1", seed=8, redraw=True)
     assert redrawn == [flagged[i] for i in np.random.default_rng(8).choice(120, size=92, replace=False)]
     assert R.review_sample_info(store, rid, "MR-1").seed == 8
     with store.engine.connect() as c:
         assert c.execute(select(func.count()).select_from(S.review_samples)).scalar() == 92
-    assert R.draw_review_sample(store, rid, "MR-2") == []  # nothing flagged for MR-2
+    assert R.draw_review_sample(SERVER, store, rid, "MR-2") == []  # nothing flagged for MR-2
     with pytest.raises(ValueError, match="no run 999"):
-        R.draw_review_sample(store, 999, "MR-1")
+        R.draw_review_sample(SERVER, store, 999, "MR-1")
     assert R.review_sample_info(store, rid, "MR-2") is None
 
 
@@ -369,7 +371,7 @@ def test_concurrent_first_draws_store_one_sample(tmp_path):
         s = Store(path)  # its own engine and connections, like another server process
         barrier.wait()
         try:
-            results[k] = R.draw_review_sample(s, rid, "MR-1", seed=seed)
+            results[k] = R.draw_review_sample(SERVER, s, rid, "MR-1", seed=seed)
         except ValueError as exc:
             errors[k] = str(exc)
 
@@ -394,27 +396,27 @@ def test_concurrent_first_draws_store_one_sample(tmp_path):
 def test_review_queue_is_blind(two_reviewers):
     store = two_reviewers
     rid = make_run(store, mr1=ids("s", 6))
-    drawn = R.draw_review_sample(store, rid, "MR-1")
+    drawn = R.draw_review_sample(SERVER, store, rid, "MR-1")
     assert len(drawn) == 6  # 384.1459 / (1 + 383.1459 / 6) = 5.92 -> 6: everything
     for sid in drawn:
-        R.record_judgment(store, rid, sid, "MR-1", "alice", "fp", ["other"], "alice-secret-note")
-    bob = R.review_queue(store, rid, "MR-1", "bob")
+        R.record_judgment(actor_of(store, "alice"), store, rid, sid, "MR-1", "fp", ["other"], "alice-secret-note")
+    bob = R.review_queue(actor_of(store, "bob"), store, rid, "MR-1")
     assert [q.sample_id for q in bob] == drawn and [q.position for q in bob] == list(range(6))
     assert not any(q.judged_by_me for q in bob)
     assert all(q.my_verdict is None and q.my_reasons == () and q.my_note is None for q in bob)
-    R.record_judgment(store, rid, drawn[2], "MR-1", "bob", "tp")
-    bob = R.review_queue(store, rid, "MR-1", "bob")
+    R.record_judgment(actor_of(store, "bob"), store, rid, drawn[2], "MR-1", "tp")
+    bob = R.review_queue(actor_of(store, "bob"), store, rid, "MR-1")
     assert [q.my_verdict for q in bob] == [None, None, "tp", None, None, None]
     blob = repr([q.to_dict() for q in bob])
     assert "fp" not in blob and "alice" not in blob and "other" not in blob
-    alice = R.review_queue(store, rid, "MR-1", "alice")
+    alice = R.review_queue(actor_of(store, "alice"), store, rid, "MR-1")
     assert all(q.my_verdict == "fp" and q.my_note == "alice-secret-note" for q in alice)
 
 
 def test_review_queue_draws_with_the_default_seed_when_nothing_is_drawn(two_reviewers):
     flagged = ids("s", 500)
     rid = make_run(two_reviewers, mr1=flagged)
-    queue = R.review_queue(two_reviewers, rid, "MR-1", "alice")
+    queue = R.review_queue(actor_of(two_reviewers, "alice"), two_reviewers, rid, "MR-1")
     # 384.1459 / (1 + 383.1459 / 500) = 384.1459 / 1.766292 = 217.49 -> 218
     assert len(queue) == 218
     assert [q.sample_id for q in queue] == [flagged[i] for i in
@@ -431,8 +433,8 @@ CALLS_B = ["tp"] * 5 + ["fp"] + ["fp"] * 3 + ["tp"]
 
 def _store_calls(store, rid, sids, a_calls, b_calls, relation="MR-1"):
     for sid, a, b in zip(sids, a_calls, b_calls):
-        R.record_judgment(store, rid, sid, relation, "alice", a, ["multiple-objects"] if a == "fp" else ())
-        R.record_judgment(store, rid, sid, relation, "bob", b, ["multiple-objects"] if b == "fp" else ())
+        R.record_judgment(actor_of(store, "alice"), store, rid, sid, relation, a, ["multiple-objects"] if a == "fp" else ())
+        R.record_judgment(actor_of(store, "bob"), store, rid, sid, relation, b, ["multiple-objects"] if b == "fp" else ())
 
 
 def test_agreement_over_items_both_judged(two_reviewers):
@@ -440,7 +442,7 @@ def test_agreement_over_items_both_judged(two_reviewers):
     sids = ids("s", 12)
     rid = make_run(store, mr1=sids)
     _store_calls(store, rid, sids[:10], CALLS_A, CALLS_B)
-    R.record_judgment(store, rid, sids[10], "MR-1", "alice", "uncertain")  # only alice: not in kappa
+    R.record_judgment(actor_of(store, "alice"), store, rid, sids[10], "MR-1", "uncertain")  # only alice: not in kappa
     ag = R.agreement(store, rid, "MR-1", "alice", "bob")
     assert (ag.n_a, ag.n_b, ag.n_both) == (11, 10, 10)
     assert ag.kappa.kappa == pytest.approx(0.583333, abs=1e-6) and ag.kappa.band == "moderate"
@@ -462,7 +464,7 @@ def test_disagreements_adjudication_and_consensus(two_reviewers):
     rid = make_run(store, mr1=sids)
     _store_calls(store, rid, sids, CALLS_A, CALLS_B)
     # s006: both fp but for different reasons -> a "reasons" disagreement, kappa unaffected
-    R.record_judgment(store, rid, "s006", "MR-1", "bob", "fp", ["incomplete-removal"])
+    R.record_judgment(actor_of(store, "bob"), store, rid, "s006", "MR-1", "fp", ["incomplete-removal"])
     dis = R.disagreements(store, rid, "MR-1", "alice", "bob")
     assert [(d.sample_id, d.kind) for d in dis] == [("s005", "verdict"), ("s006", "reasons"), ("s009", "verdict")]
     assert dis[0].verdict_a == "tp" and dis[0].verdict_b == "fp" and dis[0].reasons_b == ("multiple-objects",)
@@ -474,14 +476,14 @@ def test_disagreements_adjudication_and_consensus(two_reviewers):
     with store.engine.connect() as c:  # computed on read: nothing materialised
         assert c.execute(select(func.count()).select_from(S.consensus)).scalar() == 0
 
-    done = R.adjudicate(store, rid, "s005", "MR-1", "fp", ["multiple-objects"], None, "carol")
+    done = R.adjudicate(actor_of(store, "carol"), store, rid, "s005", "MR-1", "fp", ["multiple-objects"], None)
     assert (done.verdict, done.source, done.adjudicator) == ("fp", "adjudicated", "carol")
     with pytest.raises(NotAllowed, match="'alice' may not adjudicate .*needs the role adjudicator or admin; alice has reviewer"):
-        R.adjudicate(store, rid, "s005", "MR-1", "uncertain", (), "could not tell", "alice")
-    assert R.grant_roles(store, "dave", "alice", R.ADJUDICATOR) == ("adjudicator", "reviewer")
-    with pytest.raises(NotAllowed, match="'alice' may not adjudicate .*never a party"):
-        R.adjudicate(store, rid, "s005", "MR-1", "uncertain", (), "could not tell", "alice")  # a party, not a judge
-    again = R.adjudicate(store, rid, "s005", "MR-1", "uncertain", (), "could not tell", "dave")  # upsert
+        R.adjudicate(actor_of(store, "alice"), store, rid, "s005", "MR-1", "uncertain", (), "could not tell")
+    assert R.grant_roles(actor_of(store, "dave"), store, "alice", R.ADJUDICATOR) == ("adjudicator", "reviewer")
+    with pytest.raises(NotAllowed, match="'alice' may not adjudicate .*they judged this item, so they are a party"):
+        R.adjudicate(actor_of(store, "alice"), store, rid, "s005", "MR-1", "uncertain", (), "could not tell")  # a party, not a judge
+    again = R.adjudicate(actor_of(store, "dave"), store, rid, "s005", "MR-1", "uncertain", (), "could not tell")  # upsert
     assert again.verdict == "uncertain" and again.adjudicator == "dave"
     with store.engine.connect() as c:
         rows = c.execute(select(S.consensus.c.sample_id, S.consensus.c.verdict)).all()
@@ -491,22 +493,23 @@ def test_disagreements_adjudication_and_consensus(two_reviewers):
     by_id = {c.sample_id: c for c in R.consensus(store, rid, "MR-1")}
     assert len(by_id) == 8 and by_id["s005"].verdict == "uncertain"
     # a reviewer who changes a call later breaks the computed consensus: no stale row
-    R.record_judgment(store, rid, "s000", "MR-1", "bob", "uncertain")
+    R.record_judgment(actor_of(store, "bob"), store, rid, "s000", "MR-1", "uncertain")
     assert "s000" not in {c.sample_id for c in R.consensus(store, rid, "MR-1")}
-    # an adjudication overrides even an agreed item
-    R.adjudicate(store, rid, "s001", "MR-1", "fp", ["incomplete-removal"], None, "carol")
-    assert {c.sample_id: c.verdict for c in R.consensus(store, rid, "MR-1")}["s001"] == "fp"
-    with pytest.raises(NotAllowed, match="'zed' may not adjudicate .*needs the role adjudicator or admin"):
-        R.adjudicate(store, rid, "s002", "MR-1", "tp", (), None, "zed")
+    # an item both reviewers agreed on is theirs: no adjudication overrides it (F14)
+    with pytest.raises(ValueError, match="'s001' of run 1 is not a disagreement: 2 reviewer call.s., in agreement"):
+        R.adjudicate(actor_of(store, "carol"), store, rid, "s001", "MR-1", "fp", ["incomplete-removal"], None)
+    assert {c.sample_id: c.verdict for c in R.consensus(store, rid, "MR-1")}["s001"] == "tp"
+    with pytest.raises(NotAllowed, match="nobody signed in may not adjudicate .*needs the role adjudicator or admin"):
+        R.adjudicate(actor_of(store, "zed"), store, rid, "s002", "MR-1", "tp", (), None)
     with pytest.raises(ValueError, match="not flagged"):
-        R.adjudicate(store, rid, "s002", "MR-2", "tp", (), None, "carol")
+        R.adjudicate(actor_of(store, "carol"), store, rid, "s002", "MR-2", "tp", (), None)
     with pytest.raises(ValueError, match="needs a note"):
-        R.adjudicate(store, rid, "s002", "MR-1", "fp", ["other"], "", "carol")
+        R.adjudicate(actor_of(store, "carol"), store, rid, "s002", "MR-1", "fp", ["other"], "")
 
 
 def test_one_judgment_is_not_consensus(two_reviewers):
     rid = make_run(two_reviewers, mr1=["s1"])
-    R.record_judgment(two_reviewers, rid, "s1", "MR-1", "alice", "tp")
+    R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s1", "MR-1", "tp")
     assert R.consensus(two_reviewers, rid, "MR-1") == []
 
 
@@ -514,9 +517,9 @@ def test_judged_runs_lists_relations_and_reviewers(two_reviewers):
     store = two_reviewers
     make_run(store, mr1=["x"], model="unjudged")
     rid = make_run(store, mr1=["a"], mr2=["a"], model="judged")
-    R.record_judgment(store, rid, "a", "MR-2", "bob", "tp")
-    R.record_judgment(store, rid, "a", "MR-1", "alice", "tp")
-    R.record_judgment(store, rid, "a", "MR-2", "alice", "tp")
+    R.record_judgment(actor_of(store, "bob"), store, rid, "a", "MR-2", "tp")
+    R.record_judgment(actor_of(store, "alice"), store, rid, "a", "MR-1", "tp")
+    R.record_judgment(actor_of(store, "alice"), store, rid, "a", "MR-2", "tp")
     (run,) = R.judged_runs(store)
     assert run.run_id == rid and run.model == "judged"
     assert run.relations == ("MR-1", "MR-2")
@@ -527,8 +530,8 @@ def test_judged_runs_lists_relations_and_reviewers(two_reviewers):
 
 
 def _judge_both(store, rid, sid, verdict, reasons=(), note_a=None, note_b=None):
-    R.record_judgment(store, rid, sid, "MR-1", "alice", verdict, reasons, note_a)
-    R.record_judgment(store, rid, sid, "MR-1", "bob", verdict, reasons, note_b)
+    R.record_judgment(actor_of(store, "alice"), store, rid, sid, "MR-1", verdict, reasons, note_a)
+    R.record_judgment(actor_of(store, "bob"), store, rid, sid, "MR-1", verdict, reasons, note_b)
 
 
 def test_precision_table_from_consensus(two_reviewers):
@@ -536,19 +539,19 @@ def test_precision_table_from_consensus(two_reviewers):
     R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
     a = make_run(store, mr1=ids("a", 10), clean=["ok1", "ok2"], model="ResNet")
     b = make_run(store, mr1=ids("b", 3), model="MobileNet")
-    assert len(R.draw_review_sample(store, a, "MR-1")) == 10  # 384.1459 / 39.31459 = 9.77 -> 10: all
-    assert len(R.draw_review_sample(store, b, "MR-1")) == 3   # 384.1459 / 128.7153 = 2.98 -> 3
+    assert len(R.draw_review_sample(SERVER, store, a, "MR-1")) == 10  # 384.1459 / 39.31459 = 9.77 -> 10: all
+    assert len(R.draw_review_sample(SERVER, store, b, "MR-1")) == 3   # 384.1459 / 128.7153 = 2.98 -> 3
     for sid in ids("a", 5):
         _judge_both(store, a, sid, "tp")
     _judge_both(store, a, "a005", "fp", ["multiple-objects"])
     _judge_both(store, a, "a006", "fp", ["multiple-objects", "incomplete-removal"])
     _judge_both(store, a, "a007", "fp", ["other"], "blurry", "too dark")
     _judge_both(store, a, "a008", "uncertain")
-    R.record_judgment(store, a, "a009", "MR-1", "alice", "tp")
-    R.record_judgment(store, a, "a009", "MR-1", "bob", "fp")
-    R.record_judgment(store, b, "b000", "MR-1", "alice", "tp")  # one judgment only: pending
-    R.record_judgment(store, b, "b001", "MR-1", "alice", "tp")
-    R.record_judgment(store, b, "b001", "MR-1", "bob", "tp")
+    R.record_judgment(actor_of(store, "alice"), store, a, "a009", "MR-1", "tp")
+    R.record_judgment(actor_of(store, "bob"), store, a, "a009", "MR-1", "fp")
+    R.record_judgment(actor_of(store, "alice"), store, b, "b000", "MR-1", "tp")  # one judgment only: pending
+    R.record_judgment(actor_of(store, "alice"), store, b, "b001", "MR-1", "tp")
+    R.record_judgment(actor_of(store, "bob"), store, b, "b001", "MR-1", "tp")
 
     row = R.precision_table(store, a, "MR-1").iloc[0]
     # 9 decided (a009 unresolved): tp 5/9 = 55.6%, fp 3/9 = 33.3%
@@ -559,7 +562,7 @@ def test_precision_table_from_consensus(two_reviewers):
         == (2, 1, 1, 1)
     assert (row["fp without reason"], row["uncertain"], row["unresolved"], row["pending"]) == (0, 1, 1, 0)
 
-    R.adjudicate(store, a, "a009", "MR-1", "fp", (), None, "carol")
+    R.adjudicate(actor_of(store, "carol"), store, a, "a009", "MR-1", "fp", (), None)
     table = R.precision_table(store, [a, b], "MR-1")
     assert list(table["model"]) == ["ResNet", "MobileNet", "Total"]
     ra, rb, total = (table.iloc[i] for i in range(3))
@@ -583,7 +586,7 @@ def test_precision_counts_only_the_drawn_items(two_reviewers):
     store = two_reviewers
     flagged = ids("s", 50)
     rid = make_run(store, mr1=flagged)
-    drawn = R.draw_review_sample(store, rid, "MR-1")
+    drawn = R.draw_review_sample(SERVER, store, rid, "MR-1")
     assert len(drawn) == 45  # 384.1459 / (1 + 383.1459 / 50) = 384.1459 / 8.662918 = 44.34 -> 45
     outside = sorted(set(flagged) - set(drawn))
     assert len(outside) == 5
@@ -621,19 +624,19 @@ def test_precision_summary_and_kappas_by_hand(two_reviewers):
     store = two_reviewers
     R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
     rid = make_run(store, mr1=ids("s", 10), model="ResNet")
-    assert len(R.draw_review_sample(store, rid, "MR-1")) == 10
+    assert len(R.draw_review_sample(SERVER, store, rid, "MR-1")) == 10
     # alice: tp x6, fp x4; bob: tp x5, fp, fp x3, tp -> agreed: 5 tp (s000-s004) and 3 fp (s006-s008)
     calls_a = ["tp"] * 6 + ["fp"] * 4
     calls_b = ["tp"] * 5 + ["fp"] * 4 + ["tp"]
     for sid, a, b in zip(ids("s", 10), calls_a, calls_b):
-        R.record_judgment(store, rid, sid, "MR-1", "alice", a)
-        R.record_judgment(store, rid, sid, "MR-1", "bob", b)
+        R.record_judgment(actor_of(store, "alice"), store, rid, sid, "MR-1", a)
+        R.record_judgment(actor_of(store, "bob"), store, rid, sid, "MR-1", b)
     table = R.precision_table(store, rid, "MR-1")
     judged = R.judged_runs(store)
     # p_o = 0.8, p_e = 0.6^2 + 0.4^2 = 0.52: kappa = 0.28 / 0.48 = 0.5833, for adjudicators and admins only
-    kappas = pair_kappas(store, judged, "MR-1", "carol")
+    kappas = pair_kappas(actor_of(store, "carol"), store, judged, "MR-1")
     assert kappas == {rid: pytest.approx(0.28 / 0.48)}
-    assert pair_kappas(store, judged, "MR-1", "alice") is None and pair_kappas(store, judged, "MR-1", None) is None
+    assert pair_kappas(actor_of(store, "alice"), store, judged, "MR-1") is None and pair_kappas(ANONYMOUS, store, judged, "MR-1") is None
     row = precision_summary(table, kappas).iloc[0]
     assert tuple(precision_summary(table, kappas).columns) == PRECISION_SUMMARY_COLUMNS
     # 8 decided, tp 5: precision 62.5 %, Wilson 95 % [30.6 %, 86.3 %] (test_wilson_interval_by_hand)
@@ -673,7 +676,7 @@ def test_judgments_wait_for_a_writer_holding_the_lock(two_reviewers, tmp_path):
     holder.execute("BEGIN IMMEDIATE")  # another process's write transaction
     timer = threading.Timer(0.4, holder.commit)
     timer.start()
-    j = R.record_judgment(store, rid, "s1", "MR-1", "alice", "tp")  # waits, then writes
+    j = R.record_judgment(actor_of(store, "alice"), store, rid, "s1", "MR-1", "tp")  # waits, then writes
     timer.join()
     holder.close()
     assert j.verdict == "tp" and [x.verdict for x in R.judgments(store, rid)] == ["tp"]
@@ -693,11 +696,10 @@ def _reviewer_process(path: str, run_id: int, reviewer: str, reverse: bool, barr
     barrier.wait(timeout=120)
     first = "tp" if reviewer == "alice" else "fp"
     for sid in items:
-        R.record_judgment(store, run_id, sid, "MR-1", reviewer, first,
-                          ["multiple-objects"] if first == "fp" else ())
+        R.record_judgment(actor_of(store, reviewer), store, run_id, sid, "MR-1", first, ["multiple-objects"] if first == "fp" else ())
     for sid in items:
         if int(sid[1:]) % 3 == 0:
-            R.record_judgment(store, run_id, sid, "MR-1", reviewer, "uncertain", (), f"{reviewer} changed {sid}")
+            R.record_judgment(actor_of(store, reviewer), store, run_id, sid, "MR-1", "uncertain", (), f"{reviewer} changed {sid}")
 
 
 def _racing_process(path: str, run_id: int, verdict: str, barrier) -> None:
@@ -705,7 +707,7 @@ def _racing_process(path: str, run_id: int, verdict: str, barrier) -> None:
     store = Store(path)
     barrier.wait(timeout=120)
     for sid in ids("s", N_RACE):
-        R.record_judgment(store, run_id, sid, "MR-1", "carol", verdict)
+        R.record_judgment(actor_of(store, "carol"), store, run_id, sid, "MR-1", verdict)
 
 
 def test_two_reviewers_in_separate_processes_lose_no_write(tmp_path):
@@ -768,13 +770,13 @@ def test_review_workflow_and_write_races_on_postgresql(pg_url):
     assert len(carol) == N_RACE and {j.verdict for j in carol} <= {"tp", "fp"}
 
     rid = make_run(store, mr1=ids("s", N_RACE), model="pg-review")  # a fresh run: carol's calls stay apart
-    drawn = R.draw_review_sample(store, rid, "MR-1", seed=3)
+    drawn = R.draw_review_sample(SERVER, store, rid, "MR-1", seed=3)
     # 384.1459 / (1 + 383.1459 / 60) = 52.01 -> 53
     assert drawn == [ids("s", N_RACE)[i] for i in np.random.default_rng(3).choice(60, size=53, replace=False)]
     _store_calls(store, rid, drawn[:10], CALLS_A, CALLS_B)
     assert R.agreement(store, rid, "MR-1", "alice", "bob").kappa.kappa == pytest.approx(0.28 / 0.48)
-    R.adjudicate(store, rid, drawn[5], "MR-1", "tp", (), None, "carol")
-    R.adjudicate(store, rid, drawn[5], "MR-1", "fp", ["other"], "glare", "carol")
+    R.adjudicate(actor_of(store, "carol"), store, rid, drawn[5], "MR-1", "tp", (), None)
+    R.adjudicate(actor_of(store, "carol"), store, rid, drawn[5], "MR-1", "fp", ["other"], "glare")
     row = R.precision_table(store, rid, "MR-1").iloc[0]
     # agreed: 5 tp + 3 fp (items 0-4, 6-8); adjudicated item 5 fp; item 9 unresolved
     assert (row["reviewed"], row["true positive"], row["false positive"], row["other"], row["unresolved"]) \

@@ -4,6 +4,8 @@ versioned judgments."""
 
 from __future__ import annotations
 
+from objrel.review.roles import actor_of
+from objrel.access import ANONYMOUS, SERVER
 import datetime as dt
 import multiprocessing as mp
 import threading
@@ -40,28 +42,28 @@ def team(store):
 
 def test_roles_are_stored_and_several_per_account(team):
     assert R.roles_of(team, "alice") == ("reviewer",)
-    assert R.grant_roles(team, "root", "alice", [R.ADJUDICATOR, R.RUN_OPERATOR]) == \
+    assert R.grant_roles(actor_of(team, "root"), team, "alice", [R.ADJUDICATOR, R.RUN_OPERATOR]) == \
         ("adjudicator", "reviewer", "run-operator")
-    assert R.revoke_role(team, "root", "alice", R.RUN_OPERATOR) == ("adjudicator", "reviewer")
+    assert R.revoke_role(actor_of(team, "root"), team, "alice", R.RUN_OPERATOR) == ("adjudicator", "reviewer")
     assert R.roles_of(team, "nobody") == () and R.roles_of(team, None) == ()
     assert {a["name"]: a["roles"] for a in R.list_accounts(team)}["alice"] == ("adjudicator", "reviewer")
 
 
 def test_only_admins_grant_invite_and_no_admin_demotes_themselves(team):
-    with pytest.raises(NotAllowed, match="'carol' may not grant roles to 'bob': it needs the role admin; "
+    with pytest.raises(NotAllowed, match="'carol' may not grant roles \\(to 'bob'\\): it needs the role admin; "
                                          "carol has adjudicator"):
-        R.grant_roles(team, "carol", "bob", R.ADJUDICATOR)
-    with pytest.raises(NotAllowed, match="'alice' may not invite accounts: it needs the role admin; alice has reviewer"):
-        R.invite(team, "alice", "mallory", "mallory-passphrase", [R.ADMIN])
+        R.grant_roles(actor_of(team, "carol"), team, "bob", R.ADJUDICATOR)
+    with pytest.raises(NotAllowed, match="'alice' may not invite accounts \\('mallory'\\): it needs the role admin; alice has reviewer"):
+        R.invite(actor_of(team, "alice"), team, "mallory", "mallory-passphrase", [R.ADMIN])
     with pytest.raises(NotAllowed, match="nobody signed in may not invite accounts"):
-        R.invite(team, None, "mallory", "mallory-passphrase", [R.ADMIN])
+        R.invite(ANONYMOUS, team, "mallory", "mallory-passphrase", [R.ADMIN])
     assert "mallory" not in R.reviewer_names(team)
-    dora = R.invite(team, "root", "dora", "dora-passphrase", [R.REVIEWER, R.ADJUDICATOR])
+    dora = R.invite(actor_of(team, "root"), team, "dora", "dora-passphrase", [R.REVIEWER, R.ADJUDICATOR])
     assert R.roles_of(team, dora.name) == ("adjudicator", "reviewer")
     with pytest.raises(ValueError, match="roles must be among .* got 'god'"):
-        R.invite(team, "root", "eve", "eve-passphrase", ["god"])
+        R.invite(actor_of(team, "root"), team, "eve", "eve-passphrase", ["god"])
     with pytest.raises(NotAllowed, match="revoke their own admin role"):
-        R.revoke_role(team, "root", "root", R.ADMIN)
+        R.revoke_role(actor_of(team, "root"), team, "root", R.ADMIN)
     assert R.roles_of(team, "root") == ("admin",)
 
 
@@ -69,23 +71,24 @@ def test_judging_needs_the_reviewer_role(team):
     rid = make_run(team, mr1=["f1"])
     for who, held in (("carol", "adjudicator"), ("root", "admin"), ("olga", "run-operator")):
         with pytest.raises(NotAllowed, match=f"'{who}' may not judge .* needs the role reviewer; {who} has {held}"):
-            R.record_judgment(team, rid, "f1", "MR-1", who, "tp")
-    assert R.record_judgment(team, rid, "f1", "MR-1", "alice", "tp").verdict == "tp"
+            R.record_judgment(actor_of(team, who), team, rid, "f1", "MR-1", "tp")
+    assert R.record_judgment(actor_of(team, "alice"), team, rid, "f1", "MR-1", "tp").verdict == "tp"
     assert [j.reviewer for j in R.judgments(team, rid)] == ["alice"]
 
 
 def test_adjudication_needs_the_role_and_never_a_party(team):
     rid = make_run(team, mr1=["f1", "f2"])
-    R.record_judgment(team, rid, "f1", "MR-1", "alice", "tp")
-    R.record_judgment(team, rid, "f1", "MR-1", "bob", "fp", ["multiple-objects"])
+    R.record_judgment(actor_of(team, "alice"), team, rid, "f1", "MR-1", "tp")
+    R.record_judgment(actor_of(team, "bob"), team, rid, "f1", "MR-1", "fp", ["multiple-objects"])
     with pytest.raises(NotAllowed, match="'olga' may not adjudicate .* adjudicator or admin; olga has run-operator"):
-        R.adjudicate(team, rid, "f1", "MR-1", "tp", (), None, "olga")
-    R.grant_roles(team, "root", "bob", R.ADJUDICATOR)
-    with pytest.raises(NotAllowed, match="'bob' may not adjudicate 'f1' .*judged this item themselves"):
-        R.adjudicate(team, rid, "f1", "MR-1", "fp", ["multiple-objects"], None, "bob")
-    assert R.adjudicate(team, rid, "f1", "MR-1", "tp", (), None, "carol").adjudicator == "carol"
-    assert R.adjudicate(team, rid, "f1", "MR-1", "fp", (), None, "root").adjudicator == "root"  # admins may too
-    assert R.adjudicate(team, rid, "f2", "MR-1", "tp", (), None, "bob").adjudicator == "bob"  # not a party of f2
+        R.adjudicate(actor_of(team, "olga"), team, rid, "f1", "MR-1", "tp", (), None)
+    R.grant_roles(actor_of(team, "root"), team, "bob", R.ADJUDICATOR)
+    with pytest.raises(NotAllowed, match="'bob' may not adjudicate .*'f1'.*they judged this item"):
+        R.adjudicate(actor_of(team, "bob"), team, rid, "f1", "MR-1", "fp", ["multiple-objects"], None)
+    assert R.adjudicate(actor_of(team, "carol"), team, rid, "f1", "MR-1", "tp", (), None).adjudicator == "carol"
+    assert R.adjudicate(actor_of(team, "root"), team, rid, "f1", "MR-1", "fp", (), None).adjudicator == "root"  # admins may too
+    with pytest.raises(ValueError, match="'f2' of run 1 is not a disagreement: 0 reviewer call.s., too few"):
+        R.adjudicate(actor_of(team, "carol"), team, rid, "f2", "MR-1", "tp", (), None)   # nobody judged f2
 
 
 def test_lime_needs_a_reviewer_role_before_any_work(team):
@@ -93,11 +96,11 @@ def test_lime_needs_a_reviewer_role_before_any_work(team):
         def __call__(self, *a, **k):
             raise AssertionError("the model must not run for a refused request")
 
-    with pytest.raises(NotAllowed, match="'olga' may not compute LIME explanations: it needs the role reviewer or "
+    with pytest.raises(NotAllowed, match="'olga' may not compute LIME explanations .*: it needs the role reviewer or "
                                          "adjudicator or admin; olga has run-operator"):
-        explain_pair(team, Exploding(), 1, "s", "fill", 10, actor="olga")
+        explain_pair(actor_of(team, "olga"), team, Exploding(), 1, "s", "fill", 10)
     with pytest.raises(NotAllowed, match="nobody signed in"):
-        explain_pair(team, Exploding(), 1, "s", "fill", 10, actor=None)
+        explain_pair(ANONYMOUS, team, Exploding(), 1, "s", "fill", 10)
 
 
 # ---------------------------------------------------------------- names
@@ -234,39 +237,99 @@ def test_at_most_hash_slots_scrypt_hashes_run_at_once(monkeypatch):
 
 def test_the_sample_closes_when_two_reviewers_judged_every_drawn_item(team):
     rid = make_run(team, mr1=ids("s", 4))
-    drawn = R.draw_review_sample(team, rid, "MR-1")
+    drawn = R.draw_review_sample(SERVER, team, rid, "MR-1")
     assert len(drawn) == 4 and not R.sample_state(team, rid, "MR-1").closed
     for sid in drawn:
-        R.record_judgment(team, rid, sid, "MR-1", "alice", "tp")
+        R.record_judgment(actor_of(team, "alice"), team, rid, sid, "MR-1", "tp")
     assert R.sample_state(team, rid, "MR-1").closed_by == ("alice",)
     # blind: bob's queue shows his calls only, never alice's
-    assert all(not q.judged_by_me for q in R.review_queue(team, rid, "MR-1", "bob"))
+    assert all(not q.judged_by_me for q in R.review_queue(actor_of(team, "bob"), team, rid, "MR-1"))
     for sid in drawn[:-1]:
-        R.record_judgment(team, rid, sid, "MR-1", "bob", "fp", ["other"], "glare")
+        R.record_judgment(actor_of(team, "bob"), team, rid, sid, "MR-1", "fp", ["other"], "glare")
     assert not R.sample_state(team, rid, "MR-1").closed
-    with pytest.raises(NotAllowed, match="'bob' may not see the calls of alice and bob"):
-        R.pair_view(team, rid, "MR-1", "alice", "bob", "bob")
-    R.record_judgment(team, rid, drawn[-1], "MR-1", "bob", "tp")
+    with pytest.raises(NotAllowed, match="'bob' may not see reviewers' calls \\(the calls of alice and bob\\)"):
+        R.pair_view(actor_of(team, "bob"), team, rid, "MR-1", "alice", "bob")
+    R.record_judgment(actor_of(team, "bob"), team, rid, drawn[-1], "MR-1", "tp")
     state = R.sample_state(team, rid, "MR-1")
     assert state.closed and state.closed_by == ("alice", "bob")
-    assert R.pair_view(team, rid, "MR-1", "alice", "bob", "carol").state.closed
+    assert R.pair_view(actor_of(team, "carol"), team, rid, "MR-1", "alice", "bob").state.closed
 
 
 def test_changes_are_new_versions_with_who_and_when_never_overwritten(team):
     rid = make_run(team, mr1=ids("s", 2))
-    drawn = R.draw_review_sample(team, rid, "MR-1")
+    drawn = R.draw_review_sample(SERVER, team, rid, "MR-1")
     for who in ("alice", "bob"):
         for sid in drawn:
-            R.record_judgment(team, rid, sid, "MR-1", who, "tp")
+            R.record_judgment(actor_of(team, who), team, rid, sid, "MR-1", "tp")
     assert R.sample_state(team, rid, "MR-1").closed
     sid = drawn[0]
-    R.record_judgment(team, rid, sid, "MR-1", "alice", "fp", ["incomplete-removal"], "the tail survived")
-    history = R.judgment_history(team, rid, sid, "MR-1", "alice", viewer="alice")
+    R.record_judgment(actor_of(team, "alice"), team, rid, sid, "MR-1", "fp", ["incomplete-removal"], "the tail survived")
+    history = R.judgment_history(actor_of(team, "alice"), team, rid, sid, "MR-1", "alice")
     assert [(v.version, v.verdict, v.after_close) for v in history] == [(1, "tp", False), (2, "fp", True)]
     assert history[1].note == "the tail survived" and history[1].created_at >= history[0].created_at
     assert history[1].created_at.tzinfo is not None
     # the current call is the latest version
     assert [j.verdict for j in R.judgments(team, rid, "MR-1", reviewer="alice") if j.sample_id == sid] == ["fp"]
-    with pytest.raises(NotAllowed, match="'bob' may not see alice's calls"):
-        R.judgment_history(team, rid, sid, "MR-1", "alice", viewer="bob")
-    assert len(R.judgment_history(team, rid, sid, "MR-1", "alice", viewer="carol")) == 2
+    with pytest.raises(NotAllowed, match="'bob' may not see reviewers' calls \\(alice's calls\\)"):
+        R.judgment_history(actor_of(team, "bob"), team, rid, sid, "MR-1", "alice")
+    assert len(R.judgment_history(actor_of(team, "carol"), team, rid, sid, "MR-1", "alice")) == 2
+
+
+# ---------------------------------------------------------------- the one gate (issue: trust by construction)
+
+
+def test_every_action_is_declared_once_with_known_roles():
+    """The action table is the policy: every action names roles from ROLES and side effects from KINDS; what
+    may write, start work, open a path or reveal calls is never open to visitors, except reading the results
+    folder."""
+    from objrel import access as A
+
+    assert len(A.ACTIONS) == len(set(A.ACTIONS))
+    for rule in A.ACTIONS.values():
+        assert set(rule.roles) <= set(A.ROLES) and set(rule.kinds) <= set(A.KINDS)
+        if rule.public:
+            assert rule.action == A.OPEN_RESULTS and rule.kinds == (A.READS_PATH,)
+    with pytest.raises(TypeError, match="needs an objrel.access.Actor"):
+        A.authorize("root", A.INVITE)          # a bare name is not an actor: roles come from the store
+    with pytest.raises(ValueError, match="unknown action 'fly'"):
+        A.authorize(A.SERVER, "fly")
+
+
+def test_an_adjudicator_never_judges_an_item_they_decided(team):
+    """F14: an account with the reviewer and adjudicator roles adjudicates an item, then tries to judge it: the
+    judgment is refused (on main both were accepted)."""
+    rid = make_run(team, mr1=["f1"])
+    R.grant_roles(actor_of(team, "root"), team, "carol", R.REVIEWER)      # carol: adjudicator and reviewer
+    R.record_judgment(actor_of(team, "alice"), team, rid, "f1", "MR-1", "tp")
+    R.record_judgment(actor_of(team, "bob"), team, rid, "f1", "MR-1", "fp", ["multiple-objects"])
+    R.adjudicate(actor_of(team, "carol"), team, rid, "f1", "MR-1", "tp", (), None)
+    with pytest.raises(NotAllowed, match="'carol' may not judge .*they adjudicated this item"):
+        R.record_judgment(actor_of(team, "carol"), team, rid, "f1", "MR-1", "fp", ["multiple-objects"])
+    assert sorted(j.reviewer for j in R.judgments(team, rid)) == ["alice", "bob"]
+
+
+def test_adjudication_decides_disagreements_only(team):
+    """F14: an item both reviewers agreed on cannot be overridden through the library."""
+    rid = make_run(team, mr1=["f1"])
+    R.record_judgment(actor_of(team, "alice"), team, rid, "f1", "MR-1", "tp")
+    R.record_judgment(actor_of(team, "bob"), team, rid, "f1", "MR-1", "tp")
+    with pytest.raises(ValueError, match="is not a disagreement: 2 reviewer call.s., in agreement"):
+        R.adjudicate(actor_of(team, "carol"), team, rid, "f1", "MR-1", "fp", ["other"], "override")
+    assert [c.verdict for c in R.consensus(team, rid, "MR-1")] == ["tp"]
+
+
+def test_a_review_sample_is_drawn_by_a_reviewing_role_and_redrawn_only_by_an_admin(team):
+    """F15: without an account (or as a reviewer) a stored review sample cannot be replaced; on main
+    draw_review_sample(redraw=True) replaced it for anyone."""
+    from objrel.access import ANONYMOUS
+
+    rid = make_run(team, mr1=[f"f{i}" for i in range(40)])
+    with pytest.raises(NotAllowed, match="nobody signed in may not draw a review sample"):
+        R.draw_review_sample(ANONYMOUS, team, rid, "MR-1")
+    first = R.draw_review_sample(actor_of(team, "alice"), team, rid, "MR-1")
+    for who in (ANONYMOUS, actor_of(team, "alice"), actor_of(team, "carol")):
+        with pytest.raises(NotAllowed, match="may not replace a drawn review sample"):
+            R.draw_review_sample(who, team, rid, "MR-1", seed=7, redraw=True)
+    assert R.review_sample_info(team, rid, "MR-1").sample_ids == tuple(first)
+    again = R.draw_review_sample(actor_of(team, "root"), team, rid, "MR-1", seed=7, redraw=True)
+    assert R.review_sample_info(team, rid, "MR-1").seed == 7 and len(again) == len(first)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from objrel.access import OPEN_RESULTS, TRAIN_PLANTED, UPLOAD_RESULTS, Actor, authorize
 from objrel.studies.deepinspect.planted import format_planted_ranks, planted_ranks
 from objrel.studies.deepinspect.result import InspectResult
 
@@ -66,3 +67,62 @@ def planted_lines(result: InspectResult) -> list[tuple[str, bool]]:
     ranks = planted_ranks(result)
     return [(line, ranks[kind][score] is not None)
             for (kind, score), line in zip(PLANTED_SCORES, format_planted_ranks(ranks))]
+
+
+# ---------------------------------------------------------------- what the Inspect page may open and start
+
+
+def result_files(directory: Path | None = None) -> list[str]:
+    """The names of the results files in ``directory`` (default ``results_dir()``), newest first: the only
+    files the Inspect page offers (nobody types a server path)."""
+    d = results_dir() if directory is None else Path(directory)
+    if not d.is_dir():
+        return []
+    files = sorted((p for p in d.glob(RESULTS_GLOB) if p.is_file() and not p.is_symlink()),
+                   key=lambda p: p.stat().st_mtime, reverse=True)
+    return [p.name for p in files]
+
+
+def open_result(actor: Actor, name: str, directory: Path | None = None) -> InspectResult:
+    """The results file ``name`` of the results folder, for ``actor`` (anyone may look): a name that is not
+    one of ``result_files`` is refused with ValueError, so no other server file is ever opened."""
+    authorize(actor, OPEN_RESULTS, repr(name))
+    d = results_dir() if directory is None else Path(directory)
+    if not isinstance(name, str) or name not in result_files(d):
+        raise ValueError(f"{name!r} is not a results file of the results folder; choose one of its "
+                         f"{len(result_files(d))} files")
+    return InspectResult.load(str(d / name))
+
+
+def read_upload(actor: Actor, name: str, data: bytes) -> InspectResult:
+    """An uploaded results file, for a signed-in ``actor``: size checked before parsing.  An uploaded result
+    is shown without example images (``examples_allowed`` is False for it): the paths it names were written
+    by whoever made the file, so the server opens none of them."""
+    authorize(actor, UPLOAD_RESULTS, repr(name))
+    check_upload_size(name, len(data))
+    return InspectResult.load(data)
+
+
+def train_planted(actor: Actor, seed: int) -> InspectResult:
+    """Train and inspect the planted benchmark for ``seed`` (a small CNN: a few seconds of CPU), for run
+    operators and admins only."""
+    from objrel.studies.deepinspect.planted import PlantedSpec, run_planted
+
+    authorize(actor, TRAIN_PLANTED, f"seed {int(seed)}")
+    return run_planted(PlantedSpec(seed=int(seed)))
+
+
+def examples_allowed(result: InspectResult, roots: tuple[Path, ...] | None = None) -> bool:
+    """Whether example images of ``result`` may be read from disk: planted results rebuild theirs from a
+    recipe; a dataset result only when its dataset root lies inside the app's allowed data roots."""
+    kind = result.source.get("kind")
+    if kind == "planted":
+        return True
+    if kind != "dataset" or not result.source.get("root"):
+        return False
+    if roots is None:
+        from objrel.engine.run_form import data_roots
+
+        roots = data_roots()
+    root = Path(str(result.source["root"])).expanduser().resolve()
+    return any(root == r or r in root.parents for r in roots)

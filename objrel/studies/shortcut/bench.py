@@ -549,9 +549,10 @@ def import_root() -> Path:
     return Path(__file__).resolve().parents[3]
 
 
-def start_quick(out) -> tuple[int, str]:
+def start_quick(out):
     """Start ``objrel bench shortcut --quick --out OUT`` as a separate process (the app never trains in
-    its script thread, ARCHITECTURE.md decision 7); returns ``(pid, log file)``."""
+    its script thread, ARCHITECTURE.md decision 7) and return its ``subprocess.Popen``; the caller reaps it.
+    The app starts it through ``browse.start_quick_benchmark``, which asks the gate first."""
     import os
     import subprocess
 
@@ -562,9 +563,8 @@ def start_quick(out) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(import_root()),
                                                                        os.environ.get("PYTHONPATH")]))}
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+        return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
-    return proc.pid, str(log)
 
 
 def config_from_args(args) -> BenchConfig:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from objrel.access import OPEN_RESULTS, START_BENCHMARK, Actor, authorize
 from objrel.engine.jobs import pid_alive
 from objrel.studies.shortcut import bench as B
 
-QUICK_DIR = "quick"   # a quick benchmark writes beside the results file shown, in this folder
+QUICK_DIR = "quick"   # a quick benchmark started from the app writes in this folder of the results root
 BOTH_MODELS = "both"
 MODEL_CHOICES = (BOTH_MODELS, *B.MODELS)
 MODEL_LABELS = {BOTH_MODELS: "both models pooled", "biased": "biased model", "unbiased": "unbiased model"}
@@ -21,18 +22,6 @@ TRUTH_CHOICES = ("reliant", "matched")
 TRUTH_LABELS = {"reliant": "background-reliant (every detector)",
                 "matched": "matched facet (MR-2: swap-dependent; MR-1: background-sufficient)"}
 RUNNING, FINISHED, FAILED = "running", "finished", "failed"
-
-
-def default_results_path() -> str:
-    return str(Path(B.DEFAULT_OUT) / B.RESULTS_FILE)
-
-
-def quick_dir(results_path: str) -> str:
-    """Where a quick benchmark started from the page writes (an absolute path, the one ``bench.start_quick``
-    writes to and ``quick_state`` reads from): QUICK_DIR beside ``results_path``, or the folder of
-    ``results_path`` itself when that is already a quick benchmark's folder (no quick/quick/...)."""
-    parent = Path(results_path).expanduser().resolve().parent
-    return str(parent if parent.name == QUICK_DIR else parent / QUICK_DIR)
 
 
 def score_table_for(results: dict, model: str, truth: str) -> pd.DataFrame:
@@ -55,3 +44,89 @@ def quick_state(pid: int, out: str) -> QuickState:
     if pid_alive(pid):
         return QuickState(RUNNING, results_file)
     return QuickState(FINISHED if Path(results_file).is_file() else FAILED, results_file)
+
+
+# ---------------------------------------------------------------- what the Shortcut page may open and start
+
+RESULTS_DIR_ENV = "OBJREL_SHORTCUT_DIR"   # the benchmark's results folder (default bench.DEFAULT_OUT)
+QUICK_LOCK = "quick.lock"                 # in the quick folder: who started the quick benchmark running there
+
+
+def results_root() -> Path:
+    """The folder the Shortcut page reads from and a quick benchmark writes under: $OBJREL_SHORTCUT_DIR, else
+    ``var/shortcut``, resolved."""
+    import os
+
+    return Path(os.environ.get(RESULTS_DIR_ENV) or B.DEFAULT_OUT).expanduser().resolve()
+
+
+def results_files(root: Path | None = None) -> list[str]:
+    """The results files the page offers, as names relative to ``results_root()``: the full benchmark's and the
+    quick one's, where they exist.  Nobody types a server path."""
+    root = results_root() if root is None else Path(root)
+    names = [B.RESULTS_FILE, f"{QUICK_DIR}/{B.RESULTS_FILE}"]
+    return [n for n in names if (root / n).is_file() and not (root / n).is_symlink()]
+
+
+def open_results(actor: Actor, name: str, root: Path | None = None) -> dict:
+    """The results file ``name`` (one of ``results_files``) for ``actor`` (anyone may look); any other name is
+    refused with ValueError, so the page opens no other server file."""
+    authorize(actor, OPEN_RESULTS, repr(name))
+    root = results_root() if root is None else Path(root)
+    if name not in results_files(root):
+        raise ValueError(f"{name!r} is not one of the benchmark's results files ({', '.join(results_files(root)) or 'none yet'})")
+    return B.load_results(root / name)
+
+
+@dataclass(frozen=True)
+class QuickJob:
+    """The quick benchmark running (or last run) in the quick folder: who started it and when; its process
+    id stays on the server."""
+
+    started_by: str
+    started_at: float
+    state: str             # RUNNING, FINISHED or FAILED
+
+
+def _lock(root: Path) -> Path:
+    return root / QUICK_DIR / QUICK_LOCK
+
+
+def quick_job(root: Path | None = None) -> QuickJob | None:
+    """The quick benchmark of the quick folder, or None when none was started from the app."""
+    import json
+
+    root = results_root() if root is None else Path(root)
+    try:
+        held = json.loads(_lock(root).read_text())
+        pid, who, at = int(held["pid"]), str(held["by"]), float(held["at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    state = quick_state(pid, str(root / QUICK_DIR)).state
+    results = root / QUICK_DIR / B.RESULTS_FILE
+    if state == FINISHED and results.stat().st_mtime < at:
+        state = FAILED   # results older than this start: the run stopped without writing new ones
+    return QuickJob(who, at, state)
+
+
+def start_quick_benchmark(actor: Actor, root: Path | None = None) -> QuickJob:
+    """Start ``objrel bench shortcut --quick`` in the quick folder as its own process, for run operators and
+    admins; refused (ValueError) while one is running there, so clicks never pile up processes.  The child is
+    reaped when it ends (no zombie under the app)."""
+    import json
+    import threading
+    import time
+
+    authorize(actor, START_BENCHMARK, "quick shortcut benchmark")
+    root = results_root() if root is None else Path(root)
+    running = quick_job(root)
+    if running is not None and running.state == RUNNING:
+        raise ValueError(f"a quick benchmark is already running (started by {running.started_by} "
+                         f"{time.time() - running.started_at:.0f} s ago); wait for it to finish")
+    out = root / QUICK_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    proc = B.start_quick(out)
+    at = time.time()
+    _lock(root).write_text(json.dumps({"pid": proc.pid, "by": actor.name or "server", "at": at}))
+    threading.Thread(target=proc.wait, name="objrel-quick-reaper", daemon=True).start()
+    return QuickJob(actor.name or "server", at, RUNNING)

@@ -23,7 +23,7 @@ store = open_store()
 page_sidebar(store)
 runs = run_history(store.list_runs())
 if runs.empty:
-    st.info(f"No runs in {store!r} yet. Start one on the Runs page, with `objrel run --dataset demo`, or `make run`.")
+    st.info("No runs yet. Start one on the Runs page, with `objrel run --dataset demo`, or `make run`.")
     st.page_link("pages/runs.py", label="Start a run", icon=":material/play_circle:")
     st.stop()
 

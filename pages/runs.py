@@ -18,8 +18,8 @@ from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.data import uploads
 from objrel.engine import jobs, manage
 from objrel.engine.run_form import (CLASSIFIER, DETECTOR, MAX_DILATE_PX, MAX_SEED, MAX_VOTE_K, TASK_LABELS, TASKS,
-                                    RunForm, base_config, data_roots, extra_operator_choices, stored_config, task_of,
-                                    web_models)
+                                    RunForm, base_config, choice_label, extra_operator_choices, root_choices,
+                                    stored_config, task_of, web_models)
 from objrel.mutations import PRESETS
 
 use_app_navigation()
@@ -72,6 +72,14 @@ def on_task_change() -> None:
     fill_form(RunForm.from_config(base_config(st.session_state[TASK_KEY], chosen_base())), overwrite=True)
 
 
+def pick_from_roots(where, label: str, key: str, options: list[str]) -> None:
+    """A choice among what the allowed data folders hold (never a typed path); a value the list lacks (from a
+    run started on the server) falls back to the first option."""
+    keep_choice(key, options[0], options)
+    where.selectbox(label, options, key=key, format_func=lambda v: v if v in ("", "demo", "demo-faces") or not v
+                    else choice_label(v), help="Files in the allowed data folders and uploads; upload your own below.")
+
+
 def start_form() -> None:
     keep_choice(BASE_KEY, NEW_RUN, [NEW_RUN, *by_id])
     keep_choice(TASK_KEY, CLASSIFIER, TASKS)
@@ -87,11 +95,10 @@ def start_form() -> None:
         c1, c2 = st.columns(2)
         c1.selectbox("Detector" if task == DETECTOR else "Model", web_models(store, task), key=MODEL_KEYS[task],
                      help="The app runs models from this list only; an admin can register more (Users page).")
-        c1.text_input("Weights file (optional)", key="runs_weights",
-                      help="Inside " + ", ".join(map(str, data_roots())))
-        c2.text_input("Dataset (annotation file, or 'demo-faces')" if task == DETECTOR
-                      else "Dataset (annotation file, or 'demo')", key="runs_dataset")
-        c2.text_input("Images folder (optional)", key="runs_images")
+        pick_from_roots(c1, "Weights file (optional)", "runs_weights", [""] + root_choices("weights"))
+        builtin = ["demo-faces"] if task == DETECTOR else ["demo"]
+        pick_from_roots(c2, "Dataset", "runs_dataset", builtin + root_choices("annotation"))
+        pick_from_roots(c2, "Images folder (optional)", "runs_images", [""] + root_choices("images"))
         c3, c4, c5 = st.columns(3)
         c3.selectbox("Plan", PRESETS, key="runs_plan")
         c3.multiselect("Extra operators", extra_operator_choices(), key="runs_ops")

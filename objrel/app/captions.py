@@ -35,11 +35,10 @@ def plain(text) -> str:
 def store_caption(store) -> str:
     """The sidebar's line naming the store the app reads: the SQLite file's name or the database's name and
     kind, never a server path, host or password (a visitor learns nothing about the server from it)."""
-    from sqlalchemy.engine import make_url
-
-    url = make_url(store.url)
-    name = (url.database or "").replace("\\", "/").rsplit("/", 1)[-1] or "(in memory)"
-    return f"Results from {plain(name)} ({url.get_backend_name()})"
+    url = str(store.url)
+    backend = url.split(":", 1)[0].split("+", 1)[0]
+    name = url.split("?", 1)[0].replace("\\", "/").rsplit("/", 1)[-1] or "(in memory)"
+    return f"Results from {plain(name)} ({backend})"
 
 
 def run_label(run) -> str:

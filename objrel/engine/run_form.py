@@ -82,6 +82,50 @@ def allow_model(actor: Actor, store: Store, task: str, name: str) -> list[str]:
     return web_models(store, task)
 
 
+# What the start form lists from the allowed roots (nobody types a server path): annotation files, image
+# folders and weights files, found at most this deep below a root and at most this many of each.
+CHOICE_DEPTH = 3
+MAX_CHOICES = 500
+ANNOTATION_SUFFIXES = (".json", ".xml")
+WEIGHTS_SUFFIXES = (".pt", ".pth")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
+
+
+def root_choices(kind: str, roots: tuple[Path, ...] | None = None) -> list[str]:
+    """The files (``kind`` "annotation" or "weights") or image folders ("images") inside the allowed roots, as
+    absolute paths, sorted: the only values the web form offers.  Symbolic links are not followed."""
+    if kind not in ("annotation", "weights", "images"):
+        raise ValueError(f"kind must be annotation, weights or images; got {kind!r}")
+    out: list[str] = []
+    for root in data_roots() if roots is None else roots:
+        if not root.is_dir():
+            continue
+        for folder, dirs, files in os.walk(root, followlinks=False):
+            depth = len(Path(folder).relative_to(root).parts)
+            if depth >= CHOICE_DEPTH:
+                dirs[:] = []
+            dirs.sort()
+            names = [f for f in files if not os.path.islink(os.path.join(folder, f))]
+            if kind == "images":
+                if any(f.lower().endswith(IMAGE_SUFFIXES) for f in names):
+                    out.append(folder)
+            else:
+                suffixes = ANNOTATION_SUFFIXES if kind == "annotation" else WEIGHTS_SUFFIXES
+                out += [os.path.join(folder, f) for f in sorted(names) if f.lower().endswith(suffixes)]
+            if len(out) >= MAX_CHOICES:
+                return sorted(out[:MAX_CHOICES])
+    return sorted(out)
+
+
+def choice_label(path: str, roots: tuple[Path, ...] | None = None) -> str:
+    """``path`` as the form shows it: relative to its allowed root, under the root's folder name."""
+    p = Path(path)
+    for root in data_roots() if roots is None else roots:
+        if p == root or root in p.parents:
+            return str(Path(root.name) / p.relative_to(root))
+    return p.name
+
+
 def _inside_roots(what: str, value: str | None, roots: tuple[Path, ...]) -> None:
     if value is None:
         return
@@ -107,12 +151,38 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
     if model in WEIGHTS_CLASSIFIERS and not config.weights and model not in account_rows.allowed_models(store, task):
         raise ConfigError(f"{model} runs with an uploaded weights file; got no weights file (upload one on the "
                           "Runs page, or pick another model)")
+    code = [f"{name}={value!r}" for name, value in _text_fields(config) if _names_code(value)]
+    if code:   # every field, not only those the form shows: a base run's settings come along too (F20)
+        raise ConfigError(f"the web app never runs code named in a run's settings ({CODE_PREFIX}...); got "
+                          f"{', '.join(code)}. Start such runs with the objrel command on the server")
+    regions_from = getattr(config, "regions_from", None)
+    if regions_from and regions_from not in web_models(store, DETECTOR):
+        raise ConfigError(f"regions_from must be one of the app's detectors ({', '.join(web_models(store, DETECTOR))}); "
+                          f"got {regions_from!r}")
     roots = data_roots()
     if config.dataset not in type(config).BUILTIN_DATASETS:
         _inside_roots("dataset", config.dataset, roots)
     _inside_roots("images folder", config.images, roots)
     _inside_roots("weights file", config.weights, roots)
     return config
+
+
+def _text_fields(config: AnyConfig):
+    """Every text value of ``config``'s fields (inside lists, tuples and dicts too), as (field, value)."""
+    import dataclasses
+
+    def walk(name, value):
+        if isinstance(value, str):
+            yield name, value
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                yield from walk(name, v)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                yield from walk(f"{name}.{k}", v)
+
+    for f in dataclasses.fields(config):
+        yield from walk(f.name, getattr(config, f.name))
 
 
 def task_of(config: AnyConfig) -> str:

@@ -47,11 +47,16 @@ def test_the_web_never_runs_code_or_reads_outside_the_allowed_roots(tmp_path, mo
     # the model comes from a list: no py: spec to pick
     options = at.selectbox(key="runs_model").options
     assert "efficientnet-lite0" in options and not any(o.startswith("py:") for o in options)
-    # a dataset outside the allowed roots is refused before any process starts
-    at.text_input(key="runs_dataset").set_value(str(colour_set))
-    at.button[0].click()  # the form's submit button
-    at.run()
-    assert any("Could not start the run" in e.value and "allowed folder" in e.value for e in at.error)
+    # no box takes a typed path: dataset, images and weights are chosen from what the allowed roots hold
+    assert not [t for t in at.text_input if t.key in ("runs_dataset", "runs_images", "runs_weights")]
+    offered = at.selectbox(key="runs_dataset").options
+    assert offered[0] == "demo" and not any(str(colour_set) in o for o in offered)
+    # a dataset outside the allowed roots (from a client that sent one anyway) is refused before any process starts
+    from objrel.config import RunConfig
+    from objrel.engine.run_form import check_web_config
+    from objrel.errors import ConfigError
+    with pytest.raises(ConfigError, match="allowed folder"):
+        check_web_config(store, RunConfig(dataset=str(colour_set)))
     assert store.list_runs() == []
 
 
@@ -75,10 +80,12 @@ def test_unstartable_run_shows_an_error(tmp_path, monkeypatch):
     db = tmp_path / "bad.db"
     monkeypatch.setenv("OBJREL_DATA_ROOTS", str(tmp_path))
     at = open_page(monkeypatch, tmp_path, Store(db))
-    at.text_input(key="runs_dataset").set_value(str(tmp_path / "nothing.json"))
+    (tmp_path / "broken.json").write_text("{not json")
+    at.run()
+    at.selectbox(key="runs_dataset").set_value(str(tmp_path / "broken.json"))
     at.button[0].click()
     at.run()
-    assert any("Could not start the run" in e.value and "does not exist" in e.value for e in at.error)
+    assert any("Could not start the run" in e.value for e in at.error), [e.value for e in at.error]
     assert [r.name for r in Store(db).list_runs()] == []
 
 
@@ -89,7 +96,7 @@ def test_start_a_detection_run_from_the_form(tmp_path, monkeypatch):
     assert not at.exception
     # the detector's defaults fill the form: the detector field replaces the model field
     assert at.selectbox(key="runs_detector").value == "haar:frontalface_default"
-    assert at.text_input(key="runs_dataset").value == "demo-faces"
+    assert at.selectbox(key="runs_dataset").value == "demo-faces"
     assert at.selectbox(key="runs_plan").value == "erase_noise"
     assert not [t for t in at.selectbox if t.key == "runs_model"]
     at.number_input(key="runs_limit").set_value(1)
@@ -225,5 +232,5 @@ def test_an_upload_fills_the_start_form(tmp_path, monkeypatch):
     assert at.button(key="runs_up_dataset_btn") is not None
     at.button(key="runs_up_use").click()
     at.run()
-    assert at.text_input(key="runs_dataset").value == str(up.annotation)
-    assert at.text_input(key="runs_images").value == str(up.images)
+    assert at.selectbox(key="runs_dataset").value == str(up.annotation)
+    assert at.selectbox(key="runs_images").value == str(up.images)

@@ -196,7 +196,7 @@ def test_only_run_operators_and_admins_start_cancel_and_resume(tmp_path, who, ro
         jobs.start_run(actor_of(store, who), store.url, DetectionConfig(**FACES, limit=1))
     with pytest.raises(NotAllowed, match=f"may not resume runs .run {rid}."):
         jobs.start_run(actor_of(store, who), store.url, resume=rid)
-    with pytest.raises(NotAllowed, match=f"may not cancel run {rid}"):
+    with pytest.raises(NotAllowed, match=f"may not cancel runs .run {rid}."):
         jobs.cancel(actor_of(store, who), store, rid)
     with pytest.raises(NotAllowed, match="may not read run logs"):
         jobs.log_tail(actor_of(store, who), tmp_path / "any.log")
@@ -252,6 +252,29 @@ def test_web_runs_refuse_code_unlisted_models_and_paths_outside_the_roots(tmp_pa
     from objrel.engine.run_form import check_web_config
     assert check_web_config(store, RunConfig(model="efficientnet-lite0", dataset=str(colour_set))).dataset == \
         str(colour_set)
+
+
+def test_web_runs_refuse_code_in_any_setting_also_inherited(tmp_path):
+    """F20: the web policy checked only the fields the form shows, so ``regions_from: py:...`` (loaded as code)
+    passed, also when inherited through "Start from the settings of" a run started on the server."""
+    from objrel.engine.run_form import RunForm, check_web_config
+
+    store = Store(tmp_path / "web.db")
+    op = actor_of(store, account(store))
+    evil = DetectionConfig(**FACES, regions_from="py:os:system")
+    with pytest.raises(ConfigError, match="never runs code named in a run's settings .* regions_from='py:os:system'"):
+        check_web_config(store, evil)
+    with pytest.raises(ConfigError, match="regions_from must be one of the app's detectors"):
+        check_web_config(store, DetectionConfig(**FACES, regions_from="haar:../../x"))
+    # inherited: the form's fields over a server run's settings keep its regions_from
+    form = RunForm(task="detector", model="haar:frontalface_default", weights="", dataset="demo-faces", images="",
+                   plan="erase_noise", operators=(), vote_k=2, dilate=0, test_all=False, detected_only=False, seed=0,
+                   limit=1, name="")
+    inherited = form.to_config(evil)
+    assert inherited.regions_from == "py:os:system"
+    with pytest.raises(ConfigError, match="never runs code"):
+        jobs.start_web_run(op, store, inherited)
+    assert store.list_runs() == []                     # nothing started
 
 
 def test_admins_register_models_for_the_web_list(tmp_path):

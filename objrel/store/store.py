@@ -56,7 +56,6 @@ def now() -> dt.datetime:
 
 def _sqlite_pragmas(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
@@ -134,6 +133,9 @@ class Store:
         if create:
             try:
                 ensure_current(self.engine)
+                if self.is_sqlite:  # WAL is a setting of the file: made only once the file is known to be ours
+                    with self.engine.connect() as c:
+                        c.exec_driver_sql("PRAGMA journal_mode=WAL")
             except StoreError:
                 self.engine.dispose()
                 raise

@@ -58,3 +58,21 @@ class SignInThrottled(ObjrelError):
     def __init__(self, wait_s: float):
         self.wait_s = float(wait_s)
         super().__init__(f"too many failed sign-ins; try again in {max(1, round(wait_s))} s")
+
+
+class StoreError(ObjrelError, ValueError):
+    """The store cannot be used: a missing folder, a file that is not a database, a database of another
+    application, a damaged file, or a schema this objrel does not know."""
+
+
+class StoreTooNew(StoreError):
+    """The store was written by a newer objrel (a schema revision this one does not know)."""
+
+
+class RunHeld(ObjrelError):
+    """A run is held by a live process (its lease): a second process may not work on it."""
+
+
+class RunLeaseLost(ObjrelError):
+    """A process lost the lease on its run (the run was deleted, or a process took over a lease it let go
+    stale): it stops without writing anything more into the store."""

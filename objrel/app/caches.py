@@ -25,14 +25,20 @@ INSPECT_UPLOAD_CACHE = 4
 
 
 def open_store(url: str | None = None) -> Store:
-    """The store of $OBJREL_STORE (or ``url``), opened once per process."""
+    """The store of $OBJREL_STORE (or ``url``), opened once per process.  A store that cannot be used (not an
+    objrel store, damaged, written by a newer objrel) shows its one-line StoreError and stops the page."""
+    from objrel.errors import StoreError
     from objrel.store import resolve_url
 
     @st.cache_resource(show_spinner=False)
     def _open(resolved: str) -> Store:
         return Store(resolved)
 
-    return _open(resolve_url(url))
+    try:
+        return _open(resolve_url(url))
+    except StoreError as exc:
+        st.error(str(exc))
+        st.stop()
 
 
 def run_model(store: Store, run_id: int):

@@ -5,8 +5,9 @@
 
 A classifier or detection run alike: the configuration says which (``config_from_dict``: a
 ``detector`` key makes it a detection run; ``objrel.engine.runs.engine_for`` picks the worker).
-The run id goes to ``--run-id-file`` as soon as the run row exists; progress, heartbeat and
-status then go through the store.
+The process takes the run's lease (``objrel.store.leases``) and then writes the run id to
+``--run-id-file``; a run another live process holds is refused (exit status 2, the holder named).
+Progress, heartbeat and status then go through the store.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from objrel.config import DetectionConfig, RunConfig, config_from_dict
 from objrel.engine.runs import engine_for
 from objrel.errors import ObjrelError
-from objrel.store import Store
+from objrel.store import Store, leases
 
 # Exit status of a run that could not start (bad settings, missing data), as the objrel command uses.
 BAD_SETTINGS_EXIT = 2
@@ -34,6 +35,7 @@ def run_in_this_process(store: Store, config: RunConfig | DetectionConfig | None
         config = config_from_dict(store.get_run(resume).config)
     engine = engine_for(store, config)
     run_id = int(resume) if resume is not None else engine.create_run()
+    leases.acquire(store, run_id)  # RunHeld before the id is reported: a held run is not resumed twice
     if run_id_file:
         Path(run_id_file).write_text(str(run_id))
     return engine.execute(run_id=run_id)

@@ -25,7 +25,8 @@ from objrel.config import DetectionConfig, RunConfig
 from objrel.progress import estimate_text, run_estimate, share
 from objrel import access as A
 from objrel.access import Actor
-from objrel.store import RunRecord, Store
+from objrel.store import RunRecord, Store, leases
+from objrel.store.leases import pid_alive  # noqa: F401  (the pages' liveness check; it lives with the leases)
 
 # How long start_run waits for the child to create its run row.
 START_TIMEOUT_S = 120.0
@@ -54,17 +55,30 @@ def _log_dir() -> Path:
     return d
 
 
+def _refuse_held(store_url: str, run_id: int) -> None:
+    """RunHeld (naming the holder and its last beat) when a live process works on run ``run_id``: resuming
+    it would start a second process on the same run.  The child takes the lease itself as well (a race
+    between two resumes is settled there)."""
+    store = Store(store_url)
+    try:
+        leases.refuse_held(store, run_id, "resume it")
+    finally:
+        store.dispose()
+
+
 def start_run(actor: Actor, store_url: str, config: RunConfig | DetectionConfig | None = None,
               resume: int | None = None, timeout: float = START_TIMEOUT_S) -> Job:
     """Start a classifier or detection run (``config``; a default classifier run when neither is given), or
     resume run ``resume`` with its stored settings, in a new process; return once its run row exists.
 
-    ``actor`` must hold the run-operator or admin role (NotAllowed otherwise).  No policy on the model
-    or the data here: the app starts runs through ``start_web_run``."""
+    ``actor`` must hold the run-operator or admin role (NotAllowed otherwise).  A run that a live process
+    holds (``objrel.store.leases``) is not resumed (RunHeld).  No policy on the model or the data here:
+    the app starts runs through ``start_web_run``."""
     if config is not None and resume is not None:
         raise ValueError("give a configuration for a new run or the id of a run to resume, not both")
     if resume is not None:
         A.authorize(actor, A.RESUME_RUN, f"run {int(resume)}")
+        _refuse_held(store_url, int(resume))
     else:
         A.authorize(actor, A.START_RUN)
     work = _log_dir()
@@ -97,23 +111,6 @@ def _tail(path: Path, lines: int = 5) -> str:
         return " | ".join(Path(path).read_text(errors="replace").strip().splitlines()[-lines:])
     except OSError:
         return "(no log)"
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of this process has exited too.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except OSError:
-        return True
 
 
 def display_status(run: RunRecord, now_ts: float | None = None) -> str:

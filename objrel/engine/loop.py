@@ -22,11 +22,13 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Callable
 
+from objrel.errors import RunLeaseLost
 from objrel.models import threads as per_image_threads
 from objrel.models.threads import overlap_beside_forward, parallel_each
 from objrel.mutations import NotApplicable, derive_seed, make_mutant
 from objrel.progress import PassEstimate
-from objrel.store.store import now
+from objrel.store import leases
+from objrel.store.store import lease_lost, now
 
 ProgressFn = Callable[[int, int], None]
 # pass_progress(samples done, samples total, forward passes of this invocation, passes expected, seconds)
@@ -48,7 +50,9 @@ COPIES_PER_IMAGE = PREFETCH_BATCHES + 3
 # And, in each thread of per-image work, one image's float32 copy for its resize (4 bytes a value) plus the
 # bytes of its object's pixels (a fill basis): bytes per byte of one image.
 FLOAT_COPIES_PER_THREAD = 5
-# Starts without a commit after which a sample is recorded as skipped ('crashed-twice') on resume.
+# Starts ALONE (one sample per chunk, no working ahead) without a commit after which a sample is recorded as
+# skipped ('crashed-twice') on resume.  A start inside a chunk of several samples marks them all suspect
+# (retried alone) but counts for none of them: the process may have died of another sample or of a kill.
 MAX_CRASH_ATTEMPTS = 2
 
 
@@ -217,17 +221,18 @@ def image_budget(worker) -> int:
 
 
 def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[tuple[list, bool]]:
-    """The work as ``(chunk, suspect)`` pairs: samples a dead process left unfinished come first, one per
-    chunk so the one that kills it is singled out (``suspect`` True: no working ahead); those started
-    ``MAX_CRASH_ATTEMPTS`` times become skipped samples ('crashed-twice'); the rest go in chunks of
-    ``batch_size``."""
+    """The work as ``(chunk, suspect)`` pairs: samples a dead process left unfinished (those in ``attempts``)
+    come first, one per chunk so the one that kills it is singled out (``suspect`` True: no working ahead);
+    those whose process died ``MAX_CRASH_ATTEMPTS`` times while they ran alone become skipped samples
+    ('crashed-twice'); the rest go in chunks of ``batch_size``."""
     crashed, suspects, rest = [], [], []
     for s in todo:
-        n = attempts.get(s.sample_id, 0)
-        if n >= MAX_CRASH_ATTEMPTS:
+        n = attempts.get(s.sample_id)
+        if n is not None and n >= MAX_CRASH_ATTEMPTS:
             crashed.append(replace(s, problem=("crashed-twice", f"the process died {n} times while testing this "
-                                                                f"sample (limit {MAX_CRASH_ATTEMPTS}); not tried again")))
-        elif n:
+                                                                f"sample alone (limit {MAX_CRASH_ATTEMPTS}); not "
+                                                                f"tried again")))
+        elif n is not None:
             suspects.append(s)
         else:
             rest.append(s)
@@ -316,13 +321,19 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
     """
     run_id = run_id if run_id is not None else worker.create_run()
     store = worker.store
+    # The run's lease (objrel.store.leases): RunHeld when a live process works on it; every write below checks it.
+    token = store.lease(run_id) or leases.acquire(store, run_id)
     report = RunReport(run_id=run_id, status="running")
-    done = done_ids(run_id)
-    todo = [s for s in worker.samples if s.sample_id not in done]
-    if stop_after is not None:
-        todo = todo[:stop_after]
-    store.update_run(run_id, status="running", started_at=now(), pid=os.getpid(), error=None,
-                     cancel_requested=False, passes_done=0, passes_expected=None, progress_at=None)
+    try:
+        done = done_ids(run_id)
+        todo = [s for s in worker.samples if s.sample_id not in done]
+        if stop_after is not None:
+            todo = todo[:stop_after]
+        store.update_run(run_id, status="running", started_at=now(), pid=os.getpid(), error=None,
+                         cancel_requested=False, passes_done=0, passes_expected=None, progress_at=None)
+    except BaseException:
+        leases.release(store, run_id, token)
+        raise
     t_start = time.perf_counter()
     n_done = len(done)
     total = len(worker.samples)
@@ -330,14 +341,16 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
         progress(n_done, total)
     status = "finished"
     try:
-        with PassTicker(worker, run_id, report, total, n_done, len(todo)) as ticker:
+        with leases.Keeper(store, run_id, token) as keeper, \
+                PassTicker(worker, run_id, report, total, n_done, len(todo)) as ticker:
             for chunk, suspect in _chunks(todo, store.attempts(run_id), worker.config.batch_size):
+                keeper.check()
                 if store.cancel_requested(run_id):
                     status = "cancelled"
                     break
                 worker.speculate = not suspect
                 ids = [s.sample_id for s in chunk]
-                store.record_attempts(run_id, ids)
+                store.record_attempts(run_id, ids, alone=suspect and len(ids) == 1)
                 items = worker._process_chunk(chunk, report)
                 commit_chunk = getattr(worker, "_commit_chunk", None)
                 if commit_chunk is not None:
@@ -352,15 +365,20 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
                     if progress:
                         progress(n_done, total)
                 store.clear_attempts(run_id, ids)
+    except RunLeaseLost:
+        store.let_go(run_id)   # the run is gone or someone else's: write nothing more
+        raise
     except BaseException as exc:
-        store.update_run(run_id, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
-                         error=f"{type(exc).__name__}: {exc}", finished_at=now())
+        leases.release(store, run_id, token, status="failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
+                       error=f"{type(exc).__name__}: {exc}", finished_at=now())
         raise
     report.seconds = time.perf_counter() - t_start
     if stop_after is not None and n_done < total and status == "finished":
         status = "pending"
     report.status = status
-    store.update_run(run_id, status=status, finished_at=now() if status != "pending" else None,
-                     timings={"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes,
-                              "steps": {k: round(v, 3) for k, v in report.steps.items()}})
+    timings = {"seconds": round(report.seconds, 3), "forward_passes": report.forward_passes,
+               "steps": {k: round(v, 3) for k, v in report.steps.items()}}
+    if not leases.release(store, run_id, token, status=status, finished_at=now() if status != "pending" else None,
+                          timings=timings):
+        raise lease_lost(run_id)
     return report

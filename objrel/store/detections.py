@@ -53,6 +53,7 @@ def write_image(store: "Store", run_id: int, result: ImageResult) -> bool:
         raise ValueError(f"the units and verdicts of image {image_id!r} must name it; got image ids {strays}")
     try:
         with store.engine.begin() as c:
+            store.check_lease(c, rid)   # RunLeaseLost (nothing written) where the run is no longer ours
             c.execute(insert(S.samples).values(run_id=rid, **result.sample))
             if result.source is not None:
                 c.execute(insert(S.predictions).values(run_id=rid, sample_id=image_id, mutation_key=SOURCE_KEY,

@@ -16,9 +16,12 @@ metadata = MetaData()
 # Characters of a relation verdict: room for 'not evaluated' (a mutation a decided lazy vote skipped).
 VERDICT_LENGTH = 16
 
-# 2: detection units and verdicts in their own tables (objrel.store.detections.upgrade moves schema-1 runs)
-# 3: samples.dropped, samples.notes and the attempts table (objrel.store.migrations adds them)
-SCHEMA_VERSION = 3
+# The schema_version recorded in objrel_meta: 1-3 before objrel used Alembic (1: schema 1; 2: detection
+# tables; 3: samples notes, attempts and the trust tables), 4 from revision 0005 on.  The schema itself is
+# versioned by Alembic revisions (objrel/store/alembic/versions, objrel.store.revisions); this number only
+# makes objrels from before Alembic refuse newer stores.  These tables are the head revision's schema: a
+# change here is a new revision.
+SCHEMA_VERSION = 4
 
 meta = Table(
     "objrel_meta", metadata,
@@ -53,10 +56,16 @@ runs = Table(
     Column("error", Text),
     Column("timings", JSON),
     # Live progress of the current invocation (objrel.engine.loop): forward passes done and expected, and when
-    # they were last written; added to older stores by objrel.store.migrations.add_run_columns.
+    # they were last written (revision 0004).
     Column("passes_done", Integer),
     Column("passes_expected", Integer),
     Column("progress_at", DateTime(timezone=True)),
+    # The lease of the process working on the run (objrel.store.leases, revision 0006): a random token and the
+    # holder's host; its pid and last beat are ``pid`` and ``heartbeat_at``.
+    Column("lease_token", String(64)),
+    Column("lease_host", String(255)),
+    # Run ids are never reused (revision 0005): SQLite would otherwise give a deleted newest run's id again.
+    sqlite_autoincrement=True,
 )
 
 samples = Table(
@@ -325,7 +334,7 @@ allowed_models = Table(
 )
 
 # Names are unique ignoring case: objrel.review.accounts admits only ASCII names, whose lower() is their casefold.
-# (Stores made before this index get it on their first account write: objrel.store.accounts.)
+# (Revision 0003 adds it to older stores; objrel.store.accounts still tries on a store whose names prevented it.)
 reviewers_name_key = Index("uq_reviewers_name_key", func.lower(reviewers.c.name), unique=True)
 
 # ---------------------------------------------------------------- crash bookkeeping (objrel.engine.loop)

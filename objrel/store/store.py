@@ -19,9 +19,9 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from objrel.constants import SQLITE_BUSY_TIMEOUT_MS
+from objrel.errors import RunLeaseLost, StoreError
 from objrel.store import schema as S
-from objrel.errors import ObjrelError
-from objrel.store.migrations import SchemaVersionError, upgrade_all
+from objrel.store.revisions import ensure_current
 
 ENV_VAR = "OBJREL_STORE"
 DEFAULT_URL = "sqlite:///objrel.db"
@@ -36,8 +36,18 @@ def resolve_url(url: str | os.PathLike | None = None) -> str:
     return raw
 
 
-class StoreOpenError(ObjrelError, ValueError):
-    """The store cannot be opened: a missing folder, a file that is not a database, an unknown schema."""
+# The store cannot be opened (a missing folder, a file that is not a database, another application's
+# database, an unknown schema): objrel.errors.StoreError, by its older name.
+StoreOpenError = StoreError
+# What SQLite says of a file that is not a database or is damaged (truncated, overwritten): any statement
+# that meets one raises a StoreError naming the store instead of an SQL error.
+SQLITE_DAMAGE = ("file is not a database", "database disk image is malformed", "no such table")
+
+
+def lease_lost(run_id: int) -> RunLeaseLost:
+    return RunLeaseLost(f"run {run_id} is no longer this process's to write: it was deleted, or another process "
+                        f"took its lease over after this one stopped beating (objrel.store.leases); stopped "
+                        f"without writing more")
 
 
 def now() -> dt.datetime:
@@ -46,7 +56,6 @@ def now() -> dt.datetime:
 
 def _sqlite_pragmas(dbapi_conn, _record):
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
@@ -81,6 +90,7 @@ class RunRecord:
     passes_done: int | None = None        # forward passes of the current invocation (objrel.engine.loop)
     passes_expected: int | None = None    # the loop's running estimate of that invocation's passes
     progress_at: dt.datetime | None = None
+    lease_host: str | None = None         # the host of the process holding the run (objrel.store.leases)
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -94,8 +104,11 @@ class Store:
         """Open (and with ``create`` make or upgrade) the store at ``url``.
 
         A new SQLite file is created only in an existing folder unless ``make_parents``: a mistyped path
-        is refused instead of leaving folders and an empty database behind.  Raises ``StoreOpenError``
-        for a missing folder, a file that is not a database, or a schema this objrel cannot read.
+        is refused instead of leaving folders and an empty database behind.  With ``create`` an empty
+        database gets the schema and an older store is upgraded to this objrel's revision
+        (``objrel.store.revisions.ensure_current``).  Raises ``StoreError`` (one line: what was expected,
+        what arrived) for a missing folder, a file that is not a database or is damaged, another
+        application's database, or a store newer than this objrel (``StoreTooNew``).
         """
         self.url = resolve_url(url)
         parsed = make_url(self.url)
@@ -113,28 +126,71 @@ class Store:
         else:
             kwargs["pool_pre_ping"] = True
         self.engine: Engine = create_engine(self.url, **kwargs)
+        self._leases: dict[int, str] = {}  # run id -> token of the leases this process holds (leases.acquire)
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "handle_error", self._damaged)
         if create:
             try:
-                S.metadata.create_all(self.engine)
-                with self.engine.begin() as c:
-                    if c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).first() is None:
-                        c.execute(insert(S.meta).values(key="schema_version", value=str(S.SCHEMA_VERSION)))
-                upgrade_all(self.engine)
-            except SchemaVersionError as exc:
+                ensure_current(self.engine)
+                if self.is_sqlite:  # WAL is a setting of the file: made only once the file is known to be ours
+                    with self.engine.connect() as c:
+                        c.exec_driver_sql("PRAGMA journal_mode=WAL")
+            except StoreError:
                 self.engine.dispose()
-                raise StoreOpenError(f"cannot open store {self!r}: {exc}") from exc
+                raise
             except DatabaseError as exc:
                 self.engine.dispose()
-                first = str(exc.orig if getattr(exc, "orig", None) is not None else exc).splitlines()[0]
-                raise StoreOpenError(f"cannot open store {self!r}: it is not a usable objrel database ({first})") from exc
+                msg = _first_line(exc)
+                if msg.startswith(SQLITE_DAMAGE[0]):
+                    raise self._not_a_database(msg) from None
+                raise StoreError(f"cannot open store {self!r}: expected an objrel store it can read, got an error "
+                                 f"from the database ({msg})") from None
+
+    def _damaged(self, context) -> None:
+        """SQLAlchemy's ``handle_error`` hook: a damaged SQLite file met after opening becomes one StoreError
+        line (never the SQL statement)."""
+        msg = _first_line(context.original_exception)
+        if msg.startswith(SQLITE_DAMAGE[0]):
+            raise self._not_a_database(msg) from None
+        if any(m in msg for m in SQLITE_DAMAGE):
+            raise StoreError(f"the store {self!r} is damaged ({msg}); expected an intact objrel database: restore "
+                             f"it from a copy, or give the path of another store") from None
+
+    def _not_a_database(self, msg: str) -> StoreError:
+        return StoreError(f"cannot open store {self!r}: expected an objrel store (a SQLite database or a new "
+                          f"file), got a file that is not a usable objrel database ({msg})")
 
     def __repr__(self) -> str:
         return f"Store({make_url(self.url).render_as_string(hide_password=True)!r})"
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+    # ------------------------------------------------------------ leases (objrel.store.leases)
+
+    def hold(self, run_id: int, token: str) -> None:
+        """Remember that this process holds run ``run_id``'s lease ``token``: its writes of the run check it."""
+        self._leases[int(run_id)] = token
+
+    def let_go(self, run_id: int) -> None:
+        self._leases.pop(int(run_id), None)
+
+    def lease(self, run_id: int) -> str | None:
+        """The token of run ``run_id``'s lease this process holds, or None."""
+        return self._leases.get(int(run_id))
+
+    def check_lease(self, conn, run_id: int) -> None:
+        """Inside a write's transaction: where this process holds run ``run_id``'s lease, beat it and raise
+        RunLeaseLost (rolling the write back) when the run row is gone or carries another token.  Also takes
+        SQLite's write lock / PostgreSQL's row lock first."""
+        token = self._leases.get(int(run_id))
+        if token is None:
+            return
+        n = conn.execute(update(S.runs).where(S.runs.c.id == int(run_id), S.runs.c.lease_token == token)
+                         .values(heartbeat_at=now())).rowcount
+        if n != 1:
+            raise lease_lost(run_id)
 
     # ------------------------------------------------------------ runs
 
@@ -172,13 +228,20 @@ class Store:
         if "status" in values and values["status"] not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {values['status']!r}")
         with self.engine.begin() as c:
+            self.check_lease(c, run_id)
             c.execute(update(S.runs).where(S.runs.c.id == int(run_id)).values(**values))
 
     def set_progress(self, run_id: int, passes_done: int, passes_expected: int | None) -> None:
-        """Record the current invocation's forward passes done and expected (and when), for the live view."""
-        self.update_run(run_id, passes_done=int(passes_done),
-                        passes_expected=None if passes_expected is None else int(passes_expected),
-                        progress_at=now())
+        """Record the current invocation's forward passes done and expected (and when), for the live view.
+        A process that lost the run's lease writes nothing (its loop stops at the next commit)."""
+        q = update(S.runs).where(S.runs.c.id == int(run_id))
+        token = self.lease(run_id)
+        if token is not None:
+            q = q.where(S.runs.c.lease_token == token)
+        with self.engine.begin() as c:
+            c.execute(q.values(passes_done=int(passes_done),
+                               passes_expected=None if passes_expected is None else int(passes_expected),
+                               progress_at=now()))
 
     def rename_run(self, run_id: int, name: str) -> None:
         """Give run ``run_id`` a new name (KeyError for an unknown run).  Callers check the actor's role."""
@@ -235,6 +298,7 @@ class Store:
         rid = int(run_id)
         try:
             with self.engine.begin() as c:
+                self.check_lease(c, rid)
                 _insert_samples(c, rid, [(sample_row, predictions, verdicts, votes)])
         except IntegrityError:
             if self._stored(rid, sample_row["sample_id"]):
@@ -259,6 +323,7 @@ class Store:
             return []
         try:
             with self.engine.begin() as c:
+                self.check_lease(c, rid)
                 _insert_samples(c, rid, results)
         except IntegrityError:
             return [self.write_sample(run_id, *r) for r in results]
@@ -315,33 +380,46 @@ class Store:
 
     # ------------------------------------------------------------ crash bookkeeping
 
-    def record_attempts(self, run_id: int, sample_ids) -> None:
-        """Count one more start of each sample (before its chunk runs); ``clear_attempts`` forgets it."""
+    def record_attempts(self, run_id: int, sample_ids, alone: bool = False) -> None:
+        """Record that the samples start (before their chunk runs); ``clear_attempts`` forgets them once they
+        are committed.  A sample with a row is retried alone on resume.  ``alone`` (one sample, nothing worked
+        ahead) counts one more start of it; a start among other samples counts none, so a process that died
+        of another sample or of a kill never brings an innocent sample nearer to 'crashed-twice'."""
         rid = int(run_id)
         ids = list(dict.fromkeys(str(i) for i in sample_ids))
         if not ids:
             return
         with self.engine.begin() as c:
+            self.check_lease(c, rid)
             have = dict(c.execute(select(S.attempts.c.sample_id, S.attempts.c.count).where(
                 S.attempts.c.run_id == rid, S.attempts.c.sample_id.in_(ids))).all())
             for sid in ids:
                 if sid in have:
-                    c.execute(update(S.attempts).where(S.attempts.c.run_id == rid, S.attempts.c.sample_id == sid)
-                              .values(count=S.attempts.c.count + 1))
+                    if alone:
+                        c.execute(update(S.attempts).where(S.attempts.c.run_id == rid, S.attempts.c.sample_id == sid)
+                                  .values(count=S.attempts.c.count + 1))
                 else:
-                    c.execute(insert(S.attempts).values(run_id=rid, sample_id=sid, count=1))
+                    c.execute(insert(S.attempts).values(run_id=rid, sample_id=sid, count=int(alone)))
 
     def clear_attempts(self, run_id: int, sample_ids) -> None:
         ids = [str(i) for i in sample_ids]
         if ids:
             with self.engine.begin() as c:
+                self.check_lease(c, run_id)
                 c.execute(delete(S.attempts).where(S.attempts.c.run_id == int(run_id), S.attempts.c.sample_id.in_(ids)))
 
     def attempts(self, run_id: int) -> dict[str, int]:
-        """``{sample id: starts not followed by a commit}`` of ``run_id``."""
+        """``{sample id: starts alone not followed by a commit}`` of ``run_id``: every sample a process started
+        and did not commit (0: it only ran among others)."""
         with self.engine.connect() as c:
             return dict(c.execute(select(S.attempts.c.sample_id, S.attempts.c.count).where(
                 S.attempts.c.run_id == int(run_id))).all())
+
+
+def _first_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    lines = str(orig if orig is not None else exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def _insert_samples(conn, run_id: int, results: list[tuple[dict, list[dict], list[dict], list[dict]]]) -> None:

@@ -49,7 +49,8 @@ def test_a_schema_2_store_gains_the_new_columns(tmp_path):
     s = Store(path)
     s.dispose()
     eng = create_engine(f"sqlite:///{path}")
-    with eng.begin() as c:          # what a schema-2 store looked like: no dropped/notes columns
+    with eng.begin() as c:          # what a schema-2 store looked like: no dropped/notes columns, no Alembic
+        c.execute(text("DROP TABLE alembic_version"))
         c.execute(text("ALTER TABLE samples DROP COLUMN dropped"))
         c.execute(text("ALTER TABLE samples DROP COLUMN notes"))
         c.execute(text("UPDATE objrel_meta SET value = '2' WHERE key = 'schema_version'"))
@@ -57,7 +58,7 @@ def test_a_schema_2_store_gains_the_new_columns(tmp_path):
     s = Store(path)
     assert {"dropped", "notes"} <= {c["name"] for c in inspect(s.engine).get_columns("samples")}
     with s.engine.connect() as c:
-        assert c.execute(text("SELECT value FROM objrel_meta WHERE key='schema_version'")).scalar() == "3"
+        assert c.execute(text("SELECT value FROM objrel_meta WHERE key='schema_version'")).scalar() == str(S.SCHEMA_VERSION)
     s.dispose()
 
 

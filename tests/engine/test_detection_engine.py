@@ -310,7 +310,7 @@ def test_a_schema_1_store_moves_its_detection_runs_into_the_detection_tables(tmp
     """Schema 1 kept each unit as a samples row "<image>/<key>", its records in predictions, IoUs in the verdicts'
     certainty columns and the outcome in their note.  Opening such a store moves every detection run into the
     detection tables once; the votes (already keyed by unit id) and the review queue are untouched."""
-    from sqlalchemy import insert, select, update
+    from sqlalchemy import insert, select, text, update
 
     from objrel.store import schema as S
 
@@ -360,6 +360,7 @@ def test_a_schema_1_store_moves_its_detection_runs_into_the_detection_tables(tmp
             for sid, flag in (("1/r0", True), ("1/o1", False))])
         c.execute(update(S.runs).values(n_done=2, n_skipped=1, n_tested=2))
         c.execute(update(S.meta).where(S.meta.c.key == "schema_version").values(value="1"))
+        c.execute(text("DROP TABLE alembic_version"))   # a schema-1 store predates Alembic
     old.dispose()
 
     new = Store(path)

@@ -230,10 +230,12 @@ def test_a_sample_that_kills_the_process_twice_is_skipped_on_the_next_resume(tmp
         return crashing_run(db, dataset, *extra)
 
     assert go().returncode == CRASH_STATUS                 # the chunk 1..4 dies on sample 3
-    assert Store(db).attempts(1) == {str(i): 1 for i in range(1, 5)}
-    assert go("1").returncode == CRASH_STATUS              # one at a time: 1 and 2 commit, 3 dies again
+    assert Store(db).attempts(1) == {str(i): 0 for i in range(1, 5)}   # all suspect, none crashed alone
+    assert go("1").returncode == CRASH_STATUS              # one at a time: 1 and 2 commit, 3 dies alone
     store = Store(db)
-    assert store.attempts(1) == {"3": 2, "4": 1}
+    assert store.attempts(1) == {"3": 1, "4": 0}
+    assert go("1").returncode == CRASH_STATUS              # 3 alone again: its second death alone
+    assert store.attempts(1) == {"3": 2, "4": 0}
     last = go("1")
     assert last.returncode == 0, last.stderr
     rows = {r["sample_id"]: r for r in store.samples(1)}

@@ -84,15 +84,15 @@ def test_a_killer_met_while_working_ahead_is_the_only_sample_skipped(tmp_path):
 
     # Chunk 1..4 is being tested when the model, working ahead, meets sample 6: chunk 1..4 is blamed.
     assert go().returncode == CRASH_STATUS
-    assert Store(db).attempts(1) == {str(i): 1 for i in range(1, 5)}
+    assert Store(db).attempts(1) == {str(i): 0 for i in range(1, 5)}    # suspects, none crashed alone yet
     exits = []
     for _ in range(5):             # resume until the run finishes
         exits.append(go("1").returncode)
         if exits[-1] == 0:
             break
     # 1..4 one at a time without working ahead (all commit), then chunk 5..8 dies on 6, then 5 commits
-    # and 6 dies alone (its second start), then 6 is skipped and 7, 8 are tested.
-    assert exits == [CRASH_STATUS, CRASH_STATUS, 0]
+    # and 6 dies alone, then 6 dies alone again, then 6 is skipped and 7, 8 are tested.
+    assert exits == [CRASH_STATUS, CRASH_STATUS, CRASH_STATUS, 0]
     store = Store(db)
     got = {r["sample_id"]: (r["status"], r.get("skip_code")) for r in store.samples(1)}
     assert got == {**{str(i): ("tested", None) for i in (1, 2, 3, 4, 5, 7, 8)}, "6": ("skipped", "crashed-twice")}

@@ -84,8 +84,9 @@ if not judged:
 
 st.subheader("Precision of the flags (seed 000 Tables 1-3)")
 st.caption("From decided items only (agreed by every reviewer, or adjudicated), counted over the drawn "
-           "review sample. Precision is the share of the decided items that are true positives (uncertain ones "
-           "count in the denominator), with its Wilson 95% interval. Kappa compares the run's first two "
+           "review sample once two reviewers have judged every item of it (until then every item is pending, so "
+           "no number here gives a reviewer's call away). Precision is the share of the decided items that are "
+           "true positives (uncertain ones count in the denominator), with its Wilson 95% interval. Kappa compares the run's first two "
            "reviewers (adjudicators and admins only). The full table below each adds the false-positive "
            "reasons, the task (Table 3 is a multi-label model's) and the items still open: unresolved ones "
            "await a decision, pending ones a second judgment.")

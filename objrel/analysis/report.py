@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from PIL import Image
 
 from objrel.analysis import studies as analysis
-from objrel.review.agreement import precision_table
+from objrel.review.agreement import precision_table, sample_state
 from objrel.review.items import review_item
 from objrel.analysis.summary import summarize
 from objrel.store import Store
@@ -39,6 +39,9 @@ td,th{border:1px solid #ddd;padding:.3rem .6rem;text-align:right}th{background:#
 """
 INCORRECT_LABEL = "incorrect inference"
 REPORT_DROPPED = ("run", "model", "dataset", "task", "relation")  # precision-table columns the report's title says
+# Said instead of the precision table while a relation's review sample is open (its calls count nowhere yet).
+OPEN_SAMPLE_NOTE = ("the review sample is still open: reviewers' calls are counted once two reviewers have judged "
+                    "every drawn item.")
 
 
 def _img(arr) -> str:
@@ -123,8 +126,11 @@ def build_report(store: Store, run_id: int) -> str:
         sections.append(f.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False))
     sections.append("<h2>Verified by reviewers (seed 000 Tables 1-3)</h2>")
     for rel in ("MR-1", "MR-2"):
-        pt = precision_table(store, [run_id], rel)
-        if pt.empty or int(pt["reviewed"].fillna(0).sum()) == 0:
+        pt = precision_table(store, [run_id], rel)   # closed review samples only: blind until then
+        state = sample_state(store, run_id, rel)
+        if state.drawn and not state.closed:
+            sections.append(f"<p class='note'>{rel}: {OPEN_SAMPLE_NOTE}</p>")
+        elif pt.empty or int(pt["reviewed"].fillna(0).sum()) == 0:
             sections.append(f"<p class='note'>{rel}: no reviewed items yet.</p>")
         else:
             # one run, one relation: the identifying columns are the report's title and this heading

@@ -6,12 +6,17 @@ Only drawing and session state live here; every figure comes from objrel functio
 
 from __future__ import annotations
 
+import secrets
+
 import streamlit as st
 
 from objrel.access import Actor
 from objrel.store import Store
 
 REVIEWER_KEY = "reviewer"
+# Session-state key of this browser session's sign-in client id, and the id's random bytes.
+CLIENT_KEY = "signin_client"
+CLIENT_ID_BYTES = 16
 
 
 def use_app_navigation() -> None:
@@ -45,13 +50,13 @@ def signed_in() -> str | None:
 
 
 def client_id() -> str:
-    """Who is asking, for sign-in throttling: the client's address when Streamlit knows it, else ``local``."""
-    from objrel.review.accounts import LOCAL_CLIENT
-
-    try:
-        return st.context.ip_address or LOCAL_CLIENT
-    except Exception:  # an older Streamlit, or no request context (AppTest)
-        return LOCAL_CLIENT
+    """Who is asking, for sign-in throttling: a random id made on this browser session's first sign-in and
+    kept in its (server-side) session state, so no one else can share it.  Not the address: behind the
+    default 127.0.0.1 bind or a reverse proxy every visitor has the same one."""
+    cid = st.session_state.get(CLIENT_KEY)
+    if not cid:
+        cid = st.session_state[CLIENT_KEY] = f"session:{secrets.token_urlsafe(CLIENT_ID_BYTES)}"
+    return cid
 
 
 def sign_in_box(store: Store) -> str | None:

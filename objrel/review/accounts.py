@@ -6,10 +6,14 @@ must use a narrow ASCII set (so a Cyrillic look-alike or a zero-width character 
 another account); names are unique ignoring case, enforced by a unique index in the store.  An
 OIDC account is keyed by the provider's stable subject and can never take over a name.
 
-Sign-in is throttled per typed name and per client: after ``THROTTLE_AFTER_FAILURES`` failures
-within ``FAILURE_WINDOW_S`` each further try waits ``THROTTLE_BASE_S`` doubling per failure, at
-most ``THROTTLE_MAX_S``; a throttled try is answered without hashing.  At most ``HASH_SLOTS``
-scrypt hashes run at once in a process.  The rows live in ``objrel.store.accounts``.
+Sign-in is throttled per typed name: after ``THROTTLE_AFTER_FAILURES`` failures within
+``FAILURE_WINDOW_S`` each further try waits ``THROTTLE_BASE_S`` doubling per failure, at most
+``THROTTLE_MAX_S``; a throttled try is answered without hashing.  Each try is counted (stored as a
+failure until it succeeds) in the transaction that checks the count, before any hashing, so guesses
+sent at the same moment count too.  A client (the app's browser session) that failed on a name is
+also slowed by its own failures on further tries at that name; a name nobody failed on is tried at
+once.  At most ``HASH_SLOTS`` scrypt hashes run at once in a process.  The rows live in
+``objrel.store.accounts``.
 """
 
 from __future__ import annotations
@@ -60,14 +64,16 @@ _NAME_RE = re.compile(rf"[{NAME_EDGE_CHARS}](?:[{NAME_EDGE_CHARS} ]*[{NAME_EDGE_
 _NAME_CHAR_RE = re.compile(rf"[{NAME_EDGE_CHARS} ]")
 
 # Sign-in throttling: failures older than the window are forgotten; after THROTTLE_AFTER_FAILURES
-# failures of one name (or from one client) the next try must wait THROTTLE_BASE_S after the last
-# failure, doubling with every further failure, never more than THROTTLE_MAX_S.
+# failures of one name (or from one client, at a name it failed on) the next try must wait THROTTLE_BASE_S
+# after the last failure, doubling with every further failure, never more than THROTTLE_MAX_S.
 THROTTLE_AFTER_FAILURES = 3
 THROTTLE_BASE_S = 1.0
 THROTTLE_MAX_S = 60.0
 FAILURE_WINDOW_S = 3600.0
 # The client of a sign-in that names none (the CLI, tests, one local user).
 LOCAL_CLIENT = "local"
+# A client key longer than this is cut (the ``sign_in_failures.client`` column holds 200).
+MAX_CLIENT_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -226,25 +232,43 @@ def _aware(ts: dt.datetime) -> dt.datetime:
 _DUMMY_HASH: str | None = None
 
 
+def sign_in_wait(by_name: list[dt.datetime], by_client: list[tuple[str, dt.datetime]], key: str,
+                 now_ts: dt.datetime) -> float:
+    """Seconds a try of the name ``key`` must wait, from the recent failures of that name (``by_name``, times
+    oldest first, from anyone) and of the asking client (``by_client``: (name key, time), oldest first).
+
+    The name's own failures throttle it (``throttle_wait``).  The client's failures only slow its further
+    tries at names it has already failed on: a name it never failed on is tried at once, whatever else the
+    client (or anyone sharing its address) did, so a stranger guessing made-up names never makes a real
+    user wait; the hash gate (``HASH_SLOTS``) bounds the work such guessing costs."""
+    wait = throttle_wait([_aware(t) for t in by_name], now_ts)
+    if any(k == key for k, _ in by_client):
+        wait = max(wait, throttle_wait([_aware(t) for _, t in by_client], now_ts))
+    return wait
+
+
 def verify_reviewer(store: Store, name: str, passphrase: str, client: str = LOCAL_CLIENT) -> SignIn:
-    """Check a password sign-in of ``name`` (NFKC-normalised, compared ignoring case) from ``client``.
+    """Check a password sign-in of ``name`` (NFKC-normalised, compared ignoring case) from ``client``
+    (the app passes a random id of the browser session, which no one else can share).
 
     Returns a ``SignIn``: ok with the stored name when the passphrase matches (constant-time
-    comparison; unknown names and OIDC-only accounts take as long and fail).  A name or client with
-    too many recent failures is refused with ``wait_s`` before any hashing; each failure is stored
-    with its time, and a success forgets the name's failures.
+    comparison; unknown names and OIDC-only accounts take as long and fail).  A try that must wait
+    (``sign_in_wait``) is refused with ``wait_s`` before any hashing.  Otherwise the try is stored as a
+    failure *before* the passphrase is hashed, in the transaction that counted the earlier ones, so
+    tries sent at the same moment count each other and at most ``THROTTLE_AFTER_FAILURES`` of them are
+    checked; a success forgets the name's failures.
     """
     global _DUMMY_HASH
     if not isinstance(name, str) or not isinstance(passphrase, str):
         return SignIn(False)
     typed = unicodedata.normalize("NFKC", name).strip()
     key = typed.lower()[:MAX_NAME_LENGTH]
-    client = str(client)[:200] or LOCAL_CLIENT
+    client = str(client)[:MAX_CLIENT_LENGTH] or LOCAL_CLIENT
     now_ts = _now()
     since = now_ts - dt.timedelta(seconds=FAILURE_WINDOW_S)
-    by_name, by_client = account_rows.sign_in_failures(store, key, client, since)
-    wait = max(throttle_wait([_aware(t) for t in by_name], now_ts), throttle_wait([_aware(t) for t in by_client], now_ts))
-    if wait > 0:
+    reservation, wait = account_rows.reserve_sign_in(
+        store, key, client, since, now_ts, lambda by_name, by_client: sign_in_wait(by_name, by_client, key, now_ts))
+    if reservation is None:
         return SignIn(False, wait_s=wait)
     row = account_rows.reviewer_by_key(store, typed) if typed else None
     if row is None or not row["pass_hash"]:
@@ -255,7 +279,7 @@ def verify_reviewer(store: Store, name: str, passphrase: str, client: str = LOCA
     else:
         ok = _check_passphrase(passphrase, row["pass_hash"])
     if not ok:
-        account_rows.add_sign_in_failure(store, key, client, _now())
+        account_rows.record_sign_in_failure(store, reservation, _now())
         return SignIn(False)
     account_rows.clear_sign_in_failures(store, key)
     return SignIn(True, name=row["name"])

@@ -6,7 +6,8 @@ adjudicator recorded a verdict for it (``adjudicate``), or, without one, when at
 reviewers judged it and all of them agree on the verdict and, for ``fp``, on the reasons.  The
 agreed items are *computed on read*, never stored, so a reviewer who changes a call later can
 never leave a stale consensus behind; an adjudication always wins.  ``precision_table`` counts
-the decided calls of the drawn items per run.
+the decided calls of the drawn items per run.  Aggregates of two reviewers' calls (``consensus``,
+``precision_table``) count only closed review samples, so review stays blind until then.
 """
 
 from __future__ import annotations
@@ -439,25 +440,36 @@ def _agreed(run_id: int, relation: str, calls: list[Judgment]) -> Consensus | No
                      reviewers=tuple(j.reviewer for j in calls), decided_at=max(j.updated_at for j in calls))
 
 
+def _decided(store: Store, run_id: int, relation: str) -> list[Consensus]:
+    """Every decided item of a run and relation, by sample id, whether or not the sample is closed (for
+    ``consensus`` and ``_precision_row``, which check that first)."""
+    by_item: dict[str, list[Judgment]] = defaultdict(list)
+    for j in judgments(store, run_id, relation):
+        by_item[j.sample_id].append(j)
+    out = {sid: _adjudicated(r) for sid, r in review_rows.adjudications(store, run_id, relation).items()}
+    for sid, calls in by_item.items():
+        if sid not in out:
+            agreed = _agreed(run_id, relation, calls)
+            if agreed is not None:
+                out[sid] = agreed
+    return [out[s] for s in sorted(out)]
+
+
 def consensus(store: Store, run_id: int, relation: str) -> list[Consensus]:
-    """Every decided item of a run and relation, by sample id.
+    """Every decided item of a run and relation, by sample id; none while its review sample is open.
 
     An adjudication (the consensus table) wins; otherwise an item is decided when at least
     ``MIN_CONSENSUS_REVIEWERS`` reviewers judged it and all of them made the same call
     (verdict, and for fp the same reasons).  The agreed items are computed on read, not stored.
+    Whether two reviewers agree says what the other one called, so nothing is decided until the
+    review sample is closed (``sample_state``; never when nothing was drawn): before that a reviewer
+    watching this list change after each own call would read the other's hidden calls.
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)
-    by_item: dict[str, list[Judgment]] = defaultdict(list)
-    for j in judgments(store, rid, relation):
-        by_item[j.sample_id].append(j)
-    out = {sid: _adjudicated(r) for sid, r in review_rows.adjudications(store, rid, relation).items()}
-    for sid, calls in by_item.items():
-        if sid not in out:
-            agreed = _agreed(rid, relation, calls)
-            if agreed is not None:
-                out[sid] = agreed
-    return [out[s] for s in sorted(out)]
+    if not sample_state(store, rid, relation).closed:
+        return []
+    return _decided(store, rid, relation)
 
 
 # ---------------------------------------------------------------- precision (seed 000 Tables 1-3)
@@ -476,7 +488,7 @@ PRECISION_COLUMNS = (
     "fp without reason",
     "uncertain",
     "unresolved",             # judged by two or more reviewers who disagree, not adjudicated yet
-    "pending",                # not enough judgments yet
+    "pending",                # not enough judgments yet, or the sample is still open (not counted yet)
 )
 # Columns of the Total row that are not sums of the run rows.
 _NOT_SUMMED = ("run", "model", "dataset", "task", "relation", "true positive %", "false positive %")
@@ -494,11 +506,15 @@ def _precision_row(store: Store, run_id: int, relation: str) -> dict:
     flagged = store.flagged_sample_ids(run_id, relation)
     draw = review_sample_info(store, run_id, relation)
     universe = set(draw.sample_ids) if draw else set(flagged)
-    decided = {x.sample_id: x for x in consensus(store, run_id, relation) if x.sample_id in universe}
+    decided: dict[str, Consensus] = {}
     judged: dict[str, int] = defaultdict(int)
-    for j in judgments(store, run_id, relation):
-        if j.sample_id in universe:
-            judged[j.sample_id] += 1
+    # Blind until closed: an open sample's calls count nowhere (every item pending), so no number here moves
+    # with one reviewer's call before both reviewers have closed the sample.
+    if sample_state(store, run_id, relation).closed:
+        decided = {x.sample_id: x for x in _decided(store, run_id, relation) if x.sample_id in universe}
+        for j in judgments(store, run_id, relation):
+            if j.sample_id in universe:
+                judged[j.sample_id] += 1
     open_items = universe - decided.keys()
     unresolved = sum(1 for s in open_items if judged[s] >= MIN_CONSENSUS_REVIEWERS)
     fps = [x for x in decided.values() if x.verdict == "fp"]
@@ -521,8 +537,11 @@ def _precision_row(store: Store, run_id: int, relation: str) -> dict:
 def precision_table(store: Store, run_ids: int | Iterable[int], relation: str) -> pd.DataFrame:
     """Seed 000 Tables 1-3 from consensus only: one row per run, plus a ``Total`` row for several.
 
-    Counts are over the drawn review sample (over every flagged item when nothing was drawn):
-    the random draw is what makes the precision an unbiased estimate.  Percentages (0-100, one
+    Counts are over the drawn review sample: the random draw is what makes the precision an
+    unbiased estimate.  Only a closed sample (``sample_state``) counts: until both reviewers have
+    judged every drawn item its items are all ``pending`` and nothing else moves, whatever either
+    reviewer calls, so no one can read the other reviewer's hidden calls from this table (nor from
+    the report built on it).  Without a draw nothing can close: every flagged item is pending.  Percentages (0-100, one
     decimal) divide by ``reviewed``, the decided items including uncertain ones, which equals the
     sample size once every drawn item is decided (the paper's denominator); NaN when nothing
     is decided.  Columns: ``PRECISION_COLUMNS``.

@@ -10,9 +10,9 @@ this module only stores what it is given.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
@@ -200,25 +200,52 @@ def accounts(store: Store) -> list[dict]:
 # ---------------------------------------------------------------- failed sign-ins (throttling)
 
 
-def add_sign_in_failure(store: Store, name_key: str, client: str, at: dt.datetime) -> None:
-    """Remember one failed sign-in for ``name_key`` (the casefolded typed name) from ``client``."""
-    write(store, lambda c: c.execute(insert(S.sign_in_failures).values(name_key=name_key, client=client, at=at)))
+def _lock_failures(c: Connection) -> None:
+    """Shut out every other sign-in reservation until this transaction ends.  On PostgreSQL a table lock
+    that conflicts with itself and with inserts; SQLite has one writer at a time, and the reservation's
+    INSERT (the transaction's first statement) takes that lock before anything is counted."""
+    if c.dialect.name == "postgresql":
+        c.execute(text(f"LOCK TABLE {S.sign_in_failures.name} IN SHARE ROW EXCLUSIVE MODE"))
 
 
-def sign_in_failures(store: Store, name_key: str, client: str, since: dt.datetime) -> tuple[list, list]:
-    """The times (oldest first) of failed sign-ins after ``since``: (for ``name_key``, from ``client``)."""
+def reserve_sign_in(store: Store, name_key: str, client: str, since: dt.datetime, at: dt.datetime,
+                    wait_for: Callable[[list[dt.datetime], list[tuple[str, dt.datetime]]], float]) -> tuple[int | None, float]:
+    """Count and reserve one sign-in try of ``name_key`` (the casefolded typed name) from ``client`` atomically.
+
+    In one transaction that no other reservation can interleave with: the failures after ``since`` are read
+    (times of ``name_key``'s, oldest first, and ``(name_key, time)`` of ``client``'s), and ``wait_for(by_name,
+    by_client)`` says how long the try must wait.  When it must wait, nothing is stored and ``(None, wait)``
+    comes back; otherwise a failure row dated ``at`` is stored *before* the passphrase is checked and
+    ``(its id, 0.0)`` comes back, so tries sent at the same moment count each other.  The caller settles it:
+    ``record_sign_in_failure`` (it stays a failure) or ``clear_sign_in_failures`` (a success)."""
     t = S.sign_in_failures
-    with store.engine.connect() as c:
-        by_name = list(c.execute(select(t.c.at).where(t.c.name_key == name_key, t.c.at > since).order_by(t.c.at))
-                       .scalars())
-        by_client = list(c.execute(select(t.c.at).where(t.c.client == client, t.c.at > since).order_by(t.c.at))
-                         .scalars())
-    return by_name, by_client
+
+    def work(c: Connection) -> tuple[int | None, float]:
+        _lock_failures(c)
+        own = c.execute(insert(t).values(name_key=name_key, client=client, at=at)).inserted_primary_key[0]
+        others = (t.c.id != own, t.c.at > since)
+        by_name = list(c.execute(select(t.c.at).where(t.c.name_key == name_key, *others).order_by(t.c.at)).scalars())
+        by_client = [(k, ts) for k, ts in c.execute(select(t.c.name_key, t.c.at).where(t.c.client == client, *others)
+                                                   .order_by(t.c.at))]
+        wait = wait_for(by_name, by_client)
+        if wait > 0:
+            c.execute(delete(t).where(t.c.id == own))
+            return None, wait
+        return int(own), 0.0
+
+    return write(store, work)
+
+
+def record_sign_in_failure(store: Store, reservation: int, at: dt.datetime) -> None:
+    """The reserved try failed: its row stays a failure, dated ``at`` (when the check ended)."""
+    t = S.sign_in_failures
+    write(store, lambda c: c.execute(update(t).where(t.c.id == reservation).values(at=at)))
 
 
 def clear_sign_in_failures(store: Store, name_key: str) -> None:
-    """Forget the failures of ``name_key`` (after its successful sign-in).  A client's failures on other
-    names stay: signing in to one's own account must not reset the guessing of others'."""
+    """Forget the failures of ``name_key`` (after its successful sign-in; the try's own reservation with them).
+    A client's failures on other names stay: signing in to one's own account must not reset the guessing of
+    others'."""
     t = S.sign_in_failures
     write(store, lambda c: c.execute(delete(t).where(t.c.name_key == name_key)))
 

@@ -462,13 +462,16 @@ def test_disagreements_adjudication_and_consensus(two_reviewers):
     R.create_reviewer(store, "dave", "dave-passphrase", roles=[R.ADMIN])
     sids = ids("s", 10)
     rid = make_run(store, mr1=sids)
+    assert len(R.draw_review_sample(SERVER, store, rid, "MR-1")) == 10   # all ten: both judge every one, closing it
     _store_calls(store, rid, sids, CALLS_A, CALLS_B)
     # s006: both fp but for different reasons -> a "reasons" disagreement, kappa unaffected
     R.record_judgment(actor_of(store, "bob"), store, rid, "s006", "MR-1", "fp", ["incomplete-removal"])
-    dis = R.disagreements(store, rid, "MR-1", "alice", "bob")
-    assert [(d.sample_id, d.kind) for d in dis] == [("s005", "verdict"), ("s006", "reasons"), ("s009", "verdict")]
-    assert dis[0].verdict_a == "tp" and dis[0].verdict_b == "fp" and dis[0].reasons_b == ("multiple-objects",)
-    assert not any(d.resolved for d in dis)
+    dis = {d.sample_id: d for d in R.disagreements(store, rid, "MR-1", "alice", "bob")}   # in draw order
+    assert sorted((k, d.kind) for k, d in dis.items()) == [("s005", "verdict"), ("s006", "reasons"),
+                                                            ("s009", "verdict")]
+    assert dis["s005"].verdict_a == "tp" and dis["s005"].verdict_b == "fp" \
+        and dis["s005"].reasons_b == ("multiple-objects",)
+    assert not any(d.resolved for d in dis.values())
     # agreed automatically: s000-s004 (tp) and s007, s008 (fp, same reason) = 7 items
     agreed = R.consensus(store, rid, "MR-1")
     assert [c.sample_id for c in agreed] == ["s000", "s001", "s002", "s003", "s004", "s007", "s008"]
@@ -488,8 +491,8 @@ def test_disagreements_adjudication_and_consensus(two_reviewers):
     with store.engine.connect() as c:
         rows = c.execute(select(S.consensus.c.sample_id, S.consensus.c.verdict)).all()
     assert rows == [("s005", "uncertain")]
-    dis = R.disagreements(store, rid, "MR-1", "alice", "bob")
-    assert dis[0].resolved and dis[0].resolved_verdict == "uncertain" and dis[0].resolved_by == "dave"
+    dis = {d.sample_id: d for d in R.disagreements(store, rid, "MR-1", "alice", "bob")}
+    assert dis["s005"].resolved and dis["s005"].resolved_verdict == "uncertain" and dis["s005"].resolved_by == "dave"
     by_id = {c.sample_id: c for c in R.consensus(store, rid, "MR-1")}
     assert len(by_id) == 8 and by_id["s005"].verdict == "uncertain"
     # a reviewer who changes a call later breaks the computed consensus: no stale row
@@ -569,14 +572,21 @@ def test_precision_table_from_consensus(two_reviewers):
     # run a: 10 decided, tp 5 (50.0%), fp 4 (40.0%), one fp without reason
     assert (ra["reviewed"], ra["true positive %"], ra["false positive"], ra["false positive %"]) == (10, 50.0, 4, 40.0)
     assert (ra["fp without reason"], ra["unresolved"]) == (1, 0)
-    # run b: b001 decided tp (1/1 = 100.0%), b000 and b002 pending
-    assert (rb["flagged"], rb["sample size"], rb["reviewed"], rb["true positive"], rb["true positive %"]) \
-        == (3, 3, 1, 1, 100.0)
-    assert rb["false positive %"] == 0.0 and rb["pending"] == 2
-    # total: 13 flagged, 13 drawn, 11 decided, tp 6/11 = 54.5%, fp 4/11 = 36.4%
-    assert (total["flagged"], total["sample size"], total["reviewed"]) == (13, 13, 11)
-    assert (total["true positive"], total["true positive %"], total["false positive %"]) == (6, 54.5, 36.4)
-    assert (total["multiple objects"], total["other"], total["uncertain"], total["pending"]) == (2, 1, 1, 2)
+    # run b: its sample is open (b000 and b002 lack bob's call), so b001's agreed tp counts nowhere yet
+    assert (rb["flagged"], rb["sample size"], rb["reviewed"], rb["true positive"], rb["unresolved"]) \
+        == (3, 3, 0, 0, 0)
+    assert math.isnan(rb["true positive %"]) and rb["pending"] == 3
+    # total: 13 flagged, 13 drawn, 10 decided (run a), tp 5/10 = 50.0%, fp 4/10 = 40.0%
+    assert (total["flagged"], total["sample size"], total["reviewed"]) == (13, 13, 10)
+    assert (total["true positive"], total["true positive %"], total["false positive %"]) == (5, 50.0, 40.0)
+    assert (total["multiple objects"], total["other"], total["uncertain"], total["pending"]) == (2, 1, 1, 3)
+    # closing b (both judged every drawn item) counts it: b001 tp, b000 and b002 agreed fp
+    for sid in ("b000", "b002"):
+        R.record_judgment(actor_of(store, "alice"), store, b, sid, "MR-1", "fp")
+        R.record_judgment(actor_of(store, "bob"), store, b, sid, "MR-1", "fp")
+    rb = R.precision_table(store, b, "MR-1").iloc[0]
+    assert (rb["reviewed"], rb["true positive"], rb["false positive"], rb["unresolved"], rb["pending"]) \
+        == (3, 1, 2, 0, 0)
     assert list(table.columns) == list(R.PRECISION_COLUMNS)
     mr2 = R.precision_table(store, a, "MR-2").iloc[0]
     assert mr2["flagged"] == 0 and mr2["reviewed"] == 0 and math.isnan(mr2["true positive %"])
@@ -590,19 +600,23 @@ def test_precision_counts_only_the_drawn_items(two_reviewers):
     assert len(drawn) == 45  # 384.1459 / (1 + 383.1459 / 50) = 384.1459 / 8.662918 = 44.34 -> 45
     outside = sorted(set(flagged) - set(drawn))
     assert len(outside) == 5
-    _judge_both(store, rid, drawn[0], "tp")
+    for sid in drawn:                           # both judge every drawn item: the sample closes
+        _judge_both(store, rid, sid, "tp")
     _judge_both(store, rid, outside[0], "fp")  # decided, but not part of the random sample
     row = R.precision_table(store, rid, "MR-1").iloc[0]
     assert (row["flagged"], row["sample size"], row["reviewed"], row["true positive"], row["false positive"]) \
-        == (50, 45, 1, 1, 0)
-    assert row["pending"] == 44
+        == (50, 45, 45, 45, 0)
+    assert row["pending"] == 0
 
 
-def test_precision_table_without_a_draw_uses_every_flagged_item(two_reviewers):
+def test_precision_table_without_a_draw_counts_nothing(two_reviewers):
+    """Without a draw there is no sample to close: every flagged item stays pending, whatever is judged."""
     rid = make_run(two_reviewers, mr1=ids("s", 4))
-    _judge_both(two_reviewers, rid, "s000", "tp")
+    for sid in ids("s", 4):
+        _judge_both(two_reviewers, rid, sid, "tp")
     row = R.precision_table(two_reviewers, rid, "MR-1").iloc[0]
-    assert (row["sample size"], row["reviewed"], row["pending"]) == (0, 1, 3)
+    assert (row["sample size"], row["reviewed"], row["unresolved"], row["pending"]) == (0, 0, 0, 4)
+    assert R.consensus(two_reviewers, rid, "MR-1") == []
     with pytest.raises(ValueError, match="no run 99"):
         R.precision_table(two_reviewers, [99], "MR-1")
 
@@ -777,10 +791,12 @@ def test_review_workflow_and_write_races_on_postgresql(pg_url):
     assert R.agreement(store, rid, "MR-1", "alice", "bob").kappa.kappa == pytest.approx(0.28 / 0.48)
     R.adjudicate(actor_of(store, "carol"), store, rid, drawn[5], "MR-1", "tp", (), None)
     R.adjudicate(actor_of(store, "carol"), store, rid, drawn[5], "MR-1", "fp", ["other"], "glare")
+    assert R.precision_table(store, rid, "MR-1").iloc[0]["reviewed"] == 0   # the sample is open: nothing counts
+    _store_calls(store, rid, drawn[10:], ["tp"] * 43, ["tp"] * 43)           # both judge the rest: closed
     row = R.precision_table(store, rid, "MR-1").iloc[0]
-    # agreed: 5 tp + 3 fp (items 0-4, 6-8); adjudicated item 5 fp; item 9 unresolved
+    # agreed: 5 tp + 3 fp (items 0-4, 6-8) and 43 tp; adjudicated item 5 fp; item 9 unresolved
     assert (row["reviewed"], row["true positive"], row["false positive"], row["other"], row["unresolved"]) \
-        == (9, 5, 4, 1, 1)
+        == (52, 48, 4, 1, 1)
     assert R.reviewer_names(store) == ["alice", "bob", "carol"]
 
 

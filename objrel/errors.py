@@ -58,3 +58,8 @@ class SignInThrottled(ObjrelError):
     def __init__(self, wait_s: float):
         self.wait_s = float(wait_s)
         super().__init__(f"too many failed sign-ins; try again in {max(1, round(wait_s))} s")
+
+
+class InputFileError(AnnotationError, ValueError):
+    """A JSON or XML file refused before or while parsing: missing, over its size or nesting limit, not
+    UTF-8 or not well formed."""

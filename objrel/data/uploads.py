@@ -28,7 +28,8 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image, UnidentifiedImageError
 
-from objrel.errors import ObjrelError
+from objrel.data.bounded import parse_json
+from objrel.errors import InputFileError, ObjrelError
 
 MIB = 2**20
 # Largest annotation file accepted, in bytes.
@@ -210,9 +211,9 @@ def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes:
     name = check_name(name)
     _check_size("annotation file", annotation_bytes, MAX_ANNOTATION_BYTES)
     try:
-        kind = annotation_kind(json.loads(annotation_bytes.decode("utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UploadError(f"the annotation file is not UTF-8 JSON ({exc})") from exc
+        kind = annotation_kind(parse_json(annotation_bytes, "the annotation file", MAX_ANNOTATION_BYTES))
+    except InputFileError as exc:
+        raise UploadError(str(exc)) from exc
     root = Path(root).resolve()
     staging, final = _staging(root, name)
     try:
@@ -224,7 +225,9 @@ def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes:
             loader = load_coco if kind == COCO else load_manifest
             dataset = loader(ann, staging / IMAGES_DIR, name=name)
         except ObjrelError as exc:
-            raise UploadError(f"the {kind} annotation file does not load: {exc}") from exc
+            # The loader names the file by its server path; the visitor sees the upload's own names.
+            shown = str(exc).replace(str(ann.resolve()), annotation_file(name)).replace(str(staging.resolve()), name)
+            raise UploadError(f"the {kind} annotation file does not load: {shown}") from exc
         n = len(dataset.samples)
         if not n:
             raise UploadError(f"the {kind} annotation file gives no samples; expected at least one image entry")

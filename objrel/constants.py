@@ -44,7 +44,8 @@ DEFAULT_ERASE_RATIO = 0.5
 # Default number of images the engine sends through the model at once.
 DEFAULT_BATCH_SIZE = 16
 
-# Images larger than this many pixels are refused as probable decompression bombs.
+# Images larger than this many pixels are refused as probable decompression bombs: by the upload check (from
+# the header, before decoding) and by every run (objrel.data.images), so an upload never holds an image runs skip.
 MAX_IMAGE_PIXELS = 89_478_485
 
 # SQLite waits this many milliseconds for a lock before failing a write.

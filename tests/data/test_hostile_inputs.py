@@ -9,10 +9,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +23,7 @@ from PIL import Image
 from pycocotools import mask as mask_utils
 
 from objrel.data.region import segmentation_mask
-from objrel.constants import MAX_NESTING_DEPTH
+from objrel.constants import MAX_IMAGE_PIXELS, MAX_NESTING_DEPTH
 from objrel.errors import AnnotationError, BadSampleError, InputFileError
 
 # Generous time bound for a check that must be linear (today's code needs well under 0.2 s).
@@ -266,3 +268,62 @@ def test_an_uploaded_deep_annotation_file_is_refused_in_one_line(tmp_path):
     with pytest.raises(U.UploadError) as exc:
         U.add_dataset(tmp_path / "up", "deep", deep_manifest(tmp_path).read_bytes(), buf.getvalue())
     assert "levels deep" in str(exc.value) and "\n" not in str(exc.value)
+
+
+# =====================================================================================
+# F7: image bombs in a dataset upload, against the one pixel limit runs use too
+# =====================================================================================
+
+
+def flat_png(width: int, height: int) -> bytes:
+    """A 1-bit grayscale PNG of ``width`` x ``height`` black pixels, written by hand: a few KB on disk."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = (b"\x00" + bytes((width + 7) // 8)) * height
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+
+
+def upload_zip(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def manifest_bytes(*paths: str) -> bytes:
+    return json.dumps([{"path": p, "objects": [{"label": "red", "box": [0, 0, 4, 4]}]} for p in paths]).encode()
+
+
+def test_a_small_zip_of_hundred_megapixel_pngs_is_refused_from_the_headers(tmp_path):
+    from objrel.data import uploads as U
+
+    png = flat_png(10_000, 10_000)
+    names = [f"bomb{i}.png" for i in range(10)]
+    z = upload_zip({n: png for n in names})
+    assert len(z) < 64_000
+    t0 = time.perf_counter()
+    with pytest.raises(U.UploadError) as exc:
+        U.add_dataset(tmp_path / "up", "bombs", manifest_bytes(*names), z)
+    assert time.perf_counter() - t0 < FAST_S, "the images were decoded before their size was checked"
+    assert "10000x10000" in str(exc.value) and f"at most {MAX_IMAGE_PIXELS} pixels" in str(exc.value)
+    assert "\n" not in str(exc.value) and str(tmp_path) not in str(exc.value)
+    assert not (tmp_path / "up" / "bombs").exists()
+
+
+def test_uploads_and_runs_refuse_images_at_the_same_pixel_limit(tmp_path):
+    """90.25 Mpx lies between the two limits there used to be: uploads took it, every run then skipped it."""
+    from objrel.data import load_rgb
+    from objrel.data import uploads as U
+
+    side = 9_500
+    assert side * side > MAX_IMAGE_PIXELS
+    png = flat_png(side, side)
+    with pytest.raises(U.UploadError, match=f"at most {MAX_IMAGE_PIXELS} pixels"):
+        U.add_dataset(tmp_path / "up", "big", manifest_bytes("big.png"), upload_zip({"big.png": png}))
+    (tmp_path / "big.png").write_bytes(png)
+    with pytest.raises(BadSampleError, match=f"limit of {MAX_IMAGE_PIXELS} pixels"):
+        load_rgb(tmp_path / "big.png")
+    assert U.MAX_IMAGE_PIXELS is MAX_IMAGE_PIXELS

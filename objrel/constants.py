@@ -44,7 +44,8 @@ DEFAULT_ERASE_RATIO = 0.5
 # Default number of images the engine sends through the model at once.
 DEFAULT_BATCH_SIZE = 16
 
-# Images larger than this many pixels are refused as probable decompression bombs.
+# Images larger than this many pixels are refused as probable decompression bombs: by the upload check (from
+# the header, before decoding) and by every run (objrel.data.images), so an upload never holds an image runs skip.
 MAX_IMAGE_PIXELS = 89_478_485
 
 # SQLite waits this many milliseconds for a lock before failing a write.
@@ -52,3 +53,15 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 # A target region must cover at least this many pixels to be tested.
 MIN_REGION_PIXELS = 1
+
+# Nesting depth (JSON arrays/objects, XML elements) a file objrel reads may reach.  Every format it reads needs
+# fewer than 10 levels; deeper files are refused before parsing (Python's json recurses once per level).
+MAX_NESTING_DEPTH = 64
+# Largest annotation file (COCO or manifest JSON) objrel reads, in bytes; COCO's largest public file
+# (train2017 instances) is 448 MB.  Uploads have their own, smaller limit (objrel.data.uploads).
+MAX_ANNOTATION_FILE_BYTES = 2**30
+# Largest VOC / ILSVRC XML file (the boxes of one image) objrel reads, in bytes.
+MAX_XML_FILE_BYTES = 16 * 2**20
+# Largest results file (DeepInspect results, shortcut-benchmark results) objrel reads, in bytes; a
+# 1000-class DeepInspect result is about 40 MB.
+MAX_RESULTS_FILE_BYTES = 2**30

@@ -76,3 +76,8 @@ class RunHeld(ObjrelError):
 class RunLeaseLost(ObjrelError):
     """A process lost the lease on its run (the run was deleted, or a process took over a lease it let go
     stale): it stops without writing anything more into the store."""
+
+
+class InputFileError(AnnotationError, ValueError):
+    """A JSON or XML file refused before or while parsing: missing, over its size or nesting limit, not
+    UTF-8 or not well formed."""

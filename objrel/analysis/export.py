@@ -12,11 +12,10 @@ the vote columns and one CSV writer; they differ in each record's fields and per
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import defaultdict
 
+from objrel import csvsafe
 from objrel.store import Store
 from objrel.store import detections as D
 from objrel.engine.votes import scoring_basis
@@ -156,10 +155,6 @@ def export_run(store: Store, run_id: int, fmt: str = "csv") -> str:
 
 
 def csv_text(rows: list[dict]) -> str:
-    """CSV of flat rows whose keys may differ: the columns are every key, in first-seen order."""
-    buf = io.StringIO()
-    fields = list(dict.fromkeys(k for row in rows for k in row)) or ["sample_id"]
-    w = csv.DictWriter(buf, fieldnames=fields)
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    """CSV of flat rows whose keys may differ (the columns are every key, in first-seen order); text that a
+    spreadsheet would evaluate as a formula is escaped (``objrel.csvsafe``)."""
+    return csvsafe.csv_text(rows)

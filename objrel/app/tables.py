@@ -2,7 +2,8 @@
 
 Widget keys derive from one ``key``: ``{key}_table`` and ``{key}_csv`` for a table, ``{key}_chart`` for a chart.
 Table headers show the columns' readable names (``objrel.app.formats.COLUMN_LABELS``); the CSV keeps the
-column names.
+column names.  Every CSV is written by ``objrel.csvsafe.frame_csv``: text a spreadsheet would evaluate as a
+formula is escaped.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from objrel.app.formats import COLUMN_LABELS
+from objrel.csvsafe import frame_csv
 
 CSV_MIME = "text/csv"
 PNG_HINT = "Download a chart as PNG with the camera icon in its toolbar (top right of the chart)."
@@ -53,7 +55,7 @@ def table(df: pd.DataFrame, key: str, file_name: str, column_config: dict | None
     table behind a shortened view)."""
     st.dataframe(df, hide_index=True, width="stretch", key=f"{key}_table",
                  column_config=readable_columns(df, column_config))
-    csv = (df if download is None else download).to_csv(index=False)
+    csv = frame_csv(df if download is None else download)
     st.download_button("Download CSV", csv, file_name=file_name, mime=CSV_MIME, key=f"{key}_csv", on_click="ignore")
 
 

@@ -7,10 +7,11 @@ or a folder of them is VOC / ImageNet box XML.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from objrel.constants import MAX_ANNOTATION_FILE_BYTES
 from objrel.errors import AnnotationError
+from objrel.data.bounded import parse_json
 from objrel.data.bundled import load_demo
 from objrel.data.coco import load_coco
 from objrel.data.dataset import Dataset
@@ -32,11 +33,7 @@ def detect_format(annotation) -> str:
         return "voc"
     if path.suffix.lower() != ".json":
         raise AnnotationError(f"cannot tell the format of {path}: expected a .json file, an .xml file or a folder of .xml")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            head = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AnnotationError(f"cannot read {path}: {exc}") from exc
+    head = parse_json(path, f"annotation file {path}", MAX_ANNOTATION_FILE_BYTES)
     if isinstance(head, dict) and isinstance(head.get("images"), list) and (
         "annotations" in head or "categories" in head
     ):

@@ -11,27 +11,23 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from collections import defaultdict
 from pathlib import Path
 
 from pycocotools.coco import COCO
 
+from objrel.constants import MAX_ANNOTATION_FILE_BYTES
 from objrel.errors import AnnotationError, BadSampleError
+from objrel.data.bounded import parse_json
 from objrel.data.dataset import Dataset
 from objrel.data.images import resolve_inside
 from objrel.data.sample import Sample, TargetObject
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError as exc:
-        raise AnnotationError(f"annotation file {path} does not exist") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AnnotationError(f"annotation file {path} is not valid JSON: {exc}") from exc
-    return data
+    """The parsed file; ``InputFileError`` (an ``AnnotationError``) when it is missing, over
+    ``MAX_ANNOTATION_FILE_BYTES`` or ``MAX_NESTING_DEPTH``, or not JSON."""
+    return parse_json(path, f"annotation file {path}", MAX_ANNOTATION_FILE_BYTES)
 
 
 def _check_schema(data: dict, path: Path) -> None:

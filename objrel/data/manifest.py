@@ -14,10 +14,11 @@ an integer class index.  A bare list of image entries is accepted too.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from objrel.constants import MAX_ANNOTATION_FILE_BYTES
 from objrel.errors import AnnotationError, BadSampleError
+from objrel.data.bounded import parse_json
 from objrel.data.dataset import Dataset
 from objrel.data.images import resolve_inside
 from objrel.data.sample import Sample, TargetObject
@@ -58,12 +59,7 @@ def _object(entry: dict, where: str) -> TargetObject:
 def load_manifest(manifest_file, images_dir=None, name: str | None = None) -> Dataset:
     """Load a manifest; ``images_dir`` defaults to the manifest's folder."""
     path = Path(manifest_file).resolve()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise AnnotationError(f"manifest {path} does not exist") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AnnotationError(f"manifest {path} is not valid JSON: {exc}") from exc
+    data = parse_json(path, f"manifest {path}", MAX_ANNOTATION_FILE_BYTES)
     entries = data.get("images") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise AnnotationError(f"manifest {path}: expected a list of images or {{'images': [...]}}")

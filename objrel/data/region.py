@@ -18,6 +18,9 @@ BOX_TOLERANCE_PX = 2.0
 # Polygon coordinates may reach this many image widths/heights from the origin (either sign); further out
 # is refused before pycocotools rasterises it (about 6e8 crashes it, about 2e8 makes it allocate 23 GB).
 POLYGON_FAR_FACTOR = 2.0
+# Characters one run length of a compressed RLE string may span (5 bits each): 12 hold any 60-bit value, more
+# than any image has pixels; a longer run is refused (unbounded runs made the check quadratic in the string).
+MAX_RLE_RUN_CHARS = 12
 
 
 def check_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
@@ -48,36 +51,52 @@ def box_mask(box: Box, width: int, height: int, padding: int = 0) -> np.ndarray:
     return m
 
 
-def _compressed_counts(raw: bytes) -> list[int]:
-    """Run lengths of a compressed COCO RLE string (pycocotools' ``rleFrString``).
+def _compressed_counts(raw: bytes, total: int) -> np.ndarray:
+    """Run lengths of a compressed COCO RLE string (pycocotools' ``rleFrString``), checked to cover ``total``
+    (H*W) pixels.
 
-    pycocotools decodes a string whose runs do not cover H*W pixels without an
-    error, filling the rest from uninitialised memory, so the runs are checked
-    here first.  Raises ``BadSampleError('bad-rle')`` on a malformed string.
+    pycocotools decodes a string whose runs do not cover H*W pixels without an error, filling the rest from
+    uninitialised memory, so the runs are checked here first.  The decoding is vectorised and linear in the
+    string's length: a run may span at most ``MAX_RLE_RUN_CHARS`` characters and no run may exceed
+    ``total``, so no number grows with the string.  Returns the run lengths as int64; raises
+    ``BadSampleError('bad-rle')`` on a malformed string.
     """
-    counts: list[int] = []
-    p = 0
-    while p < len(raw):
-        x, k, more = 0, 0, True
-        while more:
-            if p >= len(raw):
-                raise BadSampleError("bad-rle", "compressed RLE string ends in the middle of a run length")
-            c = raw[p] - 48
-            if not 0 <= c < 64:
-                raise BadSampleError(
-                    "bad-rle", f"compressed RLE string has character {chr(raw[p])!r}; expected characters '0'..'o'"
-                )
-            x |= (c & 0x1F) << (5 * k)
-            more = bool(c & 0x20)
-            p += 1
-            k += 1
-            if not more and c & 0x10:
-                x |= -1 << (5 * k)
-        if len(counts) > 2:
-            x += counts[-2]
-        if x < 0:
-            raise BadSampleError("bad-rle", f"compressed RLE string has a negative run length ({x})")
-        counts.append(x)
+    codes = np.frombuffer(raw, dtype=np.uint8).astype(np.int64) - 48
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    bad = np.flatnonzero((codes < 0) | (codes >= 64))
+    if bad.size:
+        raise BadSampleError(
+            "bad-rle", f"compressed RLE string has character {chr(raw[bad[0]])!r} at {bad[0]}; expected "
+                       f"characters '0'..'o'")
+    last = (codes & 0x20) == 0           # a character without the continuation bit ends its run
+    if not last[-1]:
+        raise BadSampleError("bad-rle", "compressed RLE string ends in the middle of a run length")
+    ends = np.flatnonzero(last)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    lengths = ends - starts + 1
+    if lengths.max() > MAX_RLE_RUN_CHARS:
+        n = int(np.argmax(lengths))
+        raise BadSampleError(
+            "bad-rle", f"compressed RLE run {n} spans {int(lengths[n])} characters; at most {MAX_RLE_RUN_CHARS} "
+                       f"encode any run length of an image")
+    # Position of each character within its run: its 5 bits go to bit 5 * position.
+    position = np.arange(codes.size) - np.repeat(starts, lengths)
+    x = np.add.reduceat((codes & 0x1F) << (5 * position), starts)
+    negative = (codes[ends] & 0x10) != 0  # the last character's sign bit extends the run's value
+    x[negative] -= np.left_shift(1, 5 * lengths[negative])
+    if np.abs(x).max() > total:
+        n = int(np.argmax(np.abs(x)))
+        raise BadSampleError("bad-rle", f"compressed RLE run {n} has the value {int(x[n])}; expected at most "
+                                        f"{total} (H*W) in size")
+    # From the fourth run on, each value is stored relative to the run two before it.
+    counts = x.copy()
+    counts[1::2] = np.cumsum(x[1::2])
+    counts[2::2] = np.cumsum(x[2::2])
+    if counts.size and counts.min() < 0:
+        n = int(np.argmax(counts < 0))
+        raise BadSampleError("bad-rle", f"compressed RLE string has a negative run length ({int(counts[n])}) at "
+                                        f"run {n}")
     return counts
 
 
@@ -140,7 +159,7 @@ def segmentation_mask(segmentation, width: int, height: int) -> np.ndarray:
                     raise BadSampleError(
                         "bad-rle", f"RLE counts of type {type(counts).__name__} is neither a list nor a string"
                     )
-                total = sum(_compressed_counts(raw))
+                total = int(_compressed_counts(raw, h * w).sum())
                 if total != h * w:
                     raise BadSampleError(
                         "bad-rle", f"compressed RLE counts sum to {total}, expected {h * w} (H*W)"

@@ -28,7 +28,9 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image, UnidentifiedImageError
 
-from objrel.errors import ObjrelError
+from objrel.constants import MAX_IMAGE_PIXELS
+from objrel.data.bounded import parse_json
+from objrel.errors import InputFileError, ObjrelError
 
 MIB = 2**20
 # Largest annotation file accepted, in bytes.
@@ -41,8 +43,6 @@ MAX_UNPACKED_BYTES = 4096 * MIB
 MAX_ZIP_MEMBERS = 20_000
 # Largest weights file accepted, in bytes.
 MAX_WEIGHTS_BYTES = 1024 * MIB
-# Largest side of an uploaded image in pixels (decompression bombs in the image itself).
-MAX_IMAGE_PIXELS = 100_000_000
 # Image files a dataset zip may contain; other files are refused (``IGNORED_*`` are skipped quietly).
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 IGNORED_PREFIXES = ("__MACOSX/",)
@@ -160,18 +160,33 @@ def unpack_images(zip_bytes: bytes, target: Path) -> list[Path]:
 
 
 def check_images(files: list[Path], root: Path) -> None:
-    """Every file must decode as an image of at most ``MAX_IMAGE_PIXELS`` pixels."""
+    """Every file must be an image of at most ``MAX_IMAGE_PIXELS`` pixels (the limit every run decodes
+    within, ``objrel.data.images``) and decode.  All sizes are read from the headers first (PIL opens
+    lazily), so an archive with an oversized image is refused before any pixel is decoded."""
     for f in files:
         try:
             with Image.open(f) as im:
-                if im.width * im.height > MAX_IMAGE_PIXELS:
-                    raise UploadError(f"{f.relative_to(root)} is {im.width}x{im.height} pixels; at most "
-                                      f"{MAX_IMAGE_PIXELS} pixels are accepted")
+                width, height = im.size
+        except Image.DecompressionBombError as exc:
+            raise UploadError(f"{f.relative_to(root)} has more than twice {MAX_IMAGE_PIXELS} pixels; at most "
+                              f"{MAX_IMAGE_PIXELS} pixels are accepted") from exc
+        except (UnidentifiedImageError, OSError, ValueError) as exc:
+            raise UploadError(f"{f.relative_to(root)} does not decode as an image ({type(exc).__name__})") from exc
+        if width * height > MAX_IMAGE_PIXELS:
+            raise UploadError(f"{f.relative_to(root)} is {width}x{height} = {width * height} pixels; at most "
+                              f"{MAX_IMAGE_PIXELS} pixels are accepted")
+    for f in files:
+        try:
+            with Image.open(f) as im:
                 im.load()
-        except UploadError:
-            raise
         except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-            raise UploadError(f"{f.relative_to(root)} does not decode as an image ({type(exc).__name__}: {exc})") from exc
+            raise UploadError(f"{f.relative_to(root)} does not decode as an image ({type(exc).__name__}: "
+                              f"{_without(str(exc), root)})") from exc
+
+
+def _without(text: str, folder: Path) -> str:
+    """``text`` with the server path of ``folder`` taken out (PIL names files by their full path)."""
+    return text.replace(str(folder.resolve()) + "/", "").replace(str(folder) + "/", "")
 
 
 def annotation_kind(data) -> str:
@@ -210,9 +225,9 @@ def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes:
     name = check_name(name)
     _check_size("annotation file", annotation_bytes, MAX_ANNOTATION_BYTES)
     try:
-        kind = annotation_kind(json.loads(annotation_bytes.decode("utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UploadError(f"the annotation file is not UTF-8 JSON ({exc})") from exc
+        kind = annotation_kind(parse_json(annotation_bytes, "the annotation file", MAX_ANNOTATION_BYTES))
+    except InputFileError as exc:
+        raise UploadError(str(exc)) from exc
     root = Path(root).resolve()
     staging, final = _staging(root, name)
     try:
@@ -224,7 +239,9 @@ def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes:
             loader = load_coco if kind == COCO else load_manifest
             dataset = loader(ann, staging / IMAGES_DIR, name=name)
         except ObjrelError as exc:
-            raise UploadError(f"the {kind} annotation file does not load: {exc}") from exc
+            # The loader names the file by its server path; the visitor sees the upload's own names.
+            shown = str(exc).replace(str(ann.resolve()), annotation_file(name)).replace(str(staging.resolve()), name)
+            raise UploadError(f"the {kind} annotation file does not load: {shown}") from exc
         n = len(dataset.samples)
         if not n:
             raise UploadError(f"the {kind} annotation file gives no samples; expected at least one image entry")
@@ -254,7 +271,8 @@ def add_weights(root: str | Path, name: str, architecture: str, weights_bytes: b
         try:
             load_weights_into(module, path, architecture)
         except (ObjrelError, FileNotFoundError) as exc:
-            raise UploadError(f"the weights file is refused: {exc}") from exc
+            shown = str(exc).replace(str(path), WEIGHTS_FILE).replace(str(staging), name)
+            raise UploadError(f"the weights file is refused: {shown}") from exc
         _commit(staging, final, {"kind": WEIGHTS, "architecture": architecture, "files": 1})
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from objrel.errors import AnnotationError, BadSampleError
+from objrel.constants import MAX_XML_FILE_BYTES
+from objrel.errors import AnnotationError, BadSampleError, InputFileError
+from objrel.data.bounded import parse_xml
 from objrel.data.dataset import Dataset
 from objrel.data.images import resolve_inside
 from objrel.data.sample import Sample, TargetObject
@@ -48,10 +50,11 @@ def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int) 
     rel = sid
     image_path = str(images_dir / sid)
     try:
-        tree = ET.parse(xml_path)
+        node = parse_xml(xml_path, xml_path.name, MAX_XML_FILE_BYTES)
     except ET.ParseError as exc:
         return Sample(sid, image_path, rel, None, None, problem=("bad-annotation", f"{xml_path.name}: invalid XML: {exc}"))
-    node = tree.getroot()
+    except InputFileError as exc:
+        return Sample(sid, image_path, rel, None, None, problem=("bad-annotation", str(exc)))
     try:
         filename = _text(node, "filename", xml_path)
         if not Path(filename).suffix:

@@ -1266,7 +1266,7 @@ class TestDetectAndLoadDataset:
             detect_format(write_text(tmp_path / "a.csv", "x,y"))
 
     def test_detect_unreadable_json(self, tmp_path):
-        with pytest.raises(AnnotationError, match="cannot read"):
+        with pytest.raises(AnnotationError, match="a.json is not valid JSON"):
             detect_format(write_text(tmp_path / "a.json", "{oops"))
         with pytest.raises(AnnotationError, match="missing.json does not exist"):
             detect_format(tmp_path / "missing.json")

@@ -127,7 +127,7 @@ def test_size_limits_name_and_annotation_checks(tmp_path, monkeypatch):
             U.add_dataset(tmp_path, bad, manifest("a.png"), z)
     with pytest.raises(U.UploadError, match="neither COCO"):
         U.add_dataset(tmp_path, "n", b'{"foo": 1}', z)
-    with pytest.raises(U.UploadError, match="not UTF-8 JSON"):
+    with pytest.raises(U.UploadError, match="not valid JSON: expected UTF-8"):
         U.add_dataset(tmp_path, "n", b"\xff{", z)
     monkeypatch.setattr(U, "MAX_ANNOTATION_BYTES", 10)
     with pytest.raises(U.UploadError, match="at most"):

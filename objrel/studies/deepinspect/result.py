@@ -215,22 +215,34 @@ class InspectResult:
 
     @classmethod
     def load(cls, path_or_text) -> "InspectResult":
-        """From a file path, or from the JSON text itself (an upload)."""
+        """From a file path, or from the JSON text itself (an upload).
+
+        The file is held to ``MAX_RESULTS_FILE_BYTES`` and ``MAX_NESTING_DEPTH`` before it is parsed; a file
+        that is too large, too deep, not JSON or not an inspect result raises ``ValueError`` in one line.
+        """
+        from objrel.constants import MAX_RESULTS_FILE_BYTES
+        from objrel.data.bounded import parse_json
+
         if isinstance(path_or_text, (bytes, bytearray)):
-            text = path_or_text.decode("utf-8")
+            source, what = bytes(path_or_text), "the inspect result"
         elif isinstance(path_or_text, str) and path_or_text.lstrip().startswith("{"):
-            text = path_or_text
+            source, what = path_or_text.encode("utf-8"), "the inspect result"
         else:
             p = Path(path_or_text)
             if not p.is_file():
                 raise ValueError(f"inspect result {p} does not exist; expected a JSON file written by "
                                  f"`objrel inspect --out`")
-            text = p.read_text(encoding="utf-8")
+            source, what = p, f"inspect result {p}"
+        data = parse_json(source, what, MAX_RESULTS_FILE_BYTES)
+        if not isinstance(data, dict):
+            raise ValueError(f"{what} is a JSON {type(data).__name__}, expected an object written by "
+                             f"`objrel inspect --out`")
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"inspect result is not valid JSON: {exc}") from exc
-        return cls.from_dict(data)
+            return cls.from_dict(data)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            detail = f"no field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+            raise ValueError(f"{what} is not an inspect result written by `objrel inspect --out` "
+                             f"({detail})".splitlines()[0]) from exc
 
 
 # ---------------------------------------------------------------- tables

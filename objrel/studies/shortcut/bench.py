@@ -538,10 +538,18 @@ def _json_default(o):
 
 
 def load_results(path) -> dict:
+    """The results file at ``path``, held to ``MAX_RESULTS_FILE_BYTES`` and ``MAX_NESTING_DEPTH`` before it is
+    parsed; ``ValueError`` (``InputFileError``) in one line for a file too large, too deep or not JSON."""
+    from objrel.constants import MAX_RESULTS_FILE_BYTES
+    from objrel.data.bounded import parse_json
+
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"no benchmark results at {p}; run `objrel bench shortcut --out {p.parent}` first")
-    return json.loads(p.read_text(encoding="utf-8"))
+    data = parse_json(p, f"benchmark results {p}", MAX_RESULTS_FILE_BYTES)
+    if not isinstance(data, dict):
+        raise ValueError(f"benchmark results {p} is a JSON {type(data).__name__}, expected an object")
+    return data
 
 
 def import_root() -> Path:

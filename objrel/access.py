@@ -80,6 +80,7 @@ UPLOAD_WEIGHTS = "upload-weights"
 START_BENCHMARK = "start-benchmark"
 TRAIN_PLANTED = "train-planted"
 OPEN_RESULTS = "open-results"
+SEE_PROGRESS = "see-benchmark-progress"
 UPLOAD_RESULTS = "upload-results"
 INVITE = "invite-account"
 GRANT_ROLE = "grant-role"
@@ -105,6 +106,7 @@ _RULES = (
     Rule(START_BENCHMARK, OPERATE_ROLES, (STARTS, WRITES), "start a benchmark"),
     Rule(TRAIN_PLANTED, OPERATE_ROLES, (STARTS,), "train and inspect the planted benchmark"),
     Rule(OPEN_RESULTS, EVERYONE, (READS_PATH,), "open a results file from the results folder"),
+    Rule(SEE_PROGRESS, EVERYONE, (READS_PATH,), "see how far a running benchmark is (its lock and store)"),
     Rule(UPLOAD_RESULTS, ANY_ACCOUNT, (), "upload a results file to view"),
     Rule(INVITE, MANAGE_ROLES, (WRITES,), "invite accounts"),
     Rule(GRANT_ROLE, MANAGE_ROLES, (WRITES,), "grant roles"),

@@ -217,7 +217,7 @@ def job_progress(started_ts: float, log_path, store_path=None, now_ts: float | N
     from objrel.store import Store
 
     now_ts = time.time() if now_ts is None else now_ts
-    out = JobProgress(max(0.0, now_ts - started_ts), last_log_line(log_path))
+    out = JobProgress(max(0.0, now_ts - started_ts), None if log_path is None else last_log_line(log_path))
     if store_path is None or not Path(store_path).is_file():
         return out
     try:

@@ -5,7 +5,6 @@ process.  Every table comes from objrel.studies.shortcut.bench.tables; this page
 """
 
 import time
-from dataclasses import replace
 
 import streamlit as st
 
@@ -17,10 +16,10 @@ from objrel.app.state import keep_choice
 from objrel.app.tables import chart, share_columns, table
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import ObjrelError
-from objrel.progress import job_progress, job_progress_text, job_run_text, share
+from objrel.progress import job_progress_text, job_run_text, share
 from objrel.studies.shortcut import bench as B
 from objrel.studies.shortcut.browse import FAILED, MODEL_CHOICES, MODEL_LABELS, QUICK_DIR, RUNNING, TRUTH_CHOICES, \
-    TRUTH_LABELS, open_results, quick_job, results_files, results_root, score_table_for, start_quick_benchmark
+    TRUTH_LABELS, open_results, quick_job, quick_progress, results_files, score_table_for, start_quick_benchmark
 
 use_app_navigation()
 
@@ -53,7 +52,7 @@ if access.permits(actor, access.START_BENCHMARK):
 
 @st.fragment(run_every=2)
 def job_status():
-    job = quick_job()
+    job = quick_job(actor)
     if job is None:
         return
     if job.state == RUNNING:
@@ -61,10 +60,7 @@ def job_status():
                 f"{time.time() - job.started_at:.0f} s ago ({QUICK_MINUTES}) ...")
         # The benchmark writes no overall count: its time so far, the objrel run it is making (count, rate,
         # ETA, from its store) and the stage its log reported last.
-        quick = results_root() / QUICK_DIR
-        now = job_progress(job.started_at, quick / "quick.log", quick / B.STORE_FILE)
-        if not access.permits(actor, access.READ_LOG):   # a log line can name server paths
-            now = replace(now, stage=None)
+        now = quick_progress(actor, job)
         if now.estimate is not None:
             st.progress(share(now.estimate), text=plain(job_run_text(now)))
         st.caption(plain(job_progress_text(now)))

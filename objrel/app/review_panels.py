@@ -8,10 +8,12 @@ import streamlit as st
 
 from objrel.app import captions, charts
 from objrel.app.caches import cached_size_bins, run_model
-from objrel.app.formats import decimals, percent
 from objrel.access import Actor
-from objrel.errors import NotAllowed
+from objrel.app.captions import plain
+from objrel.app.formats import decimals, percent
 from objrel.app.state import init_value
+from objrel.errors import NotAllowed, ObjrelError
+from objrel.relations.common import NOT_APPLICABLE
 from objrel.review.items import ItemCard, ReviewItem, draw_box, selection_box, thumbnail
 from objrel.store import Store
 
@@ -81,7 +83,11 @@ def lime(actor: Actor, store: Store, item: ReviewItem) -> None:
         st.caption("LIME fits a local linear model over superpixels (fixed random state, cached in the store). "
                    "The object share is the part of the positive LIME weight inside the target region: a model "
                    "that looks at the object puts most of it there.")
-        key = st.selectbox("Explain the source and", [p.key for p in item.mutants], key="review_lime_choice")
+        applied = [p.key for p in item.mutants if p.verdict != NOT_APPLICABLE]   # a mutant that was made
+        if not applied:
+            st.caption("No mutation of this item was applied, so there is no mutant to explain.")
+            return
+        key = st.selectbox("Explain the source and", applied, key="review_lime_choice")
         n = st.select_slider("LIME samples", LIME_SAMPLE_CHOICES, value=LIME_DEFAULT_SAMPLES, key="review_lime_n")
         if not st.button("Compute LIME", key="review_lime_btn"):
             return
@@ -91,9 +97,9 @@ def lime(actor: Actor, store: Store, item: ReviewItem) -> None:
         try:
             shown = explain_pair(actor, store, run_model(store, item.run_id), item.run_id, item.sample_id, key, n,
                                  progress=lambda share, text: bar.progress(share, text=text))
-        except NotAllowed as exc:
+        except (ValueError, ObjrelError) as exc:   # NotAllowed, or a mutant that cannot be rebuilt: one line
             bar.empty()
-            st.error(str(exc))
+            st.error(plain(exc))
             return
         bar.empty()
         for col, explained in zip(st.columns(len(shown)), shown):

@@ -100,8 +100,8 @@ def sign_in_box(store: Store) -> str | None:
 
 
 def page_sidebar(store: Store) -> Actor:
-    """The sidebar of every page, the same on each: the sign-in box, then, for signed-in accounts, the store
-    the app reads (its name, never its server path).  Returns the actor this request acts as: the signed-in
+    """The sidebar of every page, the same on each: the sign-in box, then the store the app reads (its file or
+    database name, never its server path).  Returns the actor this request acts as: the signed-in
     account with the roles the store holds for it now, or ``objrel.access.ANONYMOUS``."""
     from objrel.app.captions import store_caption
     from objrel.review.roles import actor_of

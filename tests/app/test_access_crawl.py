@@ -524,18 +524,9 @@ def check_step(crawl: Crawl, step: Step, v: Verdicts) -> None:
 # Holes this crawl found in the app, reported for fixing (each: page, the start of what check_step says).  The
 # test fails on any other hole, and on an entry here that no longer happens: delete it with its fix.
 KNOWN_HOLES = (
-    # The Shortcut page reads a running quick benchmark's lock, log and store for every visitor (to show its
-    # progress) without asking the gate; the log's line is then dropped from the page for roles that may not
-    # read logs, but the file was opened.
-    ("shortcut", "opened the log shortcut/quick/quick.log"),
-    ("shortcut", "opened shortcut/quick/quick.lock"),
-    ("shortcut", "opened shortcut/quick/shortcut.db"),
     # The Inspect page shows a result's notes as written by `objrel inspect`: a skipped image's note names its
     # server path ("image file /.../missing.png does not exist"), to visitors too.
     ("inspect", "shows a server path"),
-    # Review's LIME panel catches NotAllowed only: choosing a mutation that did not apply to the item (one the
-    # select box offers) shows the ValueError's traceback.
-    ("review", "shows a traceback: mutation"),
 )
 
 

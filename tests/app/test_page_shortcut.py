@@ -139,7 +139,7 @@ def test_starting_a_quick_benchmark_needs_the_role_and_one_at_a_time(tmp_path):
     time.sleep(0.5)                                      # the reaper thread has waited for it by now
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)                      # already reaped: no zombie left under this process
-    assert quick_job(root).state != RUNNING
+    assert quick_job(ANONYMOUS, root).state != RUNNING
 
 
 def test_results_are_opened_only_from_the_results_folder(tmp_path):

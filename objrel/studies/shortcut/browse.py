@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from objrel.access import OPEN_RESULTS, START_BENCHMARK, Actor, authorize
+from objrel.access import OPEN_RESULTS, READ_LOG, SEE_PROGRESS, START_BENCHMARK, Actor, authorize, permits
 from objrel.engine.jobs import pid_alive
 from objrel.studies.shortcut import bench as B
 
@@ -92,10 +92,12 @@ def _lock(root: Path) -> Path:
     return root / QUICK_DIR / QUICK_LOCK
 
 
-def quick_job(root: Path | None = None) -> QuickJob | None:
-    """The quick benchmark of the quick folder, or None when none was started from the app."""
+def quick_job(actor: Actor, root: Path | None = None) -> QuickJob | None:
+    """The quick benchmark of the quick folder, or None when none was started from the app (anyone may ask;
+    the gate hears of it, since the lock file is read)."""
     import json
 
+    authorize(actor, SEE_PROGRESS, "quick shortcut benchmark")
     root = results_root() if root is None else Path(root)
     try:
         held = json.loads(_lock(root).read_text())
@@ -119,7 +121,7 @@ def start_quick_benchmark(actor: Actor, root: Path | None = None) -> QuickJob:
 
     authorize(actor, START_BENCHMARK, "quick shortcut benchmark")
     root = results_root() if root is None else Path(root)
-    running = quick_job(root)
+    running = quick_job(actor, root)
     if running is not None and running.state == RUNNING:
         raise ValueError(f"a quick benchmark is already running (started by {running.started_by} "
                          f"{time.time() - running.started_at:.0f} s ago); wait for it to finish")
@@ -130,3 +132,18 @@ def start_quick_benchmark(actor: Actor, root: Path | None = None) -> QuickJob:
     _lock(root).write_text(json.dumps({"pid": proc.pid, "by": actor.name or "server", "at": at}))
     threading.Thread(target=proc.wait, name="objrel-quick-reaper", daemon=True).start()
     return QuickJob(actor.name or "server", at, RUNNING)
+
+
+def quick_progress(actor: Actor, job: QuickJob, root: Path | None = None):
+    """How far the running quick benchmark ``job`` is (``objrel.progress.JobProgress``): its time so far and the
+    objrel run it is making, read from its store; the last line of its log only for an ``actor`` who may read
+    logs (a log line can name server paths)."""
+    from objrel.progress import job_progress
+
+    authorize(actor, SEE_PROGRESS, "quick shortcut benchmark")
+    quick = (results_root() if root is None else Path(root)) / QUICK_DIR
+    log = None
+    if permits(actor, READ_LOG):
+        authorize(actor, READ_LOG, "quick shortcut benchmark")
+        log = quick / "quick.log"
+    return job_progress(job.started_at, log, quick / B.STORE_FILE)

@@ -10,15 +10,21 @@ class BadSampleError(ObjrelError):
 
     ``code`` is a short machine-readable tag (``corrupt-image``, ``missing-file``,
     ``empty-region``, ``box-outside-image``, ``unknown-label``, ``bad-rle``,
-    ``path-escapes-root``, ...) used to count skips by cause.
+    ``path-escapes-root``, ...) used to count skips by cause.  ``path`` names the file as the dataset does
+    (relative to its root); it may be set after the error is raised, and the message follows it.
     """
 
     def __init__(self, code: str, reason: str, path: str | None = None):
         self.code = code
         self.reason = reason
         self.path = path
-        where = f"{path}: " if path else ""
-        super().__init__(f"{where}{reason}")
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}" if self.path else self.reason
+
+    def __reduce__(self):
+        return type(self), (self.code, self.reason, self.path)
 
 
 class AnnotationError(ObjrelError):

@@ -62,7 +62,7 @@ def write_colour_set(root: Path, bad: bool = True) -> Path:
             {"id": 7, "image_id": 7, "category_id": 1, "bbox": [1, 1, 5, 5]},
             {"id": 8, "image_id": 8, "category_id": 1, "bbox": [1, 1, 5, 5]},
             {"id": 9, "image_id": 9, "category_id": 99, "bbox": [1, 1, 5, 5]},
-            {"id": 10, "image_id": 10, "category_id": 1, "bbox": [50, 40, 80, 60]},
+            {"id": 10, "image_id": 10, "category_id": 1, "bbox": [70, 50, 10, 10]},
         ]
     coco = {"images": images, "annotations": anns,
             "categories": [{"id": 1, "name": "red"}, {"id": 2, "name": "green"}, {"id": 3, "name": "blue"}]}

@@ -21,6 +21,7 @@ from objrel.errors import AnnotationError, BadSampleError
 from objrel.data.bounded import parse_json
 from objrel.data.dataset import Dataset
 from objrel.data.images import resolve_inside
+from objrel.data.region import clip_objects
 from objrel.data.sample import Sample, TargetObject
 
 
@@ -123,6 +124,8 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
         problem = None
         image_path = ""  # stays empty unless the path resolves inside the root
         objects: list[TargetObject] = []
+        names: list[str] = []          # how a note names each object
+        notes: tuple[str, ...] = ()
         dropped: list[dict] = []
         try:
             image_path = str(resolve_inside(root, rel))
@@ -156,6 +159,8 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
                         iscrowd=bool(ann.get("iscrowd", 0)),
                     )
                 )
+                names.append(f"annotation {ann.get('id')}")
+            objects, notes = clip_objects(objects, width, height, names)
             if not objects:
                 if dropped:
                     raise BadSampleError(dropped[0]["code"], f"no usable annotation: {dropped[0]['reason']}")
@@ -172,6 +177,7 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
                 objects=tuple(objects),
                 problem=problem,
                 dropped=tuple(dropped),
+                notes=notes,
             )
         )
     return Dataset(

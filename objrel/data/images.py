@@ -20,22 +20,29 @@ def resolve_inside(root: str | os.PathLike, relative: str) -> Path:
     Symlinks are resolved before the check, so a link pointing outside the root
     is refused too.  Raises ``BadSampleError('path-escapes-root')``, or
     ``BadSampleError('bad-path')`` when the path cannot be resolved at all.
+    Messages name the path as given and never the server's folders (a visitor of the app reads them).
     """
     root_path = Path(root).resolve()
     try:
         candidate = (root_path / relative).resolve()
     except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte in the name
         raise BadSampleError(
-            "bad-path", f"image path {relative!r} cannot be resolved: {type(exc).__name__}: {exc}", path=relative
+            "bad-path", f"image path {relative!r} cannot be resolved: {type(exc).__name__}: "
+                        f"{without_folder(str(exc), root_path)}", path=relative
         ) from exc
     if not candidate.is_relative_to(root_path):
         raise BadSampleError(
             "path-escapes-root",
-            f"image path {relative!r} resolves to {candidate}, outside the dataset root "
-            f"{root_path}; expected a path inside the root",
+            f"image path {relative!r} resolves outside the dataset root; expected a path inside the root",
             path=relative,
         )
     return candidate
+
+
+def without_folder(text: str, folder: str | os.PathLike) -> str:
+    """``text`` with the server path ``folder`` taken out: ``<folder>/a/b.png`` becomes ``a/b.png``."""
+    f = str(folder).rstrip("/")
+    return text.replace(f + "/", "").replace(f, ".") if f else text
 
 
 def _to_rgb(img: Image.Image) -> np.ndarray:
@@ -86,6 +93,9 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
     is given and only the un-rotated file matches it, the EXIF rotation is not applied
     (the annotation was made on the raw pixels).
 
+    Errors name the file by its base name only and leave ``path`` unset: the caller knows the file's name
+    relative to the dataset root (the engine sets ``sample.rel_path``), and no server folder reaches a message.
+
     ``max_bytes`` bounds the decoded RGB array: a larger image is refused from its header, before any
     pixel is decoded, with ``BadSampleError('image-too-large')`` naming its size and the budget.
 
@@ -94,7 +104,7 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
     """
     p = Path(path)
     if not p.is_file():
-        raise BadSampleError("missing-file", f"image file {p} does not exist", path=str(p))
+        raise BadSampleError("missing-file", f"image file {p.name!r} does not exist")
     try:
         with Image.open(p) as raw:
             # PIL only warns between MAX_IMAGE_PIXELS and twice that; refuse those too.
@@ -103,7 +113,6 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
                     "corrupt-image",
                     f"image too large to decode safely: {raw.width}x{raw.height} pixels exceeds the "
                     f"limit of {MAX_IMAGE_PIXELS} pixels",
-                    path=str(p),
                 )
             need = raw.width * raw.height * RGB_BYTES_PER_PIXEL
             if max_bytes is not None and need > max_bytes:
@@ -111,7 +120,7 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
                     "image-too-large",
                     f"image is {raw.width}x{raw.height} pixels ({need} bytes decoded as RGB), over the memory "
                     f"budget of {max_bytes} bytes per image; raise the run's memory budget "
-                    f"($OBJREL_MEMORY_BUDGET) or shrink the image", path=str(p))
+                    f"($OBJREL_MEMORY_BUDGET) or shrink the image")
             raw.load()
             # Most photos carry no rotation: skip exif_transpose then, which copies the whole image.
             upright = ImageOps.exif_transpose(raw) if _exif_orientation(raw) not in (None, 1) else raw
@@ -124,14 +133,14 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
                         "size-mismatch",
                         f"annotation says the image is {expected_size[0]}x{expected_size[1]} "
                         f"but the file decodes to {upright.size[0]}x{upright.size[1]}",
-                        path=str(p),
                     )
             return _to_rgb(chosen)
     except BadSampleError:
         raise
     except Image.DecompressionBombError as exc:
-        raise BadSampleError("corrupt-image", f"image too large to decode safely: {exc}", path=str(p)) from exc
+        raise BadSampleError("corrupt-image", f"image too large to decode safely: "
+                                              f"{without_folder(str(exc), p.parent)}") from exc
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
         raise BadSampleError(
-            "corrupt-image", f"cannot decode image: {type(exc).__name__}: {exc}", path=str(p)
+            "corrupt-image", f"cannot decode image: {type(exc).__name__}: {without_folder(str(exc), p.parent)}"
         ) from exc

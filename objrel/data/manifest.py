@@ -21,6 +21,7 @@ from objrel.errors import AnnotationError, BadSampleError
 from objrel.data.bounded import parse_json
 from objrel.data.dataset import Dataset
 from objrel.data.images import resolve_inside
+from objrel.data.region import clip_objects
 from objrel.data.sample import Sample, TargetObject
 
 
@@ -78,7 +79,9 @@ def load_manifest(manifest_file, images_dir=None, name: str | None = None) -> Da
             objects = tuple(_object(o, f"{rel} object {i}") for i, o in enumerate(objs))
             if not objects:
                 raise BadSampleError("empty-region", "entry has no object")
-            samples.append(Sample(sid, image_path, rel, entry.get("width"), entry.get("height"), objects))
+            width, height = entry.get("width"), entry.get("height")
+            objects, notes = clip_objects(objects, width, height, [f"{rel} object {i}" for i in range(len(objects))])
+            samples.append(Sample(sid, image_path, rel, width, height, objects, notes=notes))
         except BadSampleError as exc:
             samples.append(Sample(sid, image_path, rel, None, None, problem=(exc.code, exc.reason)))
     samples.sort(key=lambda s: s.sample_id)

@@ -6,14 +6,18 @@ boxes where an object has no mask (seed 000 s4.2).  Masks are ``(H, W)`` bool.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from pycocotools import mask as mask_utils
 
 from objrel.errors import BadSampleError
 from objrel.data.sample import Box, Sample, TargetObject
 
-# Boxes may overhang the image by this many pixels (annotation rounding) and are
-# clipped; anything further out is refused as a bad annotation.
+# A box that overlaps the image but runs past its border is clipped to it (as torchvision's
+# clamp_bounding_boxes does; COCO and VOC exports hold many).  An overhang of up to this many pixels is
+# annotation rounding and clipped silently; a larger one is clipped with a note on the sample.  Only a box
+# with no pixel inside the image is refused.
 BOX_TOLERANCE_PX = 2.0
 # Polygon coordinates may reach this many image widths/heights from the origin (either sign); further out
 # is refused before pycocotools rasterises it (about 6e8 crashes it, about 2e8 makes it allocate 23 GB).
@@ -23,25 +27,73 @@ POLYGON_FAR_FACTOR = 2.0
 MAX_RLE_RUN_CHARS = 12
 
 
-def check_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
-    """Validate an xyxy box against the image and return it clipped to integer pixels."""
+def _rounded(box) -> tuple:
+    return tuple(round(float(v), 1) for v in box)
+
+
+def clip_box(box: Box, width: int, height: int) -> Box:
+    """The xyxy box clipped to the ``width`` x ``height`` image, as floats.
+
+    Raises ``BadSampleError('bad-box')`` for non-finite or empty boxes and
+    ``BadSampleError('box-outside-image')`` for a box with no pixel inside the image.
+    """
     x1, y1, x2, y2 = (float(v) for v in box)
     if not all(np.isfinite([x1, y1, x2, y2])):
         raise BadSampleError("bad-box", f"box {box} has non-finite coordinates")
     if x2 <= x1 or y2 <= y1:
         raise BadSampleError("bad-box", f"box {box} is empty; expected x1 < x2 and y1 < y2 (xyxy pixels)")
-    t = BOX_TOLERANCE_PX
-    if x1 < -t or y1 < -t or x2 > width + t or y2 > height + t:
+    clipped = (max(x1, 0.0), max(y1, 0.0), min(x2, float(width)), min(y2, float(height)))
+    if clipped[2] <= clipped[0] or clipped[3] <= clipped[1]:
         raise BadSampleError(
             "box-outside-image",
-            f"box {tuple(round(v, 1) for v in (x1, y1, x2, y2))} lies outside the "
-            f"{width}x{height} image; expected 0 <= x1 < x2 <= {width}, 0 <= y1 < y2 <= {height}",
+            f"box {_rounded((x1, y1, x2, y2))} lies entirely outside the {width}x{height} image; expected it "
+            f"to overlap 0 <= x < {width}, 0 <= y < {height}",
         )
+    return clipped
+
+
+def box_overhang(box: Box, width: int, height: int) -> float:
+    """How many pixels the box runs past the image's border at most (0 when it lies inside)."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    return max(0.0, -x1, -y1, x2 - width, y2 - height)
+
+
+def check_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
+    """Validate an xyxy box against the image and return it clipped to integer pixels (``clip_box``)."""
+    x1, y1, x2, y2 = clip_box(box, width, height)
     ix1, iy1 = max(0, int(np.floor(x1))), max(0, int(np.floor(y1)))
     ix2, iy2 = min(width, int(np.ceil(x2))), min(height, int(np.ceil(y2)))
     if ix2 <= ix1 or iy2 <= iy1:
         raise BadSampleError("box-outside-image", f"box {box} covers no pixel of the {width}x{height} image")
     return ix1, iy1, ix2, iy2
+
+
+def clip_objects(objects, width, height, names=None) -> tuple[tuple, tuple[str, ...]]:
+    """The objects with boxes that run past the border clipped to the ``width`` x ``height`` image, and one
+    note per box clipped by more than ``BOX_TOLERANCE_PX`` (``Sample.notes``).
+
+    ``names``: how the notes name each object (default ``object <n>``).  Objects whose box is invalid or lies
+    entirely outside are returned unchanged: the engine drops them with their reason.  Without a declared
+    size (``width`` or ``height`` not a positive int) nothing changes.
+    """
+    if not (isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0):
+        return tuple(objects), ()
+    out, notes = [], []
+    for n, obj in enumerate(objects):
+        try:
+            clipped = clip_box(obj.box, width, height)
+        except BadSampleError:
+            out.append(obj)
+            continue
+        if clipped != tuple(float(v) for v in obj.box):
+            over = box_overhang(obj.box, width, height)
+            if over > BOX_TOLERANCE_PX:
+                name = names[n] if names is not None else f"object {n}"
+                notes.append(f"{name} ({obj.category!r}): box {_rounded(obj.box)} runs {over:.1f} px past the "
+                             f"border of the {width}x{height} image; clipped to {_rounded(clipped)}")
+            obj = replace(obj, box=clipped)
+        out.append(obj)
+    return tuple(out), tuple(notes)
 
 
 def box_mask(box: Box, width: int, height: int, padding: int = 0) -> np.ndarray:

@@ -30,6 +30,7 @@ from PIL import Image, UnidentifiedImageError
 
 from objrel.constants import MAX_IMAGE_PIXELS
 from objrel.data.bounded import parse_json
+from objrel.data.images import without_folder
 from objrel.errors import InputFileError, ObjrelError
 
 MIB = 2**20
@@ -181,12 +182,7 @@ def check_images(files: list[Path], root: Path) -> None:
                 im.load()
         except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
             raise UploadError(f"{f.relative_to(root)} does not decode as an image ({type(exc).__name__}: "
-                              f"{_without(str(exc), root)})") from exc
-
-
-def _without(text: str, folder: Path) -> str:
-    """``text`` with the server path of ``folder`` taken out (PIL names files by their full path)."""
-    return text.replace(str(folder.resolve()) + "/", "").replace(str(folder) + "/", "")
+                              f"{without_folder(str(exc), f.parent)})") from exc
 
 
 def annotation_kind(data) -> str:

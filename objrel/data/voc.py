@@ -20,6 +20,7 @@ from objrel.errors import AnnotationError, BadSampleError, InputFileError
 from objrel.data.bounded import parse_xml
 from objrel.data.dataset import Dataset
 from objrel.data.images import resolve_inside
+from objrel.data.region import clip_objects
 from objrel.data.sample import Sample, TargetObject
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png", ".JPEG", ".JPG", ".PNG")
@@ -96,7 +97,9 @@ def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int) 
             objects.append(TargetObject(category=category, class_index=class_index, box=(x1, y1, x2, y2)))
         if not objects:
             raise BadSampleError("empty-region", "annotation has no <object>")
-        return Sample(sid, image_path, rel, width, height, tuple(objects))
+        clipped, notes = clip_objects(objects, width, height,
+                                      [f"{xml_path.name} object {i}" for i in range(len(objects))])
+        return Sample(sid, image_path, rel, width, height, clipped, notes=notes)
     except BadSampleError as exc:
         return Sample(sid, image_path, rel, None, None, problem=(exc.code, exc.reason))
     except ValueError as exc:

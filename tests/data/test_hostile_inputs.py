@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickle
 import struct
 import subprocess
 import sys
@@ -327,3 +328,56 @@ def test_uploads_and_runs_refuse_images_at_the_same_pixel_limit(tmp_path):
     with pytest.raises(BadSampleError, match=f"limit of {MAX_IMAGE_PIXELS} pixels"):
         load_rgb(tmp_path / "big.png")
     assert U.MAX_IMAGE_PIXELS is MAX_IMAGE_PIXELS
+
+
+# =====================================================================================
+# Skip reasons name files relative to the dataset root, never the server's folders
+# =====================================================================================
+
+
+def test_skip_reasons_name_files_relative_to_the_dataset_root(tmp_path):
+    from objrel.config import RunConfig
+    from objrel.engine.classify import Engine
+    from objrel.store import Store
+
+    from tests.fixtures.colour_model import factory
+
+    root = tmp_path / "server" / "datasets" / "mine"
+    red_png(root / "sub" / "ok.png")
+    (root / "sub" / "corrupt.png").write_bytes(b"\x89PNG not really an image" * 10)
+    (tmp_path / "outside.png").write_bytes(b"secret")
+    (root / "sub" / "link.png").symlink_to(tmp_path / "outside.png")
+    names = ["sub/ok.png", "sub/missing.png", "sub/corrupt.png", "sub/link.png", "../../outside.png"]
+    images = [{"id": n, "file_name": name, "width": 48, "height": 40} for n, name in enumerate(names, start=1)]
+    anns = [{"id": n, "image_id": n, "category_id": 1, "bbox": [2, 2, 20, 20], "iscrowd": 0}
+            for n in range(1, len(names) + 1)]
+    ann = root / "ann.json"
+    ann.write_text(json.dumps({"images": images, "annotations": anns, "categories": [{"id": 1, "name": "red"}]}))
+    store = Store(tmp_path / "s.db")
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(ann), plan="colours3", batch_size=2)
+    report = Engine(store, cfg, model=factory()).execute()
+    rows = {r["sample_id"]: r for r in store.samples(report.run_id)}
+    assert rows["1"]["status"] == "tested"
+    expected = {"2": ("missing-file", "sub/missing.png"), "3": ("corrupt-image", "sub/corrupt.png"),
+                "4": ("path-escapes-root", "sub/link.png"), "5": ("path-escapes-root", "../../outside.png")}
+    for sid, (code, name) in expected.items():
+        row = rows[sid]
+        assert row["status"] == "skipped" and row["skip_code"] == code, row
+        assert row["skip_reason"].startswith(f"{name}: "), row["skip_reason"]
+        assert str(tmp_path) not in row["skip_reason"] and "/server/" not in row["skip_reason"], row["skip_reason"]
+    for message in report.skip_examples.values():
+        assert str(tmp_path) not in message
+
+
+def test_image_errors_raised_to_any_caller_name_no_folder(tmp_path):
+    from objrel.data import load_rgb
+
+    (tmp_path / "bad.png").write_bytes(b"GIF89a broken")
+    for name, code in (("bad.png", "corrupt-image"), ("gone.png", "missing-file")):
+        with pytest.raises(BadSampleError) as exc:
+            load_rgb(tmp_path / name)
+        assert exc.value.code == code and name in str(exc.value) and str(tmp_path) not in str(exc.value)
+        exc.value.path = f"sub/{name}"                # what the engine does: the message follows
+        assert str(exc.value).startswith(f"sub/{name}: ")
+        again = pickle.loads(pickle.dumps(exc.value))   # (Ray ships errors between processes)
+        assert (again.code, again.reason, str(again)) == (exc.value.code, exc.value.reason, str(exc.value))

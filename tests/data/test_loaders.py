@@ -482,12 +482,18 @@ class TestRegions:
         assert check_box((8, 6, 11.5, 9.5), W, H) == (8, 6, 10, 8)
         assert check_box((-2, -1, 3, 3), W, H) == (0, 0, 3, 3)
 
-    @pytest.mark.parametrize("box", [(20, 20, 23, 23), (0, 0, 13, 5), (-5, 0, 4, 4), (9.5, 0, 12.5, 4)])
+    @pytest.mark.parametrize("box", [(20, 20, 23, 23), (10, 0, 13, 5), (-5, 0, 0, 4), (0, 8, 4, 12)])
     def test_box_outside_image(self, box):
         with pytest.raises(BadSampleError) as ei:
             target_region([TargetObject("a", 0, box)], W, H)
         assert ei.value.code == "box-outside-image"
-        assert "10x8" in ei.value.reason
+        assert "lies entirely outside the 10x8 image" in ei.value.reason
+
+    @pytest.mark.parametrize("box,pixels", [((0, 0, 13, 5), (0, 0, 10, 5)), ((-5, 0, 4, 4), (0, 0, 4, 4)),
+                                            ((9.5, 0, 12.5, 4), (9, 0, 10, 4))])
+    def test_box_past_the_border_is_clipped(self, box, pixels):
+        assert check_box(box, W, H) == pixels
+        np.testing.assert_array_equal(target_region([TargetObject("a", 0, box)], W, H), rect_mask(pixels))
 
     @pytest.mark.parametrize("box", [(5, 5, 5, 7), (6, 1, 2, 4), (0, 0, float("nan"), 3)])
     def test_empty_or_nonfinite_box(self, box):

@@ -107,8 +107,8 @@ def test_retest_with_a_box_over_the_whole_image(tmp_path):
     assert len(stored) == 1 and stored[0]["reviewer"] == "alice" and stored[0]["box"] == [0, 0, 40, 40]
     # the original verdicts are untouched
     assert set(store.flagged_sample_ids(rep.run_id, "MR-2")) == {"1"}
-    with pytest.raises(ValueError, match="outside the 40x40 image"):
-        retest_with_box(actor_of(store, "alice"), store, rep.run_id, "1", (0, 0, 90, 40), model=factory())
+    with pytest.raises(ValueError, match="lies entirely outside the 40x40 image"):
+        retest_with_box(actor_of(store, "alice"), store, rep.run_id, "1", (50, 0, 90, 40), model=factory())
 
 
 FACES = dict(detector="haar:frontalface_default", dataset="demo-faces")

@@ -152,7 +152,7 @@ def upload_section() -> None:
             try:
                 if ann is None or zipped is None:
                     raise ValueError("choose both the annotation .json and the images .zip")
-                up = manage.upload_dataset(actor, name, ann.getvalue(), zipped.getvalue())
+                up = manage.upload_dataset(actor, name, ann, zipped)
                 st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind}).")
             except Exception as exc:  # shown to the user, the page stays up
                 st.error(f"Upload refused: {exc}")
@@ -163,7 +163,7 @@ def upload_section() -> None:
             try:
                 if weights is None:
                     raise ValueError("choose a weights file")
-                up = manage.upload_weights(actor, name, arch, weights.getvalue())
+                up = manage.upload_weights(actor, name, arch, weights)
                 st.success(f"Weights {up.name} stored for {up.architecture}.")
             except Exception as exc:  # shown to the user, the page stays up
                 st.error(f"Upload refused: {exc}")

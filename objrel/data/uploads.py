@@ -61,6 +61,7 @@ def annotation_file(name: str) -> str:
     return f"{name}.json"
 IMAGES_DIR = "images"
 WEIGHTS_FILE = "weights.pt"
+SPOOLED_ZIP = "images.zip"   # the uploaded zip on disk while it is checked and unpacked (then removed)
 INFO_FILE = "upload.json"
 COCO, MANIFEST, WEIGHTS = "coco", "manifest", "weights"
 COPY_CHUNK = MIB
@@ -98,6 +99,41 @@ def _check_size(what: str, data: bytes, limit: int) -> None:
         raise UploadError(f"the {what} is empty (0 bytes)")
 
 
+def spool(source, dest: Path, what: str, limit: int) -> Path:
+    """Write ``source`` (bytes, or a binary file object such as Streamlit's upload) to ``dest`` in chunks of
+    ``COPY_CHUNK``, refusing it (UploadError) once it passes ``limit`` bytes or when it is empty; returns
+    ``dest``.  A file object is copied without a second copy of it in memory."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        _check_size(what, bytes(source) if isinstance(source, memoryview) else source, limit)
+        dest.write_bytes(source)
+        return dest
+    if getattr(source, "seekable", lambda: False)():
+        source.seek(0)
+    written = 0
+    with open(dest, "xb") as fh:
+        while chunk := source.read(COPY_CHUNK):
+            written += len(chunk)
+            if written > limit:
+                raise UploadError(f"the {what} is over {limit / MIB:.0f} MiB; at most {limit / MIB:.0f} MiB is "
+                                  "accepted")
+            fh.write(chunk)
+    if not written:
+        raise UploadError(f"the {what} is empty (0 bytes)")
+    return dest
+
+
+def _read_small(source, what: str, limit: int) -> bytes:
+    """``source`` (bytes or a binary file object) as bytes, refused above ``limit`` before more is read."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    else:
+        if hasattr(source, "seek"):
+            source.seek(0)
+        data = source.read(limit + 1)
+    _check_size(what, data, limit)
+    return data
+
+
 def _member_path(info: zipfile.ZipInfo, target: Path) -> Path | None:
     """Where ``info`` unpacks inside ``target`` (None: skipped quietly); UploadError for a member that would
     land outside it, a symlink or a file that is not an image."""
@@ -124,14 +160,20 @@ def _member_path(info: zipfile.ZipInfo, target: Path) -> Path | None:
     return dest
 
 
-def unpack_images(zip_bytes: bytes, target: Path) -> list[Path]:
-    """Unpack the images of a zip (bytes) into ``target`` after checking every member; returns the files.
+def unpack_images(zip_source, target: Path) -> list[Path]:
+    """Unpack the images of a zip (its bytes, or the path of a zip already spooled to disk) into ``target``
+    after checking every member; returns the files.
 
     Checks, before writing anything: the zip's own size, member count, declared total size, and each member's
     path (``_member_path``).  While writing, the real bytes are counted against the declared limit."""
-    _check_size("images zip", zip_bytes, MAX_ZIP_BYTES)
+    if isinstance(zip_source, (bytes, bytearray)):
+        _check_size("images zip", zip_source, MAX_ZIP_BYTES)
+        zip_source = io.BytesIO(zip_source)
+    elif Path(zip_source).stat().st_size > MAX_ZIP_BYTES:
+        raise UploadError(f"the images zip is {Path(zip_source).stat().st_size / MIB:.1f} MiB; at most "
+                          f"{MAX_ZIP_BYTES / MIB:.0f} MiB is accepted")
     try:
-        zf = zipfile.ZipFile(io.BytesIO(zip_bytes))
+        zf = zipfile.ZipFile(zip_source)
     except zipfile.BadZipFile as exc:
         raise UploadError(f"the images file is not a zip archive ({exc})") from exc
     with zf:
@@ -213,13 +255,16 @@ def _commit(staging: Path, final: Path, info: dict) -> None:
         raise UploadError(f"an upload named {final.name!r} appeared meanwhile; choose another name") from exc
 
 
-def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes: bytes) -> Upload:
-    """Check and register a dataset upload in ``<root>/<name>/``; UploadError says what was refused."""
+def add_dataset(root: str | Path, name: str, annotation, images_zip) -> Upload:
+    """Check and register a dataset upload in ``<root>/<name>/``; UploadError says what was refused.
+
+    ``annotation`` and ``images_zip`` are bytes or binary file objects (Streamlit's uploads): the zip is
+    spooled to the staging folder in chunks and unpacked from there, never held twice in memory."""
     from objrel.data.coco import load_coco
     from objrel.data.manifest import load_manifest
 
     name = check_name(name)
-    _check_size("annotation file", annotation_bytes, MAX_ANNOTATION_BYTES)
+    annotation_bytes = _read_small(annotation, "annotation file", MAX_ANNOTATION_BYTES)
     try:
         kind = annotation_kind(parse_json(annotation_bytes, "the annotation file", MAX_ANNOTATION_BYTES))
     except InputFileError as exc:
@@ -227,7 +272,9 @@ def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes:
     root = Path(root).resolve()
     staging, final = _staging(root, name)
     try:
-        files = unpack_images(zip_bytes, staging / IMAGES_DIR)
+        spooled = spool(images_zip, staging / SPOOLED_ZIP, "images zip", MAX_ZIP_BYTES)
+        files = unpack_images(spooled, staging / IMAGES_DIR)
+        spooled.unlink()
         check_images(files, staging / IMAGES_DIR)
         ann = staging / annotation_file(name)
         ann.write_bytes(annotation_bytes)
@@ -248,21 +295,20 @@ def add_dataset(root: str | Path, name: str, annotation_bytes: bytes, zip_bytes:
     return Upload(name, kind, final, final / annotation_file(name), final / IMAGES_DIR, None, None, len(files), n)
 
 
-def add_weights(root: str | Path, name: str, architecture: str, weights_bytes: bytes) -> Upload:
+def add_weights(root: str | Path, name: str, architecture: str, weights) -> Upload:
     """Check and register a state-dict upload for ``architecture`` in ``<root>/<name>/weights.pt``: it must
-    load with ``weights_only=True`` and fit the architecture's ImageNet head."""
+    load with ``weights_only=True`` and fit the architecture's ImageNet head.  ``weights``: bytes or a binary
+    file object, spooled to disk in chunks."""
     from objrel.models.safe_load import load_weights_into
     from objrel.models.torchvision import load_torchvision_module
 
     name = check_name(name)
     if architecture not in WEIGHT_ARCHITECTURES:
         raise UploadError(f"the architecture must be one of {', '.join(WEIGHT_ARCHITECTURES)}; got {architecture!r}")
-    _check_size("weights file", weights_bytes, MAX_WEIGHTS_BYTES)
     root = Path(root).resolve()
     staging, final = _staging(root, name)
     try:
-        path = staging / WEIGHTS_FILE
-        path.write_bytes(weights_bytes)
+        path = spool(weights, staging / WEIGHTS_FILE, "weights file", MAX_WEIGHTS_BYTES)
         module, _ = load_torchvision_module(architecture, None)
         try:
             load_weights_into(module, path, architecture)

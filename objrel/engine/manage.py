@@ -86,12 +86,16 @@ def sample_issues(store: Store, run_id: int) -> list[SampleIssue]:
     return out
 
 
-def upload_dataset(actor: Actor, name: str, annotation: bytes, images_zip: bytes) -> U.Upload:
+def upload_dataset(actor: Actor, name: str, annotation, images_zip) -> U.Upload:
+    """``actor`` (a run operator or admin) adds a dataset upload: ``annotation`` and ``images_zip`` as bytes or
+    binary file objects (spooled to disk in chunks)."""
     A.authorize(actor, A.UPLOAD_DATA, repr(name))
     return U.add_dataset(uploads_root(), name, annotation, images_zip)
 
 
-def upload_weights(actor: Actor, name: str, architecture: str, weights: bytes) -> U.Upload:
+def upload_weights(actor: Actor, name: str, architecture: str, weights) -> U.Upload:
+    """``actor`` (a run operator or admin) adds a state dict for ``architecture``: bytes or a binary file
+    object (spooled to disk in chunks)."""
     A.authorize(actor, A.UPLOAD_WEIGHTS, repr(name))
     return U.add_weights(uploads_root(), name, architecture, weights)
 

@@ -156,3 +156,31 @@ def test_weights_upload_loads_safely_and_must_fit(tmp_path):
     with pytest.raises(U.UploadError, match="architecture must be one of"):
         U.add_weights(tmp_path, "x", "py:evil", b"123")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rn"]
+
+
+def test_uploads_stream_to_disk_in_chunks_and_stop_at_the_limit(tmp_path):
+    """F6: an upload is copied to disk chunk by chunk from its file object (no second copy in memory), and an
+    endless one is cut off one chunk past the limit, leaving nothing behind."""
+    import io
+
+    class Endless(io.RawIOBase):
+        def __init__(self):
+            self.served = 0
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            b[:] = b"\0" * len(b)
+            self.served += len(b)
+            return len(b)
+
+    src = Endless()
+    limit = 3 * U.COPY_CHUNK
+    with pytest.raises(U.UploadError, match="is over 3 MiB"):
+        U.spool(io.BufferedReader(src), tmp_path / "x.bin", "images zip", limit)
+    assert src.served <= limit + 2 * U.COPY_CHUNK
+    # a real zip as a file object lands as the same dataset as its bytes would
+    z = make_zip({"a.png": png_bytes()})
+    up = U.add_dataset(tmp_path / "up", "fromfile", io.BytesIO(manifest("a.png")), io.BytesIO(z))
+    assert up.n_files == 1 and up.n_samples == 1 and not (up.folder / U.SPOOLED_ZIP).exists()

@@ -4,7 +4,9 @@ The only code that speaks SQL.  Everything else calls these modules with Python 
 gets dicts or dataclasses back:
 
 * ``store``:        ``Store`` (engine, runs, samples, predictions, verdicts, votes) and ``RunRecord``
-* ``schema``:       the tables
+* ``schema``:       the tables (the head revision's schema)
+* ``revisions``:    the schema under Alembic (``alembic/``): a store's revision, upgrades, refusals
+* ``leases``:       one live process per run (lease, heartbeat, take-over)
 * ``transactions``: retry-on-lock writes, race-free upserts, the run lock
 * ``accounts``:     reviewer rows
 * ``reviews``:      judgments, adjudications, review samples, re-tests

@@ -144,8 +144,10 @@ def test_old_store_gets_the_progress_columns(tmp_path):
     path = tmp_path / "old.db"
     Store(path).dispose()
     con = sqlite3.connect(path)
-    for col in ("passes_done", "passes_expected", "progress_at"):
+    for col in ("passes_done", "passes_expected", "progress_at", "lease_token", "lease_host"):
         con.execute(f"ALTER TABLE runs DROP COLUMN {col}")
+    con.execute("DROP TABLE alembic_version")          # a schema-3 store from before Alembic
+    con.execute("UPDATE objrel_meta SET value = '3' WHERE key = 'schema_version'")
     con.commit()
     con.close()
     s = Store(path)

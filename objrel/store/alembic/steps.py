@@ -12,7 +12,6 @@ from collections import defaultdict
 from alembic import op
 from sqlalchemy import Column, delete, insert, inspect, select, text, update
 
-from objrel.relations.detect import OUTCOMES
 from objrel.store.alembic import frozen as F
 from objrel.store.detection_records import DETECTION_TASK, SOURCE_KEY, unit_kind
 
@@ -115,6 +114,8 @@ def _place_objects(unit_objects: list[tuple[str, dict]]) -> list[dict]:
 
 
 def _move_run(c, rid: int) -> int:
+    from objrel.relations.detect import OUTCOMES  # only a schema-1 store needs it
+
     rows = [dict(r._mapping) for r in c.execute(select(F.samples).where(F.samples.c.run_id == rid))]
     by_image: dict[str, list[tuple[str, dict]]] = defaultdict(list)
     for r in rows:

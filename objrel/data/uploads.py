@@ -23,6 +23,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -42,6 +43,10 @@ MAX_ZIP_BYTES = 1024 * MIB
 MAX_UNPACKED_BYTES = 4096 * MIB
 # Most files a zip may hold.
 MAX_ZIP_MEMBERS = 20_000
+# A member may unpack to at most this many times its compressed size once it declares more than
+# RATIO_CHECK_BYTES: photos barely compress (PNG and JPEG are compressed already), a zip bomb compresses ~1000x.
+MAX_MEMBER_RATIO = 100
+RATIO_CHECK_BYTES = MIB
 # Largest weights file accepted, in bytes.
 MAX_WEIGHTS_BYTES = 1024 * MIB
 # Image files a dataset zip may contain; other files are refused (``IGNORED_*`` are skipped quietly).
@@ -182,22 +187,33 @@ def unpack_images(zip_source, target: Path) -> list[Path]:
             raise UploadError(f"the zip holds {len(infos)} entries; at most {MAX_ZIP_MEMBERS} are accepted")
         declared = sum(i.file_size for i in infos)
         if declared > MAX_UNPACKED_BYTES:
-            raise UploadError(f"the zip unpacks to {declared / MIB:.0f} MiB; at most {MAX_UNPACKED_BYTES / MIB:.0f} "
-                              f"MiB is accepted")
+            raise UploadError(f"the zip's members declare {declared:,} bytes unpacked; at most {MAX_UNPACKED_BYTES:,} "
+                              f"({MAX_UNPACKED_BYTES / MIB:.0f} MiB) are accepted")
         plan = [(i, d) for i in infos if (d := _member_path(i, target)) is not None]
         if not plan:
             raise UploadError("the zip holds no image files; expected images ending in " + ", ".join(IMAGE_SUFFIXES))
+        for info, _ in plan:
+            if info.file_size > RATIO_CHECK_BYTES and info.file_size > MAX_MEMBER_RATIO * max(info.compress_size, 1):
+                raise UploadError(f"zip member {info.filename!r} unpacks to {info.file_size / MIB:.0f} MiB from "
+                                  f"{info.compress_size / MIB:.2f} MiB, more than {MAX_MEMBER_RATIO}x; images do not "
+                                  "compress like that, a zip bomb does")
         written = 0
         out = []
         for info, dest in plan:
             dest.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(dest, "xb") as fh:
-                while chunk := src.read(COPY_CHUNK):
-                    written += len(chunk)
-                    if written > MAX_UNPACKED_BYTES:
-                        raise UploadError(f"the zip unpacks to more than {MAX_UNPACKED_BYTES / MIB:.0f} MiB "
-                                          f"(more than its members declare); refused")
-                    fh.write(chunk)
+            try:
+                with zf.open(info) as src, open(dest, "xb") as fh:
+                    while chunk := src.read(COPY_CHUNK):
+                        written += len(chunk)
+                        if written > MAX_UNPACKED_BYTES:
+                            raise UploadError(f"the zip unpacks to more than {MAX_UNPACKED_BYTES / MIB:.0f} MiB "
+                                              f"(more than its members declare); refused")
+                        fh.write(chunk)
+            except (zipfile.BadZipFile, zlib.error, EOFError) as exc:   # a damaged member, or sizes that lie
+                raise UploadError(f"zip member {info.filename!r} is damaged: {exc}") from exc
+            except OSError as exc:   # the disk is full, or the server's file-size limit was reached
+                raise UploadError(f"zip member {info.filename!r} could not be unpacked on the server "
+                                  f"({exc.strerror or type(exc).__name__}); refused") from exc
             out.append(dest)
     return out
 

@@ -93,7 +93,7 @@ def test_zip_bomb_by_declared_size_is_refused_before_unpacking(tmp_path, monkeyp
     monkeypatch.setattr(U, "MAX_UNPACKED_BYTES", 10_000)
     bomb = make_zip({"a.png": png_bytes(), "b.png": b"\0" * 50_000})  # compresses to ~100 bytes
     assert len(bomb) < 10_000
-    with pytest.raises(U.UploadError, match="unpacks to"):
+    with pytest.raises(U.UploadError, match="members declare 50,... bytes unpacked; at most 10,000"):
         U.add_dataset(tmp_path / "up", "bomb", manifest("a.png"), bomb)
     assert_nothing_left(tmp_path / "up")
 
@@ -184,3 +184,27 @@ def test_uploads_stream_to_disk_in_chunks_and_stop_at_the_limit(tmp_path):
     z = make_zip({"a.png": png_bytes()})
     up = U.add_dataset(tmp_path / "up", "fromfile", io.BytesIO(manifest("a.png")), io.BytesIO(z))
     assert up.n_files == 1 and up.n_samples == 1 and not (up.folder / U.SPOOLED_ZIP).exists()
+
+
+def test_zip_bombs_under_the_total_limit_and_damaged_members_are_refused_in_one_line(tmp_path):
+    """A member that unpacks to 100x its compressed size (a bomb that stays under the total limit) is refused
+    from the zip's directory; a member whose bytes do not match its CRC is an UploadError, not a traceback."""
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("a.png", png_bytes())
+        zf.writestr("flat.png", b"\0" * (8 * U.MIB))            # 8 MiB of zeros: ~8 KiB compressed
+    with pytest.raises(U.UploadError, match=r"'flat.png' unpacks to 8 MiB .* more than 100x"):
+        U.add_dataset(tmp_path / "up", "bomb", manifest("a.png"), buf.getvalue())
+    plain = io.BytesIO()
+    with zipfile.ZipFile(plain, "w", zipfile.ZIP_STORED) as zf:   # stored: a.png's bytes are in the zip as they are
+        zf.writestr("a.png", png_bytes())
+        zf.writestr("b.png", png_bytes())
+    stored = bytearray(plain.getvalue())
+    at = stored.find(b"IDAT")
+    assert at > 0
+    stored[at + 8] ^= 0xFF
+    with pytest.raises(U.UploadError, match=r"zip member 'a.png' is damaged: Bad CRC-32"):
+        U.add_dataset(tmp_path / "up", "lies", manifest("a.png", "b.png"), bytes(stored))
+    assert not (tmp_path / "up" / "bomb").exists() and not (tmp_path / "up" / "lies").exists()

@@ -292,10 +292,14 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         page.get_by_role("button", name="Use in the start form").click()
         settled(page)
         page.get_by_text("Start a run").first.click()
-        dataset = page.get_by_label("Dataset (annotation file, or 'demo')")
+        # no typed paths: the upload is chosen in the select boxes, named relative to the uploads folder
+        dataset = page.locator('[data-testid="stSelectbox"]', has_text="Dataset").first
         dataset.wait_for()
-        assert dataset.input_value().endswith("discs/discs.json")
-        assert page.get_by_label("Images folder (optional)").input_value().endswith("discs/images")
+        shown = lambda box: box.inner_text() + " " + " ".join(  # noqa: E731
+            box.locator("input").evaluate_all("els => els.map(e => e.value + ' ' + (e.getAttribute('aria-label') || ''))"))
+        assert "uploads/discs/discs.json" in shown(dataset), shown(dataset)
+        images = page.locator('[data-testid="stSelectbox"]', has_text="Images folder").first
+        assert "uploads/discs/images" in shown(images), shown(images)
         choose(page, "Model", "efficientnet-lite0")
         choose(page, "Plan", "palette15")
         page.get_by_text("Test incorrect inferences too").click()

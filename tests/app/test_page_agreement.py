@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
-from objrel.access import ANONYMOUS, SERVER
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,9 @@ from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
 from objrel import review as R
+from objrel.access import ANONYMOUS, SERVER
 from objrel.errors import NotAllowed
+from objrel.review.roles import actor_of
 from objrel.store import Store
 from objrel.store import schema as S
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
-from objrel.access import ANONYMOUS, SERVER
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from objrel import review
+from objrel.access import SERVER
+from objrel.review.roles import actor_of
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "review.py")
 
@@ -99,6 +99,7 @@ def test_empty_store_says_what_to_do(monkeypatch, tmp_path):
 def test_opens_on_a_run_with_flags_not_on_the_newest_run(monkeypatch, flagged_store, tmp_path):
     from objrel.config import RunConfig
     from objrel.engine.classify import Engine
+
     from tests.conftest import write_flagged_set
     from tests.fixtures.colour_model import factory
 
@@ -135,6 +136,7 @@ def test_an_incorrect_inference_carries_a_badge(monkeypatch, tmp_path):
     from objrel.config import RunConfig
     from objrel.engine.classify import Engine
     from objrel.store import Store
+
     from tests.conftest import write_flagged_set
     from tests.fixtures.colour_model import factory
 

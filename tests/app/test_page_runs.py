@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from objrel import review as R
+from objrel.review.roles import actor_of
 from objrel.store import Store
 
 from tests.engine.test_jobs_retest import wait_for
@@ -157,6 +157,7 @@ def test_resume_a_stopped_detection_run_from_the_page(tmp_path, monkeypatch):
 def _colour_run(store: Store, colour_set, name="colour run") -> int:
     from objrel.config import RunConfig
     from objrel.engine.classify import Engine
+
     from tests.fixtures.colour_model import factory
 
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3",
@@ -221,6 +222,7 @@ def test_reviewers_see_skipped_and_untested_samples_but_cannot_manage_or_upload(
 
 def test_an_upload_fills_the_start_form(tmp_path, monkeypatch):
     from objrel.engine import manage
+
     from tests.data.test_uploads import make_zip, manifest, png_bytes
 
     monkeypatch.chdir(tmp_path)

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
 import time
 
 import pytest
 
 from objrel import review as R
-from objrel.engine import jobs
 from objrel.config import DetectionConfig, RunConfig
+from objrel.engine import jobs
 from objrel.engine.classify import Engine
 from objrel.engine.retest import retest_with_box
 from objrel.errors import ConfigError, NotAllowed
-from objrel.store.reviews import retests
+from objrel.review.roles import actor_of
 from objrel.store import Store
+from objrel.store.reviews import retests
 
 from tests.conftest import write_background_driven_scene
 from tests.fixtures.colour_model import factory
-
 
 OPERATOR = "olga"
 

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, update
 
-from objrel.review.roles import actor_of
 from objrel.engine import jobs
 from objrel.engine.runs import resume
 from objrel.errors import RunHeld, RunLeaseLost
+from objrel.review.roles import actor_of
 from objrel.store import Store, leases
 from objrel.store import schema as S
 from objrel.store.store import now
+
 from tests.engine.test_jobs_retest import account, fast_scrypt, wait_for  # noqa: F401  (autouse fixture)
 from tests.engine.test_trust import H, W, ann, red_image, write_coco
 from tests.store.helpers import run_row

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
-from objrel.access import ANONYMOUS, SERVER
 import pytest
 from sqlalchemy import delete, func, select
 
+from objrel.access import ANONYMOUS
 from objrel.config import RunConfig
 from objrel.engine import manage
 from objrel.engine.classify import Engine
 from objrel.errors import ConfigError, NotAllowed
 from objrel.review import record_judgment
 from objrel.review import roles as R
+from objrel.review.roles import actor_of
 from objrel.store import Store
 from objrel.store import schema as S
+
 from tests.data.test_uploads import make_zip, manifest, png_bytes
 from tests.engine.test_jobs_retest import account
 from tests.fixtures.colour_model import factory

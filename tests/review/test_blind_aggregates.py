@@ -4,17 +4,17 @@ reviewer cannot read the other's hidden calls by watching them; once both have c
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
-from objrel.access import ANONYMOUS, SERVER
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from objrel import review as R
+from objrel.access import SERVER
 from objrel.analysis.report import OPEN_SAMPLE_NOTE, build_report
 from objrel.review import accounts
 from objrel.review.agreement import precision_summary
+from objrel.review.roles import actor_of
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "agreement.py")
 REL = "MR-1"

@@ -6,8 +6,6 @@ code's output.  z(97.5%) = 1.959964, so Cochran's n0 = 1.959964^2 * 0.25 / 0.05^
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
-from objrel.access import ANONYMOUS, SERVER
 import math
 import multiprocessing as mp
 import sqlite3
@@ -19,8 +17,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from objrel import review as R
+from objrel.access import ANONYMOUS, SERVER
 from objrel.errors import NotAllowed
 from objrel.review import accounts
+from objrel.review.roles import actor_of
 from objrel.store import Store, transactions
 from objrel.store import schema as S
 

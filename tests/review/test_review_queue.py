@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
-from objrel.access import ANONYMOUS, SERVER
 import pytest
 
 from objrel import review
-from objrel.review.queue import (ALL_FLAGGED, DEFAULT_RELATION, REVIEW_SAMPLE, Queue, ReviewLink, is_new_link,
-                                 link_params, open_queue, record_call, review_url)
+from objrel.access import SERVER
+from objrel.review.queue import (
+    ALL_FLAGGED,
+    DEFAULT_RELATION,
+    REVIEW_SAMPLE,
+    Queue,
+    ReviewLink,
+    is_new_link,
+    link_params,
+    open_queue,
+    record_call,
+    review_url,
+)
+from objrel.review.roles import actor_of
 
 
 @pytest.fixture(autouse=True)

@@ -4,8 +4,6 @@ versioned judgments."""
 
 from __future__ import annotations
 
-from objrel.review.roles import actor_of
-from objrel.access import ANONYMOUS, SERVER
 import datetime as dt
 import multiprocessing as mp
 import threading
@@ -14,9 +12,11 @@ import time
 import pytest
 
 from objrel import review as R
+from objrel.access import ANONYMOUS, SERVER
 from objrel.errors import NotAllowed
 from objrel.review import accounts
 from objrel.review.lime_pair import explain_pair
+from objrel.review.roles import actor_of
 from objrel.store import Store
 from objrel.store import accounts as account_rows
 

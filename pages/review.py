@@ -8,8 +8,9 @@ from objrel.app import captions, review_panels
 from objrel.app.captions import plain
 from objrel.app.caches import cached_flagged, cached_review_item, open_store
 from objrel.app.state import keep_choice
-from objrel.app.widgets import page_sidebar, use_app_navigation
+from objrel.app.widgets import page_sidebar, signed_in, use_app_navigation
 from objrel.errors import NotAllowed
+from objrel.review.roles import actor_of
 from objrel.review.queue import QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
     link_params, open_queue, record_call
 
@@ -122,8 +123,11 @@ note = j2.text_input("Note", key=f"review_note_{sample_id}")
 
 
 def judge(verdict: str) -> None:
+    # A callback runs at the start of the next rerun: ask the store for the account's roles now, not as they
+    # were when this page was drawn (a role revoked meanwhile no longer counts).
+    now = actor_of(store, signed_in())
     try:
-        record_call(actor, store, run_id, sample_id, relation, verdict, reasons, note)
+        record_call(now, store, run_id, sample_id, relation, verdict, reasons, note)
     except (ValueError, NotAllowed) as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return

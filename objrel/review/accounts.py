@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import os
 import re
 import secrets
 import threading
@@ -49,10 +50,19 @@ SCRYPT_SALT_BYTES = 16
 # Memory OpenSSL may use for one hash, in bytes; must exceed 128 * N * r * p.
 SCRYPT_MAXMEM = 2 ** 28
 HASH_SCHEME = "scrypt"
-# At most this many scrypt hashes at once in this process (each takes ~128 MiB and a core): a burst of
-# sign-ins queues here instead of exhausting the server's memory.
-HASH_SLOTS = 2
+# At most this many scrypt hashes at once in this process (each takes ~128 MiB and a core): half the cores,
+# so a burst of sign-ins always leaves the server cores to answer pages with.
+HASH_SLOTS = max(1, (os.cpu_count() or 2) // 2)
 _HASH_GATE = threading.BoundedSemaphore(HASH_SLOTS)
+# A sign-in waits at most this long for a hash slot; then it is refused as "busy" (nothing counted against the
+# name) and told to retry after SIGN_IN_BUSY_RETRY_S.  So a flood of sign-ins never builds a queue that makes
+# the server, or a rightful sign-in, wait without end.
+HASH_WAIT_S = 10.0
+SIGN_IN_BUSY_RETRY_S = 2.0
+
+
+class HashBusy(Exception):
+    """Every hash slot stayed taken for ``HASH_WAIT_S``: the try was not checked."""
 
 # A new account's name: 2-40 characters after NFKC normalisation, ASCII letters and digits, and
 # ". _ - @" anywhere, spaces only inside.  Anything else (Cyrillic look-alikes, zero-width characters,
@@ -118,10 +128,16 @@ def normalise_name(name: Any, what: str = "account name") -> str:
     return name
 
 
-def _scrypt(passphrase: str, salt: bytes, n: int, r: int, p: int, dklen: int, maxmem: int) -> bytes:
-    """One scrypt hash, waiting for one of the ``HASH_SLOTS``."""
-    with _HASH_GATE:
+def _scrypt(passphrase: str, salt: bytes, n: int, r: int, p: int, dklen: int, maxmem: int,
+            wait_s: float | None = None) -> bytes:
+    """One scrypt hash in one of the ``HASH_SLOTS``: waiting for a slot without limit (account creation), or
+    at most ``wait_s`` seconds, then ``HashBusy`` (sign-in)."""
+    if not _HASH_GATE.acquire(timeout=wait_s):
+        raise HashBusy()
+    try:
         return hashlib.scrypt(passphrase.encode("utf-8"), salt=salt, n=n, r=r, p=p, dklen=dklen, maxmem=maxmem)
+    finally:
+        _HASH_GATE.release()
 
 
 def _hash_passphrase(passphrase: str) -> str:
@@ -141,7 +157,7 @@ def _check_passphrase(passphrase: str, stored: str) -> bool:
     except ValueError:
         return False
     maxmem = max(SCRYPT_MAXMEM, 2 * 128 * n * r * p)
-    digest = _scrypt(passphrase, salt=salt, n=n, r=r, p=p, dklen=len(expected), maxmem=maxmem)
+    digest = _scrypt(passphrase, salt=salt, n=n, r=r, p=p, dklen=len(expected), maxmem=maxmem, wait_s=HASH_WAIT_S)
     return hmac.compare_digest(digest, expected)
 
 
@@ -197,6 +213,7 @@ class SignIn:
     ok: bool
     name: str | None = None
     wait_s: float = 0.0
+    busy: bool = False     # refused because every hash slot was taken (the try was not counted)
 
     def __bool__(self) -> bool:
         return self.ok
@@ -205,6 +222,8 @@ class SignIn:
     def message(self) -> str:
         if self.ok:
             return f"signed in as {self.name}"
+        if self.busy:
+            return f"The server is busy with other sign-ins; try again in {max(1, round(self.wait_s))} s."
         if self.wait_s > 0:
             return f"Too many failed sign-ins; try again in {max(1, int(-(-self.wait_s // 1)))} s."
         return "Unknown name or wrong passphrase."
@@ -271,13 +290,17 @@ def verify_reviewer(store: Store, name: str, passphrase: str, client: str = LOCA
     if reservation is None:
         return SignIn(False, wait_s=wait)
     row = account_rows.reviewer_by_key(store, typed) if typed else None
-    if row is None or not row["pass_hash"]:
-        if _DUMMY_HASH is None:
-            _DUMMY_HASH = _hash_passphrase(secrets.token_hex(8))
-        _check_passphrase(passphrase, _DUMMY_HASH)
-        ok = False
-    else:
-        ok = _check_passphrase(passphrase, row["pass_hash"])
+    try:
+        if row is None or not row["pass_hash"]:
+            if _DUMMY_HASH is None:
+                _DUMMY_HASH = _hash_passphrase(secrets.token_hex(8))
+            _check_passphrase(passphrase, _DUMMY_HASH)
+            ok = False
+        else:
+            ok = _check_passphrase(passphrase, row["pass_hash"])
+    except HashBusy:   # not checked, so not a failure of this name: its reservation goes
+        account_rows.release_sign_in(store, reservation)
+        return SignIn(False, wait_s=SIGN_IN_BUSY_RETRY_S, busy=True)
     if not ok:
         account_rows.record_sign_in_failure(store, reservation, _now())
         return SignIn(False)

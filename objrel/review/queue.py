@@ -8,6 +8,7 @@ names where to start.  No Streamlit here: the Review page keeps the position in 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -46,7 +47,8 @@ class ReviewLink:
         if not run_ids:
             raise ValueError("no run can be reviewed: the link has nothing to point at")
         run = str(params.get("run", ""))
-        named_run = int(run) if run.isdigit() and int(run) in run_ids else None
+        # ASCII digits only, and few of them: str.isdigit() says yes to "²", which int() refuses
+        named_run = int(run) if re.fullmatch(r"[0-9]{1,18}", run) and int(run) in run_ids else None
         relation = params.get("relation")
         named_relation = relation if relation in review.RELATIONS else None
         run_id, relation = _with_flags(named_run, named_relation, run_ids, n_flagged)

@@ -236,6 +236,12 @@ def reserve_sign_in(store: Store, name_key: str, client: str, since: dt.datetime
     return write(store, work)
 
 
+def release_sign_in(store: Store, reservation: int) -> None:
+    """The reserved try was never checked (the server was busy): its row goes, it counts as nothing."""
+    t = S.sign_in_failures
+    write(store, lambda c: c.execute(delete(t).where(t.c.id == reservation)))
+
+
 def record_sign_in_failure(store: Store, reservation: int, at: dt.datetime) -> None:
     """The reserved try failed: its row stays a failure, dated ``at`` (when the check ended)."""
     t = S.sign_in_failures

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from objrel.errors import NotAllowed
@@ -45,6 +45,20 @@ def _require_flagged(c: Connection, run_id: int, sample_id: str, relation: str) 
                          "only flagged inferences are reviewed")
 
 
+def _lock_item(c: Connection, run_id: int, sample_id: str, relation: str) -> None:
+    """Serialise the writes on one item (run, sample, relation) before anything of it is read, so a judgment
+    and an adjudication of the same item by one account cannot both pass their checks: on PostgreSQL a
+    transaction-scoped advisory lock on the item; on SQLite the database's write lock, taken by a write that
+    changes nothing (a transaction that starts with a write reads the newest data)."""
+    if c.dialect.name == "postgresql":
+        import hashlib
+
+        digest = hashlib.blake2b(f"objrel-item:{run_id}:{sample_id}:{relation}".encode(), digest_size=8).digest()
+        c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": int.from_bytes(digest, "big", signed=True)})
+    else:
+        c.execute(update(S.runs).where(S.runs.c.id == run_id).values(id=S.runs.c.id))
+
+
 # ---------------------------------------------------------------- judgments
 
 
@@ -59,6 +73,7 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
     key = {"run_id": run_id, "sample_id": sample_id, "relation": relation, "reviewer": reviewer}
 
     def work(c: Connection) -> dict:
+        _lock_item(c, run_id, sample_id, relation)
         _require_reviewer(c, reviewer, "reviewer")
         _require_flagged(c, run_id, sample_id, relation)
         decided = c.execute(select(S.consensus.c.adjudicator).where(
@@ -155,6 +170,7 @@ def save_adjudication(store: Store, *, run_id: int, sample_id: str, relation: st
     key = {"run_id": run_id, "sample_id": sample_id, "relation": relation}
 
     def work(c: Connection) -> dict:
+        _lock_item(c, run_id, sample_id, relation)
         _require_reviewer(c, adjudicator, "adjudicator")
         _require_flagged(c, run_id, sample_id, relation)
         party = c.execute(select(S.judgments.c.id).where(

@@ -236,3 +236,27 @@ def test_heatmap_caption_matches_its_colour_scale():
     text = captions.NAPVD_HEATMAP_CAPTION
     assert "light (yellow) cells are close pairs the model may not separate" in text
     assert "dark cells are well separated" in text
+
+
+def test_a_result_whose_parts_disagree_is_refused_in_one_line(tmp_path, results_dir):
+    """A hand-made result with fewer names than classes, or a matrix of the wrong shape, is refused when it is
+    read (one ValueError line), not deep inside the ranking with a traceback; an upload may rank at most
+    MAX_UPLOAD_CLASSES classes."""
+    from objrel.access import Actor
+    from objrel.studies.deepinspect.browse import MAX_UPLOAD_CLASSES, read_upload
+
+    raw = json.loads((results_dir / "colours.json").read_text())
+    rita = Actor("rita", {"reviewer"})
+    short = {**raw, "class_names": raw["class_names"][:-1]}
+    with pytest.raises(ValueError, match=r"lists 3 class indices but 2 class_names"):
+        read_upload(rita, "short.json", json.dumps(short).encode())
+    small = {**raw, "napvd": [[0.0, 1.0], [1.0, 0.0]]}
+    with pytest.raises(ValueError, match=r"napvd is 2x2; expected 3x3"):
+        read_upload(rita, "small.json", json.dumps(small).encode())
+    m = MAX_UPLOAD_CLASSES + 1
+    zeros = [[0.0] * m for _ in range(m)]
+    big = {**raw, "class_index": list(range(m)), "class_names": [f"c{i}" for i in range(m)],
+           "class_counts": [1] * m, "napvd": zeros, "avg_bias": zeros, "ground_truth": None, "weights": None,
+           "evaluations": [], "examples": {}}
+    with pytest.raises(ValueError, match=f"analyses {m} classes; an upload may have at most {MAX_UPLOAD_CLASSES}"):
+        read_upload(rita, "big.json", json.dumps(big).encode())

@@ -210,3 +210,19 @@ def test_the_box_figure_has_points_to_select_over_the_whole_image():
     grid = box_select_figure(np.zeros((20, 24, 3), np.uint8), (48, 40)).data[1]
     assert len(grid.x) == BOX_GRID ** 2 and grid.marker.opacity == 0
     assert 0 < min(grid.x) < 2 and 46 < max(grid.x) < 48 and 0 < min(grid.y) < 1 and 39 < max(grid.y) < 40
+
+
+def test_a_role_revoked_while_the_page_is_open_no_longer_counts(monkeypatch, flagged_store):
+    """The judge buttons' callback asks the store for the account's roles when it runs: a call made after an
+    admin revoked the reviewer role is refused, though the page was drawn while alice was a reviewer."""
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    assert not at.exception and not at.button(key="judge_fp").disabled
+    from objrel.review.roles import revoke_as_operator
+
+    revoke_as_operator(store, "alice", "reviewer")
+    at.button(key="judge_fp").click().run()
+    assert not at.exception
+    assert any("may not judge" in e.value for e in at.error)
+    assert review.judgments(store, run_id, "MR-2", reviewer="alice") == []

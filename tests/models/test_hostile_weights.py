@@ -76,14 +76,16 @@ def bomb_archive(path: Path, unpacked: int = BOMB_BYTES) -> Path:
 
 
 CHILD = """
-import json, resource, sys
+import json, sys
 from objrel.models.safe_load import load_state_dict
 try:
     load_state_dict(sys.argv[1])
     outcome = "loaded"
 except Exception as exc:
     outcome = f"{type(exc).__name__}: {exc}"
-print(json.dumps({"outcome": outcome, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+# VmHWM: this process's own peak (getrusage's ru_maxrss would carry the forking parent's peak across exec)
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"outcome": outcome, "rss": hwm * 1024}))
 """
 
 

@@ -32,7 +32,9 @@ def test_a_link_names_run_relation_queue_and_item():
     assert link == ReviewLink(2, "MR-1", ALL_FLAGGED, "s7")
 
 
-@pytest.mark.parametrize("params", [{}, {"run": "9", "relation": "MR-3", "queue": "x"}, {"run": "two", "item": ""}])
+@pytest.mark.parametrize("params", [{}, {"run": "9", "relation": "MR-3", "queue": "x"}, {"run": "two", "item": ""},
+                                    # a hostile visitor's links: digits int() refuses, or too many of them
+                                    {"run": "\u00b2"}, {"run": "9" * 5000}, {"run": "\uff12"}, {"run": "-1"}])
 def test_what_a_link_does_not_name_validly_falls_back(params):
     assert ReviewLink.parse(params, [1, 2, 3]) == ReviewLink(3, DEFAULT_RELATION, REVIEW_SAMPLE, None)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import threading
+import time
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -192,3 +193,31 @@ def test_in_the_app_a_strangers_failures_on_made_up_names_leave_alice_free(fast_
     late = _page()
     _sign_in(late, "alice", "alice-passphrase")
     assert any("try again in" in e.value for e in late.error) and "reviewer" not in late.session_state
+
+
+def test_a_flood_of_sign_ins_gets_busy_answers_instead_of_a_queue(tmp_path, monkeypatch):
+    """While every hash slot is taken (a flood of sign-ins), a sign-in waits at most HASH_WAIT_S and is then
+    refused as busy: nothing is counted against the name, and the same sign-in passes once a slot is free.
+    (Before, tries queued behind the slots without end: a stranger's flood kept alice out for minutes.)"""
+    monkeypatch.setattr(accounts, "SCRYPT_N", 2**10)
+    monkeypatch.setattr(accounts, "HASH_WAIT_S", 0.5)
+    store = Store(tmp_path / "busy.db")
+    accounts.create_reviewer(store, "alice", "alice-passphrase")
+    taken = [accounts._HASH_GATE.acquire(timeout=5) for _ in range(accounts.HASH_SLOTS)]
+    try:
+        assert all(taken)
+        t0 = time.monotonic()
+        answer = accounts.verify_reviewer(store, "alice", "alice-passphrase", client="session:a")
+        waited = time.monotonic() - t0
+    finally:
+        for _ in taken:
+            accounts._HASH_GATE.release()
+    assert not answer and answer.busy and "busy with other sign-ins" in answer.message
+    assert 0.4 < waited < 5
+    from sqlalchemy import func, select
+
+    from objrel.store import schema as S
+
+    with store.engine.connect() as c:                  # the unchecked try left no failure row behind
+        assert c.execute(select(func.count()).select_from(S.sign_in_failures)).scalar() == 0
+    assert accounts.verify_reviewer(store, "alice", "alice-passphrase", client="session:a").ok

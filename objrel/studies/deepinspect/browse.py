@@ -19,6 +19,9 @@ DEFAULT_RESULTS_DIR = "var/inspect"
 RESULTS_GLOB = "*.json"
 # Largest upload accepted (ARCHITECTURE.md decision 9); a 1000-class result is about 40 MB.
 MAX_UPLOAD_MB = 200
+# Most classes an uploaded result may have: ranking m classes takes m(m-1)/2 pairs (1,000: about 10 s; the
+# server's own results folder has no such limit).
+MAX_UPLOAD_CLASSES = 1000
 MB = 2**20
 # Planted pairs in the order format_planted_ranks writes them, with the score that ranks each.
 PLANTED_SCORES = (("confusion", "napvd"), ("bias", "avg_bias"))
@@ -100,7 +103,12 @@ def read_upload(actor: Actor, name: str, data: bytes) -> InspectResult:
     by whoever made the file, so the server opens none of them."""
     authorize(actor, UPLOAD_RESULTS, repr(name))
     check_upload_size(name, len(data))
-    return InspectResult.load(data)
+    result = InspectResult.load(data)
+    if result.n_classes > MAX_UPLOAD_CLASSES:
+        raise ValueError(f"{name} analyses {result.n_classes} classes; an upload may have at most "
+                         f"{MAX_UPLOAD_CLASSES} (ranking grows with the square of the classes); put larger results "
+                         "in the results folder")
+    return result
 
 
 def train_planted(actor: Actor, seed: int) -> InspectResult:

@@ -192,7 +192,7 @@ class InspectResult:
         if int(d.get("version", 0)) > FORMAT_VERSION:
             raise ValueError(f"inspect result version {d.get('version')} is newer than this objrel "
                              f"(reads up to {FORMAT_VERSION})")
-        return cls(
+        return _checked(cls(
             model=dict(d["model"]), source=dict(d["source"]), task=d["task"],
             activation_threshold=float(d["activation_threshold"]), n_images=int(d["n_images"]),
             layers=tuple((n, int(s)) for n, s in d["layers"]),
@@ -205,7 +205,7 @@ class InspectResult:
             evaluations=tuple(Evaluation.from_dict(e) for e in d.get("evaluations", ())),
             examples={int(k): tuple(v) for k, v in d.get("examples", {}).items()},
             planted=d.get("planted"), notes=tuple(d.get("notes", ())), seconds=float(d.get("seconds", 0.0)),
-        )
+        ))
 
     def save(self, path) -> Path:
         p = Path(path)
@@ -377,3 +377,24 @@ def aucec_curves(result: InspectResult, error: str) -> pd.DataFrame:
         if e.error == error:
             rows += [{"method": e.method, "inspected": x, "found": y} for x, y in zip(e.curve_x, e.curve_y)]
     return pd.DataFrame(rows, columns=["method", "inspected", "found"])
+
+
+def _checked(result: InspectResult) -> InspectResult:
+    """``result`` when its parts agree on the number of classes m (names, indices, counts, every (m, m)
+    matrix); ValueError naming the first part that does not, so a hand-made file fails here in one line
+    instead of deep inside the ranking."""
+    m = len(result.class_index)
+    parts = {"class_names": len(result.class_names), "class_counts": len(result.class_counts)}
+    for name, n in parts.items():
+        if n != m:
+            raise ValueError(f"the inspect result lists {m} class indices but {n} {name}; expected as many")
+    matrices = {"napvd": result.napvd, "avg_bias": result.avg_bias}
+    if result.ground_truth is not None:
+        matrices |= {"ground_truth.error": result.ground_truth.error, "ground_truth.avg_cd": result.ground_truth.avg_cd}
+    if result.weights is not None:
+        matrices |= {"weights.distances": result.weights.distances, "weights.avg_bias": result.weights.avg_bias}
+    for name, matrix in matrices.items():
+        if matrix.shape != (m, m):
+            raise ValueError(f"the inspect result's {name} is {'x'.join(map(str, matrix.shape))}; expected {m}x{m} "
+                             f"for its {m} classes")
+    return result

@@ -120,7 +120,7 @@ def start_form() -> None:
             config = form.to_config(base)
             with st.spinner("Starting the run process ..."):
                 job = jobs.start_web_run(actor, store, config)
-            st.success(f"Run {job.run_id} started (process {job.pid}; log {job.log}).")
+            st.success(f"Run {job.run_id} started in its own process; its progress shows below.")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not start the run: {exc}")
 
@@ -237,7 +237,7 @@ def resume_section(stopped: dict) -> None:
     if st.button("Resume", key="runs_resume_btn"):
         try:
             job = jobs.resume_web_run(actor, store, pick)
-            st.success(f"Run {job.run_id} resumed (process {job.pid}; log {job.log}).")
+            st.success(f"Run {job.run_id} resumed in its own process; its progress shows below.")
         except Exception as exc:  # shown to the user, the page stays up
             st.error(f"Could not resume run {pick}: {exc}")
 

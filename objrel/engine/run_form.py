@@ -43,6 +43,8 @@ ZOO_DETECTORS = ("haar:frontalface_default", "haar:frontalcatface", "haar:fronta
                  "hog:people", "mtcnn")
 # Model specs that run arbitrary code: never from the web, not even registered by an admin.
 CODE_PREFIX = "py:"
+# Largest batch a run started from the web may use (the CLI is not limited): a larger one only costs memory.
+MAX_WEB_BATCH = 256
 # Folders the web app may read datasets and weights from: os.pathsep-separated in this variable, else
 # the bundled demo and the uploads folder.
 DATA_ROOTS_ENV = "OBJREL_DATA_ROOTS"
@@ -164,6 +166,14 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
         _inside_roots("dataset", config.dataset, roots)
     _inside_roots("images folder", config.images, roots)
     _inside_roots("weights file", config.weights, roots)
+    _inside_roots("synset mapping", config.synset_mapping, roots)
+    # what the form does not show cannot come in through a base run's settings either: the app runs on this
+    # machine, one process per run, with batches no larger than the form would offer
+    if getattr(config, "engine", "local") != "local":
+        raise ConfigError(f"the web app runs on this machine only (engine local); got engine={config.engine!r}. "
+                          "Start Ray runs with the objrel command")
+    if config.batch_size > MAX_WEB_BATCH:
+        raise ConfigError(f"batch_size must be at most {MAX_WEB_BATCH} from the web app; got {config.batch_size}")
     return config
 
 

@@ -15,11 +15,12 @@ objrel does not know (a newer objrel wrote it), and a database of another applic
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect, select, text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from objrel.constants import SQLITE_BUSY_TIMEOUT_MS
@@ -157,6 +158,22 @@ def _refuse_unknown(state: StoreVersion, url) -> None:
                          f"revision; expected one of {sorted(LEGACY_REVISIONS)} (a store made before Alembic)")
 
 
+def _one_line(fn):
+    """Turn the database's own error (a file that is not a database, a damaged one) into one StoreError line
+    naming the store, as opening a store does."""
+    @wraps(fn)
+    def guarded(engine: Engine, *args, **kwargs):
+        try:
+            return fn(engine, *args, **kwargs)
+        except DBAPIError as exc:
+            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(getattr(exc, "orig", exc)).strip() \
+                else type(exc).__name__
+            raise StoreError(f"{_name(engine.url)}: expected an objrel store, got a file that is not a usable objrel "
+                             f"database ({reason})") from None
+    return guarded
+
+
+@_one_line
 def version(engine: Engine) -> StoreVersion:
     """Where the store behind ``engine`` stands (read only); StoreError for a foreign or newer store."""
     with engine.connect() as conn:
@@ -199,6 +216,7 @@ def _migration_engine(engine: Engine) -> Engine:
     return mig
 
 
+@_one_line
 def upgrade(engine: Engine, target: str = "head") -> UpgradeResult:
     """Bring the store behind ``engine`` to ``target`` (a revision id or ``head``) in one transaction that
     holds the store's write lock.  An empty database gets the current schema (``schema.metadata``) stamped

@@ -276,6 +276,22 @@ def test_web_runs_refuse_code_in_any_setting_also_inherited(tmp_path):
     assert store.list_runs() == []                     # nothing started
 
 
+def test_web_runs_refuse_settings_the_form_does_not_offer(tmp_path):
+    """A base run started on the server may carry settings the form never offers: a synset mapping outside the
+    allowed folders, the Ray engine with thousands of workers, a huge batch; the web policy refuses each."""
+    from objrel.engine.run_form import MAX_WEB_BATCH, check_web_config
+
+    store = Store(tmp_path / "web.db")
+    base = RunConfig(model="efficientnet-lite0", dataset="demo")
+    with pytest.raises(ConfigError, match="synset mapping must lie inside an allowed folder"):
+        check_web_config(store, base.replace(synset_mapping="/etc/passwd"))
+    with pytest.raises(ConfigError, match="runs on this machine only .engine local.; got engine='ray'"):
+        check_web_config(store, base.replace(engine="ray", workers=9999))
+    with pytest.raises(ConfigError, match=f"batch_size must be at most {MAX_WEB_BATCH}"):
+        check_web_config(store, base.replace(batch_size=10**9))
+    assert check_web_config(store, base) == base
+
+
 def test_admins_register_models_for_the_web_list(tmp_path):
     from objrel.engine.run_form import CLASSIFIER, allow_model, web_models
 

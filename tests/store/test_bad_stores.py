@@ -86,7 +86,7 @@ def test_the_cli_refuses_it_in_one_line(bad):
     case, path = bad
     before = digest(path)
     code = "import sys; from objrel.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    for argv in (["runs"], ["summary", "1"], ["store", "version"]):
+    for argv in (["runs"], ["summary", "1"], ["store", "version"], ["store", "upgrade"]):
         out = subprocess.run([sys.executable, "-c", code, *argv, "--store", str(path)], cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 2, out

@@ -195,6 +195,20 @@ _watchers: list[list] = []
 _watch_lock = threading.Lock()
 
 
+def _as_target(target: Target | str | None) -> Target:
+    return Target(target) if isinstance(target, str) else (target or Target())
+
+
+def _refusal(actor: Actor, r: Rule, target: Target) -> str | None:
+    """None when ``r`` lets ``actor`` act on ``target``; else why not: ``""`` for want of a role that permits
+    it (NotAllowed words that itself), or the reason the actor is excluded from this target."""
+    if r.roles and not actor.holds(r.roles) and not (target.owner is not None and target.owner == actor.name):
+        return ""
+    if actor.name is not None and actor.name in target.excluded:
+        return target.excluded_because or "they are a party to it"
+    return None
+
+
 def authorize(actor: Actor, action: str, target: Target | str | None = None) -> Actor:
     """Let ``actor`` do ``action`` on ``target``, or raise NotAllowed saying who, what and why.
 
@@ -202,30 +216,19 @@ def authorize(actor: Actor, action: str, target: Target | str | None = None) -> 
     caller's word).  Returns the actor, so callers can write ``who = authorize(actor, ...).name``."""
     if not isinstance(actor, Actor):
         raise TypeError(f"authorize needs an objrel.access.Actor as its first argument; got {type(actor).__name__}")
-    r = rule(action)
-    target = Target(target) if isinstance(target, str) else (target or Target())
-    doing = f"{r.what} ({target.what})" if target.what else r.what
-    reason = None
-    if r.roles and not actor.holds(r.roles) and not (target.owner is not None and target.owner == actor.name):
-        reason = ""
-    elif actor.name is not None and actor.name in target.excluded:
-        reason = target.excluded_because or "they are a party to it"
+    r, target = rule(action), _as_target(target)
+    reason = _refusal(actor, r, target)
     _notify(actor, action, target, reason is None)
-    if reason == "":
-        raise NotAllowed(actor.name, doing, r.roles, tuple(sorted(actor.roles)))
     if reason is not None:
-        raise NotAllowed(actor.name, doing, r.roles, tuple(sorted(actor.roles)), reason=reason)
+        doing = f"{r.what} ({target.what})" if target.what else r.what
+        raise NotAllowed(actor.name, doing, r.roles, tuple(sorted(actor.roles)), reason=reason or None)
     return actor
 
 
 def permits(actor: Actor, action: str, target: Target | str | None = None) -> bool:
     """True when ``authorize`` would let ``actor`` do ``action`` (for pages deciding what to offer; the
     function that acts still calls ``authorize``)."""
-    r = rule(action)
-    target = Target(target) if isinstance(target, str) else (target or Target())
-    if actor.name is not None and actor.name in target.excluded:
-        return False
-    return not r.roles or actor.holds(r.roles) or (target.owner is not None and target.owner == actor.name)
+    return _refusal(actor, rule(action), _as_target(target)) is None
 
 
 def _notify(actor: Actor, action: str, target: Target, granted: bool) -> None:

@@ -126,12 +126,10 @@ def _inspect_upload(digest: str, _name: str, _data: bytes):
 
 def inspect_upload(actor, name: str, digest: str, data: bytes):
     """An uploaded result for a signed-in ``actor``, cached by its digest (never by its bytes, which would keep
-    every upload in memory as a cache key)."""
+    every upload in memory as a cache key); ``read_upload`` checks its size and contents."""
     from objrel.access import UPLOAD_RESULTS, authorize
-    from objrel.studies.deepinspect.browse import check_upload_size
 
     authorize(actor, UPLOAD_RESULTS, repr(name))
-    check_upload_size(name, len(data))
     return _inspect_upload(digest, name, data)
 
 

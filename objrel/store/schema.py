@@ -15,6 +15,8 @@ metadata = MetaData()
 
 # Characters of a relation verdict: room for 'not evaluated' (a mutation a decided lazy vote skipped).
 VERDICT_LENGTH = 16
+# Characters of a reviewer's validity call on a mutant (objrel.review.VALIDITY: valid | invalid | unsure).
+VALIDITY_LENGTH = 12
 
 # The schema_version recorded in objrel_meta: 1-3 before objrel used Alembic (1: schema 1; 2: detection
 # tables; 3: samples notes, attempts and the trust tables), 4 from revision 0005 on.  The schema itself is
@@ -151,6 +153,7 @@ reviewers = Table(
     Column("pass_hash", String(200)),       # scrypt hash "scrypt$n$r$p$salt_hex$hash_hex"; null for OIDC users
     Column("oidc_subject", String(300)),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("settings", JSON),               # per-account settings, e.g. {"lime_after_call": true} (rev 0007)
 )
 
 judgments = Table(
@@ -165,6 +168,7 @@ judgments = Table(
     Column("note", Text),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("validity", String(VALIDITY_LENGTH)),     # the call on the mutant: valid | invalid | unsure (rev 0007)
     UniqueConstraint("run_id", "sample_id", "relation", "reviewer", name="uq_judgment"),
 )
 Index("ix_judgments_run", judgments.c.run_id, judgments.c.relation)
@@ -180,6 +184,7 @@ consensus = Table(
     Column("note", Text),
     Column("adjudicator", String(100), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("validity", String(VALIDITY_LENGTH)),     # the call on the mutant: valid | invalid | unsure (rev 0007)
     UniqueConstraint("run_id", "sample_id", "relation", name="uq_consensus"),
 )
 
@@ -320,6 +325,7 @@ judgment_versions = Table(
     Column("note", Text),
     Column("after_close", Boolean, nullable=False),     # made after both reviewers closed the review sample
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("validity", String(VALIDITY_LENGTH)),     # the call on the mutant: valid | invalid | unsure (rev 0007)
     UniqueConstraint("run_id", "sample_id", "relation", "reviewer", "version", name="uq_judgment_version"),
 )
 
@@ -346,3 +352,38 @@ attempts = Table(
     Column("sample_id", String(300), primary_key=True),
     Column("count", Integer, nullable=False),
 )
+
+# ---------------------------------------------------------------- the review day (revision 0007)
+# A signed-in browser's session: only the SHA-256 of its random cookie token is kept (objrel.store.sessions);
+# it ends at expires_at, or earlier when revoked (sign-out, a role change, an admin).
+app_sessions = Table(
+    "app_sessions", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("reviewer", String(100), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("last_seen_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True)),
+    Column("revoked_because", String(40)),              # sign-out | role-change | admin | ...
+)
+Index("ix_app_sessions_reviewer", app_sessions.c.reviewer)
+
+# Work the app starts in the background for a review sample (LIME computed ahead): its progress, read by pages.
+review_jobs = Table(
+    "review_jobs", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),         # lime
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("status", String(12), nullable=False),       # queued | running | finished | failed | cancelled
+    Column("done", Integer, nullable=False),
+    Column("total", Integer, nullable=False),
+    Column("pid", Integer),
+    Column("host", String(255)),
+    Column("error", Text),                              # one line, no path
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+)
+Index("ix_review_jobs_run", review_jobs.c.run_id, review_jobs.c.relation, review_jobs.c.kind)

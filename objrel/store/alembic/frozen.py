@@ -4,7 +4,8 @@ revisions).  Do not edit: a change of the schema is a new revision.
 
 * ``SCHEMA_1``: the tables of schema 1 (revision 0001), classifier and detection runs alike in ``samples``;
 * ``SCHEMA_2``: the detection tables revision 0002 adds;
-* ``SCHEMA_3``: the crash bookkeeping and trust tables of revision 0003.
+* ``SCHEMA_3``: the crash bookkeeping and trust tables of revision 0003;
+* ``SCHEMA_7``: the review-day tables of revision 0007 (app sessions, background review jobs).
 """
 
 from __future__ import annotations
@@ -317,3 +318,37 @@ SCHEMA_1 = (meta, runs, samples, predictions, verdicts, votes, reviewers, judgme
             explanations, retests)
 SCHEMA_2 = (detection_units, detection_verdicts)
 SCHEMA_3 = (account_roles, sign_in_failures, judgment_versions, allowed_models, attempts)
+
+# ---------------------------------------------------------------- revision 0007: the review day
+app_sessions = Table(
+    "app_sessions", schema_1,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("reviewer", String(100), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("last_seen_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True)),
+    Column("revoked_because", String(40)),
+)
+Index("ix_app_sessions_reviewer", app_sessions.c.reviewer)
+
+review_jobs = Table(
+    "review_jobs", schema_1,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("status", String(12), nullable=False),
+    Column("done", Integer, nullable=False),
+    Column("total", Integer, nullable=False),
+    Column("pid", Integer),
+    Column("host", String(255)),
+    Column("error", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+)
+Index("ix_review_jobs_run", review_jobs.c.run_id, review_jobs.c.relation, review_jobs.c.kind)
+
+SCHEMA_7 = (app_sessions, review_jobs)

@@ -16,7 +16,7 @@ import datetime as dt
 import math
 import numbers
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,10 @@ from objrel.intervals import wilson_interval
 from objrel import access as A
 from objrel.access import Actor, Target
 from objrel.review.accounts import check_name
-from objrel.review.judgments import (VERDICTS, Judgment, check_call, check_relation, check_run_id, check_sample_id,
+from objrel.review.coefficients import (KAPPA_CI_LEVEL, KAPPA_SE_COHEN1960, KAPPA_SE_FLEISS,  # noqa: F401 (re-exported)
+                                        KAPPA_SE_METHODS, LANDIS_KOCH_BANDS, POOR_BAND, UNDEFINED_BAND, Kappa,
+                                        cohen_kappa, landis_koch_band)
+from objrel.review.judgments import (Judgment, check_call, check_relation, check_run_id, check_sample_id,
                                      iso, judgments)
 from objrel.review.sampling import review_sample_info
 from objrel.store import Store
@@ -33,58 +36,8 @@ from objrel.store import reviews as review_rows
 if TYPE_CHECKING:  # pandas is imported lazily: the review workers do not need it
     import pandas as pd
 
-# Confidence level of the kappa interval.
-KAPPA_CI_LEVEL = 0.95
-# Landis & Koch (1977): upper bound (inclusive) of each band; kappa < 0 is "poor".
-LANDIS_KOCH_BANDS = ((0.20, "slight"), (0.40, "fair"), (0.60, "moderate"), (0.80, "substantial"),
-                     (1.00, "almost perfect"))
-POOR_BAND = "poor"
-UNDEFINED_BAND = "undefined"
 # Judgments needed before an unadjudicated item can count as agreed.
 MIN_CONSENSUS_REVIEWERS = 2
-# Floating-point slack for p_e == 1 and for band edges such as kappa = 0.2.
-_EPS = 1e-12
-
-
-@dataclass(frozen=True)
-class Kappa:
-    """Cohen's kappa of two raters over ``n`` items.
-
-    observed (p_o) and expected (p_e) agreement are fractions in [0, 1]; kappa =
-    (p_o - p_e) / (1 - p_e); se is the asymptotic standard error named by ``se_method``
-    (``fleiss``: Fleiss, Cohen & Everitt 1969, the default; ``cohen1960``: Cohen's 1960
-    approximation); ci_low/ci_high is kappa -+ z se at ``ci_level``, clipped to [-1, 1].
-    kappa, se and the interval are None (band ``undefined``) when p_e == 1, i.e. both raters
-    used one and the same category for every item.
-    confusion[i][j] counts items rater A called categories[i] and rater B categories[j].
-    """
-
-    kappa: float | None
-    observed: float
-    expected: float
-    n: int
-    se: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci_level: float
-    band: str
-    categories: tuple[str, ...]
-    confusion: tuple[tuple[int, ...], ...]
-    se_method: str = "fleiss"
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["categories"] = list(self.categories)
-        d["confusion"] = [list(r) for r in self.confusion]
-        return d
-
-    def confusion_frame(self, name_a: str = "A", name_b: str = "B") -> pd.DataFrame:
-        """The confusion table as a DataFrame: rows ``name_a``'s calls, columns ``name_b``'s."""
-        import pandas as pd
-
-        return pd.DataFrame([list(r) for r in self.confusion],
-                            index=pd.Index([f"{name_a}: {c}" for c in self.categories]),
-                            columns=[f"{name_b}: {c}" for c in self.categories])
 
 
 @dataclass(frozen=True)
@@ -174,119 +127,6 @@ class Disagreement:
             d[k] = list(d[k])
         d["resolved"] = self.resolved
         return d
-
-
-# ---------------------------------------------------------------- kappa
-
-
-def landis_koch_band(kappa: float | None) -> str:
-    """Landis & Koch (1977): < 0 poor, 0-0.20 slight, 0.21-0.40 fair, 0.41-0.60 moderate,
-    0.61-0.80 substantial, 0.81-1 almost perfect (upper bounds inclusive); None -> undefined."""
-    if kappa is None or math.isnan(kappa):
-        return UNDEFINED_BAND
-    if kappa < -_EPS:
-        return POOR_BAND
-    for upper, name in LANDIS_KOCH_BANDS:
-        if kappa <= upper + _EPS:
-            return name
-    return LANDIS_KOCH_BANDS[-1][1]
-
-
-# Names of the kappa standard errors ``cohen_kappa`` offers.
-KAPPA_SE_FLEISS = "fleiss"
-KAPPA_SE_COHEN1960 = "cohen1960"
-KAPPA_SE_METHODS = (KAPPA_SE_FLEISS, KAPPA_SE_COHEN1960)
-
-
-def _kappa_variance_fleiss(table: list[list[int]], n: int, kappa: float, p_e: float) -> float:
-    """Var(kappa) of Fleiss, Cohen & Everitt (1969, Psychol. Bull. 72(5), eq. 13), the asymptotic
-    variance statsmodels reports as ``var_kappa``.  With p_ij the cell shares, p_i. the row (rater A)
-    and p_.j the column (rater B) shares:
-
-      A = sum_i p_ii (1 - (p_i. + p_.i)(1 - kappa))^2
-      B = (1 - kappa)^2 sum_{i != j} p_ij (p_.i + p_j.)^2
-      C = (kappa - p_e (1 - kappa))^2
-      Var = (A + B - C) / (n (1 - p_e)^2)
-
-    It is exactly 0 when one rater used a single category (then kappa = 0 for every split of the
-    other rater's calls) and when agreement is perfect; rounding noise below zero is clipped."""
-    k = len(table)
-    p = [[table[i][j] / n for j in range(k)] for i in range(k)]
-    row = [sum(p[i]) for i in range(k)]
-    col = [sum(p[i][j] for i in range(k)) for j in range(k)]
-    a = sum(p[i][i] * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2 for i in range(k))
-    b = (1 - kappa) ** 2 * sum(p[i][j] * (col[i] + row[j]) ** 2
-                               for i in range(k) for j in range(k) if i != j)
-    c = (kappa - p_e * (1 - kappa)) ** 2
-    return max(0.0, (a + b - c) / (n * (1 - p_e) ** 2))
-
-
-def cohen_kappa(calls_a: Sequence[str], calls_b: Sequence[str], categories: Sequence[str] = VERDICTS,
-                ci_level: float = KAPPA_CI_LEVEL, se_method: str = KAPPA_SE_FLEISS) -> Kappa:
-    """Cohen's kappa of two raters who each called the same ``n`` items.
-
-    p_o = share of items with the same call; p_e = sum over categories of the product of the
-    two raters' marginal shares; kappa = (p_o - p_e) / (1 - p_e) (Cohen 1960).  Standard error,
-    chosen by ``se_method``:
-
-    * ``fleiss`` (default): the asymptotic SE of Fleiss, Cohen & Everitt (1969), see
-      ``_kappa_variance_fleiss``; it is what ``statsmodels.stats.inter_rater.cohens_kappa`` reports
-      as ``std_kappa`` (and SAS/Stata as the ASE).  It is 0 when one rater's calls are constant.
-    * ``cohen1960``: Cohen's (1960) approximation sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)), which
-      treats p_e as known and so ignores the marginals' sampling error.
-
-    The interval is kappa -+ z se (z = Phi^-1(1 - (1 - ci_level) / 2) = 1.96 for 95%), clipped to
-    [-1, 1].  When p_e == 1 (both raters used one and the same category throughout, so p_o == 1
-    too) kappa is 0/0: kappa, se and the interval are None and the band is ``undefined``; we do
-    not report 1, because such data cannot show agreement beyond chance.
-
-    Raises ValueError for lists of different lengths, no items, a call outside ``categories`` or
-    an unknown ``se_method``.
-    """
-    a, b = list(calls_a), list(calls_b)
-    cats = tuple(categories)
-    if se_method not in KAPPA_SE_METHODS:
-        raise ValueError(f"se_method must be one of {list(KAPPA_SE_METHODS)}; got {se_method!r}")
-    if len(cats) < 2 or len(set(cats)) != len(cats):
-        raise ValueError(f"categories must be at least two distinct values; got {list(cats)}")
-    if len(a) != len(b):
-        raise ValueError(f"both raters must call the same items: {len(a)} calls against {len(b)}")
-    if not a:
-        raise ValueError("kappa needs at least one item both raters called; got none")
-    for who, calls in (("A", a), ("B", b)):
-        bad = sorted({c for c in calls if c not in cats}, key=str)
-        if bad:
-            raise ValueError(f"rater {who} made calls outside the categories {list(cats)}: {bad}")
-    if not 0 < ci_level < 1:
-        raise ValueError(f"ci_level must lie strictly between 0 and 1; got {ci_level!r}")
-    idx = {c: i for i, c in enumerate(cats)}
-    k = len(cats)
-    table = [[0] * k for _ in range(k)]
-    for x, y in zip(a, b):
-        table[idx[x]][idx[y]] += 1
-    n = len(a)
-    p_o = sum(table[i][i] for i in range(k)) / n
-    row = [sum(table[i]) / n for i in range(k)]
-    col = [sum(table[i][j] for i in range(k)) / n for j in range(k)]
-    p_e = sum(r * c for r, c in zip(row, col))
-    confusion = tuple(tuple(r) for r in table)
-    if 1 - p_e < _EPS:
-        return Kappa(kappa=None, observed=p_o, expected=p_e, n=n, se=None, ci_low=None, ci_high=None,
-                     ci_level=ci_level, band=UNDEFINED_BAND, categories=cats, confusion=confusion,
-                     se_method=se_method)
-    from scipy.stats import norm
-
-    kappa = (p_o - p_e) / (1 - p_e)
-    if se_method == KAPPA_SE_COHEN1960:
-        se = math.sqrt(p_o * (1 - p_o) / (n * (1 - p_e) ** 2))
-    elif len(set(a)) == 1 or len(set(b)) == 1:
-        se = 0.0  # kappa is 0 whatever the other rater does: no sampling variation (exact, not rounded)
-    else:
-        se = math.sqrt(_kappa_variance_fleiss(table, n, kappa, p_e))
-    z = float(norm.ppf(1 - (1 - ci_level) / 2))
-    return Kappa(kappa=kappa, observed=p_o, expected=p_e, n=n, se=se, ci_low=max(-1.0, kappa - z * se),
-                 ci_high=min(1.0, kappa + z * se), ci_level=ci_level, band=landis_koch_band(kappa),
-                 categories=cats, confusion=confusion, se_method=se_method)
 
 
 def _two_reviewers(reviewer_a: str, reviewer_b: str) -> tuple[str, str]:

@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 	# MTCNN weights ship in facenet-pytorch, whose pins (torch<2.3, numpy<2) cannot be met: install it alone
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "facenet-pytorch==2.6.0"
+	# irrCAC, the reference the agreement coefficients are tested against, pins scipy==1.12.0 and pandas<3
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "irrCAC==0.4.4"
 	touch $(STAMP)
 
 demo: setup

@@ -33,6 +33,7 @@ ROLE_LABELS = {REVIEWER: "reviewer", ADJUDICATOR: "adjudicator", RUN_OPERATOR: "
 EVERYONE = ()                                    # no role needed: visitors without an account too
 ANY_ACCOUNT = ROLES                              # any signed-in account that holds a role
 JUDGE_ROLES = (REVIEWER,)
+REVIEW_ROLES = (REVIEWER, ADJUDICATOR, ADMIN)    # the review's parties and overseers
 PAIR_ROLES = (ADJUDICATOR, ADMIN)
 INSPECT_ROLES = (REVIEWER, ADJUDICATOR, ADMIN)   # LIME and box re-tests cost CPU and write the store
 OPERATE_ROLES = (RUN_OPERATOR, ADMIN)
@@ -65,6 +66,8 @@ class Rule:
 JUDGE = "judge"
 ADJUDICATE = "adjudicate"
 SEE_CALLS = "see-calls"
+SEE_CALIBRATION = "see-calibration"
+EXPORT_JUDGMENTS = "export-judgments"
 DRAW_SAMPLE = "draw-review-sample"
 REDRAW_SAMPLE = "redraw-review-sample"
 EXPLAIN = "explain"
@@ -91,6 +94,10 @@ _RULES = (
     Rule(JUDGE, JUDGE_ROLES, (WRITES,), "judge flagged inferences"),
     Rule(ADJUDICATE, PAIR_ROLES, (WRITES, REVEALS), "adjudicate disagreements"),
     Rule(SEE_CALLS, PAIR_ROLES, (REVEALS,), "see reviewers' calls"),
+    # a reviewer only for a closed sample they closed (objrel.review.calibration checks that through a Target)
+    Rule(SEE_CALIBRATION, REVIEW_ROLES, (REVEALS,), "see a closed review sample's calibration"),
+    # a reviewer gets their own rows and the rows of samples they closed (objrel.review.export)
+    Rule(EXPORT_JUDGMENTS, REVIEW_ROLES, (REVEALS,), "export judgments"),
     Rule(DRAW_SAMPLE, INSPECT_ROLES, (WRITES,), "draw a review sample"),
     Rule(REDRAW_SAMPLE, MANAGE_ROLES, (WRITES,), "replace a drawn review sample"),
     Rule(EXPLAIN, INSPECT_ROLES, (STARTS, WRITES), "compute LIME explanations"),

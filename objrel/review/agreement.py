@@ -25,9 +25,10 @@ from objrel import access as A
 from objrel.access import Actor, Target
 from objrel.review.accounts import check_name
 from objrel.review.coefficients import (KAPPA_CI_LEVEL, KAPPA_SE_COHEN1960, KAPPA_SE_FLEISS,  # noqa: F401 (re-exported)
-                                        KAPPA_SE_METHODS, LANDIS_KOCH_BANDS, POOR_BAND, UNDEFINED_BAND, Kappa,
-                                        cohen_kappa, landis_koch_band)
-from objrel.review.judgments import (Judgment, check_call, check_relation, check_run_id, check_sample_id,
+                                        KAPPA_SE_METHODS, LANDIS_KOCH_BANDS, POOR_BAND, UNDEFINED_BAND,
+                                        AgreementCoefficients, Kappa, agreement_coefficients, cohen_kappa,
+                                        landis_koch_band)
+from objrel.review.judgments import (INVALID, VALIDITY, Judgment, check_call, check_validity, check_relation, check_run_id, check_sample_id,
                                      iso, judgments)
 from objrel.review.sampling import review_sample_info
 from objrel.store import Store
@@ -38,6 +39,10 @@ if TYPE_CHECKING:  # pandas is imported lazily: the review workers do not need i
 
 # Judgments needed before an unadjudicated item can count as agreed.
 MIN_CONSENSUS_REVIEWERS = 2
+# What a disagreement without an adjudication says.
+NOT_ADJUDICATED = "not adjudicated yet"
+# Kinds of disagreement.
+VERDICT_DISAGREEMENT, REASONS_DISAGREEMENT, VALIDITY_DISAGREEMENT = "verdict", "reasons", "validity"
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,9 @@ class Consensus:
     """The decided call of one item.
 
     source: ``adjudicated`` (a row of the consensus table; ``adjudicator`` says who) or
-    ``agreed`` (computed on read: every reviewer who judged it made the same call).
+    ``agreed`` (computed on read: every reviewer who judged it made the same call).  validity: the
+    decided call on the mutant: the adjudicator's, or the reviewers' when all of them gave the same one;
+    None otherwise.
     """
 
     run_id: int
@@ -90,6 +97,7 @@ class Consensus:
     adjudicator: str | None
     reviewers: tuple[str, ...]
     decided_at: dt.datetime | None
+    validity: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -101,7 +109,8 @@ class Consensus:
 @dataclass(frozen=True)
 class Disagreement:
     """An item two reviewers called differently: ``kind`` is ``verdict`` or ``reasons``
-    (both said fp, for different reasons).  ``resolved_*`` is the adjudication, if any."""
+    (both said fp, for different reasons), or, when asked for, ``validity`` (same verdict and reasons, different
+    validity calls on the mutant).  ``resolved_*`` is the adjudication, if any."""
 
     sample_id: str
     position: int | None
@@ -116,16 +125,29 @@ class Disagreement:
     resolved_reasons: tuple[str, ...]
     resolved_note: str | None
     resolved_by: str | None
+    validity_a: str | None = None
+    validity_b: str | None = None
+    resolved_validity: str | None = None
+    resolved_at: dt.datetime | None = None
 
     @property
     def resolved(self) -> bool:
         return self.resolved_verdict is not None
+
+    @property
+    def resolution_text(self) -> str:
+        """The adjudication in words, or ``NOT_ADJUDICATED``."""
+        if not self.resolved:
+            return NOT_ADJUDICATED
+        reasons = f" ({', '.join(self.resolved_reasons)})" if self.resolved_reasons else ""
+        return f"{self.resolved_verdict}{reasons} by {self.resolved_by}"
 
     def to_dict(self) -> dict:
         d = asdict(self)
         for k in ("reasons_a", "reasons_b", "resolved_reasons"):
             d[k] = list(d[k])
         d["resolved"] = self.resolved
+        d["resolved_at"] = iso(self.resolved_at)
         return d
 
 
@@ -151,12 +173,28 @@ def agreement(store: Store, run_id: int, relation: str, reviewer_a: str, reviewe
                      n_both=len(both), pairs=pairs, kappa=kappa)
 
 
+def validity_agreement(store: Store, run_id: int, relation: str, reviewer_a: str,
+                       reviewer_b: str) -> AgreementCoefficients:
+    """Kappa, AC1 and PABAK of two reviewers' validity calls (``VALIDITY``) over the items both gave one
+    (any flagged item, drawn or not, like ``agreement``); n = 0, every coefficient undefined, when none."""
+    rid = check_run_id(run_id)
+    relation = check_relation(relation)
+    a, b = _two_reviewers(reviewer_a, reviewer_b)
+    va = {j.sample_id: j.validity for j in judgments(store, rid, relation, reviewer=a) if j.validity is not None}
+    vb = {j.sample_id: j.validity for j in judgments(store, rid, relation, reviewer=b) if j.validity is not None}
+    both = sorted(va.keys() & vb.keys())
+    return agreement_coefficients([va[s] for s in both], [vb[s] for s in both], categories=VALIDITY)
+
+
 # ---------------------------------------------------------------- consensus
 
 
-def disagreements(store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str) -> list[Disagreement]:
+def disagreements(store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str, *,
+                  include_validity: bool = False) -> list[Disagreement]:
     """Items both reviewers judged with different verdicts (``kind='verdict'``) or, both calling
-    them fp, different reasons (``kind='reasons'``); resolved ones carry the adjudication.
+    them fp, different reasons (``kind='reasons'``); with ``include_validity`` also items they called alike
+    but whose mutant both judged, differently (``kind='validity'``; these are not adjudicated: the verdict
+    is agreed).  Resolved ones carry the adjudication.
     Ordered by draw position (items outside the draw last), then sample id."""
     rid = check_run_id(run_id)
     relation = check_relation(relation)
@@ -170,9 +208,11 @@ def disagreements(store: Store, run_id: int, relation: str, reviewer_a: str, rev
     for sid in sorted(ja.keys() & jb.keys(), key=lambda s: (pos.get(s, math.inf), s)):
         x, y = ja[sid], jb[sid]
         if x.verdict != y.verdict:
-            kind = "verdict"
+            kind = VERDICT_DISAGREEMENT
         elif x.reasons != y.reasons:
-            kind = "reasons"
+            kind = REASONS_DISAGREEMENT
+        elif include_validity and None not in (x.validity, y.validity) and x.validity != y.validity:
+            kind = VALIDITY_DISAGREEMENT
         else:
             continue
         r = adj.get(sid)
@@ -182,7 +222,10 @@ def disagreements(store: Store, run_id: int, relation: str, reviewer_a: str, rev
                                 resolved_verdict=r["verdict"] if r else None,
                                 resolved_reasons=tuple(r["reasons"] or ()) if r else (),
                                 resolved_note=r["note"] if r else None,
-                                resolved_by=r["adjudicator"] if r else None))
+                                resolved_by=r["adjudicator"] if r else None,
+                                validity_a=x.validity, validity_b=y.validity,
+                                resolved_validity=r.get("validity") if r else None,
+                                resolved_at=r["created_at"] if r else None))
     return out
 
 
@@ -232,22 +275,26 @@ def pair_view(actor: Actor, store: Store, run_id: int, relation: str, reviewer_a
 def _adjudicated(row: dict) -> Consensus:
     return Consensus(run_id=int(row["run_id"]), sample_id=row["sample_id"], relation=row["relation"],
                      verdict=row["verdict"], reasons=tuple(row["reasons"] or ()), note=row["note"],
-                     source="adjudicated", adjudicator=row["adjudicator"], reviewers=(), decided_at=row["created_at"])
+                     source="adjudicated", adjudicator=row["adjudicator"], reviewers=(), decided_at=row["created_at"],
+                     validity=row.get("validity"))
 
 
 def adjudicate(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str, verdict: str,
-               reasons: Iterable[str], note: str | None = None) -> Consensus:
+               reasons: Iterable[str], note: str | None = None, validity: str | None = None) -> Consensus:
     """Record (or replace) the decided call of a flagged item; it overrides the reviewers' calls.
 
     Same checks as ``record_judgment``; ``actor`` must hold the adjudicator or admin role and must not have
     judged the item (NotAllowed otherwise).  Only a disagreement is adjudicated: an item that fewer than two
     reviewers judged, or that its reviewers agreed on, is refused (ValueError).  A second call
-    replaces verdict, reasons, note and adjudicator, and sets ``created_at`` to the new decision time.
+    replaces verdict, reasons, note, validity and adjudicator, and sets ``created_at`` to the new decision time.
+    ``validity`` is the decided call on the mutant (one of ``VALIDITY``, or None: not decided); ``invalid``
+    takes the item out of the precision's denominator.
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)
     sample_id = check_sample_id(sample_id)
     verdict, reasons, note = check_call(verdict, reasons, note)
+    validity = check_validity(validity)
     calls = judgments(store, rid, relation)
     parties = frozenset(j.reviewer for j in calls if j.sample_id == sample_id)
     A.authorize(actor, A.ADJUDICATE, Target(f"{relation} item {sample_id!r} of run {rid}", excluded=parties,
@@ -264,7 +311,7 @@ def adjudicate(actor: Actor, store: Store, run_id: int, sample_id: str, relation
                          "only items two reviewers judged differently are adjudicated")
     return _adjudicated(review_rows.save_adjudication(store, run_id=rid, sample_id=sample_id, relation=relation,
                                                       verdict=verdict, reasons=reasons, note=note,
-                                                      adjudicator=who))
+                                                      adjudicator=who, validity=validity))
 
 
 def _agreed(run_id: int, relation: str, calls: list[Judgment]) -> Consensus | None:
@@ -275,9 +322,11 @@ def _agreed(run_id: int, relation: str, calls: list[Judgment]) -> Consensus | No
     if any(j.verdict != first.verdict or j.reasons != first.reasons for j in calls[1:]):
         return None
     notes = [f"{j.reviewer}: {j.note}" for j in calls if j.note]
+    validities = {j.validity for j in calls}
     return Consensus(run_id=run_id, sample_id=first.sample_id, relation=relation, verdict=first.verdict,
                      reasons=first.reasons, note=" | ".join(notes) or None, source="agreed", adjudicator=None,
-                     reviewers=tuple(j.reviewer for j in calls), decided_at=max(j.updated_at for j in calls))
+                     reviewers=tuple(j.reviewer for j in calls), decided_at=max(j.updated_at for j in calls),
+                     validity=validities.pop() if len(validities) == 1 else None)
 
 
 def _decided(store: Store, run_id: int, relation: str) -> list[Consensus]:
@@ -318,7 +367,8 @@ PRECISION_COLUMNS = (
     "run", "model", "dataset", "task", "relation",
     "flagged",                # Total: inferences the primary vote flagged
     "sample size",            # items drawn for review (Cochran); 0 when nothing was drawn
-    "reviewed",               # items of the sample with a consensus (uncertain included)
+    "reviewed",               # items of the sample with a consensus (uncertain included), invalid mutants not
+    "invalid mutants",        # decided items whose mutant was decided invalid: counted apart, not in precision
     "true positive", "true positive %",
     "false positive", "false positive %",
     "multiple objects",       # fp items with this reason (shared ones included, as in Table 1)
@@ -357,6 +407,9 @@ def _precision_row(store: Store, run_id: int, relation: str) -> dict:
                 judged[j.sample_id] += 1
     open_items = universe - decided.keys()
     unresolved = sum(1 for s in open_items if judged[s] >= MIN_CONSENSUS_REVIEWERS)
+    # An invalid mutant tests nothing: the item is decided but leaves the precision's denominator.
+    invalid = {s for s, x in decided.items() if x.validity == INVALID}
+    decided = {s: x for s, x in decided.items() if s not in invalid}
     fps = [x for x in decided.values() if x.verdict == "fp"]
     has = lambda reason: sum(1 for x in fps if reason in x.reasons)  # noqa: E731
     tp = sum(1 for x in decided.values() if x.verdict == "tp")
@@ -364,6 +417,7 @@ def _precision_row(store: Store, run_id: int, relation: str) -> dict:
     return {
         "run": run_id, "model": rec.model, "dataset": rec.dataset, "task": rec.task, "relation": relation,
         "flagged": len(flagged), "sample size": draw.size if draw else 0, "reviewed": n,
+        "invalid mutants": len(invalid),
         "true positive": tp, "true positive %": _pct(tp, n),
         "false positive": len(fps), "false positive %": _pct(len(fps), n),
         "multiple objects": has("multiple-objects"), "incomplete removal": has("incomplete-removal"),
@@ -384,7 +438,9 @@ def precision_table(store: Store, run_ids: int | Iterable[int], relation: str) -
     the report built on it).  Without a draw nothing can close: every flagged item is pending.  Percentages (0-100, one
     decimal) divide by ``reviewed``, the decided items including uncertain ones, which equals the
     sample size once every drawn item is decided (the paper's denominator); NaN when nothing
-    is decided.  Columns: ``PRECISION_COLUMNS``.
+    is decided.  An item whose decided validity is ``invalid`` (both reviewers said so, or the adjudicator
+    did) tested nothing: it counts in ``invalid mutants`` and not in ``reviewed`` nor any precision, so
+    sample size = reviewed + invalid mutants + unresolved + pending.  Columns: ``PRECISION_COLUMNS``.
     """
     import pandas as pd
 

@@ -30,6 +30,12 @@ FP_REASONS = ("multiple-objects", "incomplete-removal", "other")
 VERDICT_LABELS = {"tp": "true positive", "fp": "false positive", "uncertain": "uncertain"}
 REASON_LABELS = {"multiple-objects": "multiple target objects", "incomplete-removal": "incomplete removal",
                  "other": "other"}
+# The second question of an item, on the mutant itself: is it a valid test (object really removed for MR-1,
+# background really replaced for MR-2, no artefact that alone explains the change)?  Optional beside the
+# verdict; an item whose decided validity is ``invalid`` leaves the precision's denominator.
+VALIDITY = ("valid", "invalid", "unsure")
+VALIDITY_LABELS = {"valid": "valid test", "invalid": "invalid mutant", "unsure": "unsure"}
+INVALID = "invalid"
 
 
 def iso(value: dt.datetime | None) -> str | None:
@@ -42,7 +48,8 @@ class Judgment:
     """One reviewer's call on one flagged inference (run, sample, relation).
 
     verdict: one of ``VERDICTS``; reasons: a subset of ``FP_REASONS`` in that order, empty
-    unless the verdict is ``fp``; note: free text (required with the reason ``other``).
+    unless the verdict is ``fp``; note: free text (required with the reason ``other``); validity: the
+    call on the mutant (one of ``VALIDITY``), None when the reviewer gave none.
     """
 
     run_id: int
@@ -54,6 +61,7 @@ class Judgment:
     note: str | None
     created_at: dt.datetime
     updated_at: dt.datetime
+    validity: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -122,6 +130,11 @@ def _clean_note(note: Any) -> str | None:
     return note.strip() or None
 
 
+def check_validity(validity: Any) -> str | None:
+    """``validity`` when it is None or one of ``VALIDITY``; ValueError otherwise."""
+    return None if validity is None else _check_choice("validity", validity, VALIDITY)
+
+
 def check_call(verdict: str, reasons: Iterable[str] | str | None,
                note: Any) -> tuple[str, tuple[str, ...], str | None]:
     """Validate a verdict with its reasons and note; returns (verdict, reasons in ``FP_REASONS``
@@ -151,17 +164,19 @@ def check_call(verdict: str, reasons: Iterable[str] | str | None,
 def _judgment(row: dict) -> Judgment:
     return Judgment(run_id=int(row["run_id"]), sample_id=row["sample_id"], relation=row["relation"],
                     reviewer=row["reviewer"], verdict=row["verdict"], reasons=tuple(row["reasons"] or ()),
-                    note=row["note"], created_at=row["created_at"], updated_at=row["updated_at"])
+                    note=row["note"], created_at=row["created_at"], updated_at=row["updated_at"],
+                    validity=row.get("validity"))
 
 
 def record_judgment(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str, verdict: str,
-                    reasons: Iterable[str] = (), note: str | None = None) -> Judgment:
+                    reasons: Iterable[str] = (), note: str | None = None, *, validity: str | None = None) -> Judgment:
     """Record (or change) ``actor``'s own call on a flagged inference; returns the stored row.
 
     One current call per (run, sample, relation, reviewer): a second call by the same reviewer
     becomes its current verdict, reasons, note and ``updated_at``, and every call is also kept as a
     numbered version with its time (``judgment_history``), marked when made after the review sample
-    closed.  Raises NotAllowed unless ``actor`` holds the reviewer role and has not adjudicated the item (an
+    closed.  ``validity`` is the call on the mutant itself (one of ``VALIDITY``, or None for none; a later
+    call without one clears it).  Raises NotAllowed unless ``actor`` holds the reviewer role and has not adjudicated the item (an
     adjudicator is never a party to the decision they made).  Raises ValueError when the verdict or a reason is
     not one of ``VERDICTS`` / ``FP_REASONS``, reasons come with a verdict other than ``fp``,
     ``other`` has no note, the reviewer has no account, or the sample is not flagged by the
@@ -171,13 +186,15 @@ def record_judgment(actor: Actor, store: Store, run_id: int, sample_id: str, rel
     relation = check_relation(relation)
     sample_id = check_sample_id(sample_id)
     verdict, reasons, note = check_call(verdict, reasons, note)
+    validity = check_validity(validity)
     adjudicator = review_rows.adjudicator_of(store, rid, sample_id, relation)
     A.authorize(actor, A.JUDGE, Target(f"{relation} item {sample_id!r} of run {rid}",
                                        excluded=frozenset({adjudicator} if adjudicator else ()),
                                        excluded_because="they adjudicated this item, so they cannot also judge it"))
     who = check_name(actor.name, "reviewer name")
     return _judgment(review_rows.save_judgment(store, run_id=rid, sample_id=sample_id, relation=relation,
-                                               reviewer=who, verdict=verdict, reasons=reasons, note=note))
+                                               reviewer=who, verdict=verdict, reasons=reasons, note=note,
+                                               validity=validity))
 
 
 def judgments(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None) -> list[Judgment]:
@@ -196,9 +213,9 @@ def judged_runs(store: Store) -> list[JudgedRun]:
             for r in review_rows.judged_runs(store)]
 
 
-def _utc(ts: dt.datetime) -> dt.datetime:
+def utc(ts: dt.datetime) -> dt.datetime:
     """A stored time as timezone-aware UTC (SQLite hands back naive datetimes; they were written in UTC)."""
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=dt.timezone.utc)
+    return ts.astimezone(dt.timezone.utc) if ts.tzinfo is not None else ts.replace(tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -211,6 +228,12 @@ class JudgmentVersion:
     note: str | None
     after_close: bool     # made after both reviewers had judged every drawn item
     created_at: dt.datetime
+    validity: str | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["reasons"], d["created_at"] = list(self.reasons), iso(self.created_at)
+        return d
 
 
 def judgment_history(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str,
@@ -221,5 +244,14 @@ def judgment_history(actor: Actor, store: Store, run_id: int, sample_id: str, re
     who = check_name(reviewer)
     A.authorize(actor, A.SEE_CALLS, Target(f"{who}'s calls", owner=who))
     return [JudgmentVersion(int(r["version"]), r["verdict"], tuple(r["reasons"] or ()), r["note"],
-                            bool(r["after_close"]), _utc(r["created_at"]))
+                            bool(r["after_close"]), utc(r["created_at"]), r.get("validity"))
             for r in review_rows.judgment_versions(store, rid, sample_id, relation, who)]
+
+
+def my_history(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str) -> list[JudgmentVersion]:
+    """Every version of the signed-in ``actor``'s own call on one item, oldest first (empty when they never
+    judged it).  Only the owner: the gate is asked with ``actor`` as the owner, so no name can be passed in;
+    NotAllowed for a visitor with no account."""
+    if actor.name is None:
+        A.authorize(actor, A.SEE_CALLS, "their own version history")  # refuses: nobody signed in owns calls
+    return judgment_history(actor, store, run_id, sample_id, relation, actor.name)

@@ -183,9 +183,10 @@ def open_queue(actor: Actor, store: Store, run_id: int, relation: str, mode: str
 
 
 def record_call(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str, verdict: str,
-                reasons: Iterable[str] = (), note: str | None = None):
+                reasons: Iterable[str] = (), note: str | None = None, validity: str | None = None):
     """Record a reviewer's call: false-positive reasons count only with a false positive, an empty note is
-    none.  Raises ValueError (from the judgment checks) for a call that cannot be recorded."""
+    none; ``validity`` (the call on the mutant, one of ``review.VALIDITY``, or None) is passed through.
+    Raises ValueError (from the judgment checks) for a call that cannot be recorded."""
     return review.record_judgment(actor, store, run_id, sample_id, relation, verdict,
                                   reasons=tuple(reasons) if verdict == FALSE_POSITIVE else (),
-                                  note=(note or "").strip() or None)
+                                  note=(note or "").strip() or None, validity=validity)

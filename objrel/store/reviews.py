@@ -63,10 +63,11 @@ def _lock_item(c: Connection, run_id: int, sample_id: str, relation: str) -> Non
 
 
 def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, reviewer: str, verdict: str,
-                  reasons: Sequence[str], note: str | None) -> dict:
+                  reasons: Sequence[str], note: str | None, validity: str | None = None) -> dict:
     """Insert or update ``reviewer``'s judgment of (run, sample, relation) and return its row.
 
-    A new row gets ``created_at`` = ``updated_at`` = now; an update keeps ``created_at``.
+    A new row gets ``created_at`` = ``updated_at`` = now; an update keeps ``created_at``.  ``validity`` (the
+    call on the mutant itself, or None) is written to the judgment and to its new version.
     Raises ValueError when ``reviewer`` has no account or the item is not flagged by the run's
     primary ``relation`` vote.  Safe to call from several processes at once.
     """
@@ -87,8 +88,9 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
         last = c.execute(select(func.max(v.c.version)).where(*(v.c[k] == val for k, val in key.items()))).scalar()
         c.execute(insert(v).values(**key, version=int(last or 0) + 1, verdict=verdict, reasons=list(reasons),
                                    note=note, after_close=len(_closers(c, run_id, relation)) >= CLOSING_REVIEWERS,
-                                   created_at=ts))
-        upsert(c, S.judgments, key, {"verdict": verdict, "reasons": list(reasons), "note": note, "updated_at": ts},
+                                   created_at=ts, validity=validity))
+        upsert(c, S.judgments, key, {"verdict": verdict, "reasons": list(reasons), "note": note, "updated_at": ts,
+                                     "validity": validity},
                {"created_at": ts})
         return dict(c.execute(select(S.judgments).where(*(S.judgments.c[k] == v for k, v in key.items())))
                     .one()._mapping)
@@ -131,6 +133,30 @@ def judgment_versions(store: Store, run_id: int, sample_id: str, relation: str, 
         return [dict(r._mapping) for r in c.execute(q)]
 
 
+def current_versions(store: Store, run_id: int) -> dict[tuple[str, str, str], int]:
+    """The number of the current (highest) version of every call of a run: (sample id, relation, reviewer) ->
+    version.  A judgment written before versions were kept has none (absent here)."""
+    v = S.judgment_versions
+    q = (select(v.c.sample_id, v.c.relation, v.c.reviewer, func.max(v.c.version)).where(v.c.run_id == run_id)
+         .group_by(v.c.sample_id, v.c.relation, v.c.reviewer))
+    with store.engine.connect() as c:
+        return {(sid, rel, who): int(ver) for sid, rel, who, ver in c.execute(q)}
+
+
+def item_files(store: Store, run_id: int) -> dict[str, str]:
+    """The file (``samples.rel_path``) of every item of a run a call can name: its samples, and for a
+    detection run also its units (by ``unit_id``, the file of the unit's image)."""
+    smp, u = S.samples, S.detection_units
+    with store.engine.connect() as c:
+        out = {sid: path for sid, path in c.execute(select(smp.c.sample_id, smp.c.rel_path)
+                                                    .where(smp.c.run_id == run_id))}
+        q = (select(u.c.unit_id, smp.c.rel_path)
+             .join(smp, (smp.c.run_id == u.c.run_id) & (smp.c.sample_id == u.c.image_id))
+             .where(u.c.run_id == run_id))
+        out.update({uid: path for uid, path in c.execute(q)})
+    return out
+
+
 def judgment_rows(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None) -> list[dict]:
     """The judgment rows of a run, optionally of one relation and one reviewer, ordered by
     sample id, relation, reviewer."""
@@ -162,9 +188,9 @@ def judged_runs(store: Store) -> list[dict]:
 
 
 def save_adjudication(store: Store, *, run_id: int, sample_id: str, relation: str, verdict: str,
-                      reasons: Sequence[str], note: str | None, adjudicator: str) -> dict:
-    """Insert or replace the decided call of (run, sample, relation) and return its row
-    (``created_at`` = the time of this decision).  Raises ValueError when ``adjudicator`` has no
+                      reasons: Sequence[str], note: str | None, adjudicator: str, validity: str | None = None) -> dict:
+    """Insert or replace the decided call of (run, sample, relation), with the decided ``validity`` of its
+    mutant (or None), and return its row (``created_at`` = the time of this decision).  Raises ValueError when ``adjudicator`` has no
     account or the item is not flagged by the run's primary ``relation`` vote; NotAllowed when
     ``adjudicator`` judged the item (checked in the same transaction as the write)."""
     key = {"run_id": run_id, "sample_id": sample_id, "relation": relation}
@@ -181,7 +207,7 @@ def save_adjudication(store: Store, *, run_id: int, sample_id: str, relation: st
                              reason="they judged this item themselves; an adjudicator is never a party to the "
                                     "disagreement")
         upsert(c, S.consensus, key, {"verdict": verdict, "reasons": list(reasons), "note": note,
-                                     "adjudicator": adjudicator, "created_at": now()}, {})
+                                     "adjudicator": adjudicator, "created_at": now(), "validity": validity}, {})
         return dict(c.execute(select(S.consensus).where(*(S.consensus.c[k] == v for k, v in key.items())))
                     .one()._mapping)
 

@@ -1,0 +1,143 @@
+"""Judgments export: one row per item and reviewer, with the adjudication, as CSV or JSON.
+
+Who gets which rows (the gate's ``EXPORT_JUDGMENTS``, then ``SEE_CALLS``):
+
+* adjudicators, admins and the server operator (``objrel judgments export``): every call;
+* a reviewer: their own calls everywhere, and on a review sample they closed (judged every drawn item, with
+  the sample closed) the calls of the other reviewers who closed it too, which calibration shows them anyway.
+  A sample that is still open shows a reviewer nothing of anyone else: no other call and no adjudication,
+  since an adjudication says that the two calls differed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass, fields
+
+from objrel import access as A
+from objrel.access import Actor
+from objrel.csvsafe import safe_cell
+from objrel.review.agreement import sample_state
+from objrel.review.judgments import RELATIONS, check_relation, check_run_id, judged_runs, judgments, utc
+from objrel.store import Store
+from objrel.store import reviews as review_rows
+
+# How the reasons of one call are joined in a CSV cell.
+REASON_SEPARATOR = "; "
+EXPORT_FORMATS = ("csv", "json")
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    """One reviewer's current call on one item, with the item's adjudication (None/empty when there is none).
+
+    item: the sample id (a detection unit's id in a detection run); file: the item's file (``rel_path``);
+    call: the verdict; time: when the call was last changed (ISO 8601, UTC); version: its version number
+    (``judgment_history``; None for a call stored before versions were kept)."""
+
+    run: int
+    run_name: str
+    relation: str
+    item: str
+    file: str | None
+    reviewer: str
+    call: str
+    reasons: tuple[str, ...]
+    note: str | None
+    validity: str | None
+    time: str
+    version: int | None
+    adjudicator: str | None
+    adjudicated_call: str | None
+    adjudication_reasons: tuple[str, ...]
+    adjudication_note: str | None
+    adjudication_validity: str | None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["reasons"], d["adjudication_reasons"] = list(self.reasons), list(self.adjudication_reasons)
+        return d
+
+
+EXPORT_COLUMNS = tuple(f.name for f in fields(ExportRow))
+
+
+def _visible(actor: Actor, store: Store, run_id: int, relation: str, full: bool) -> tuple[set[str] | None, bool]:
+    """(reviewers whose calls ``actor`` may export, None for all; whether the adjudications may be shown)."""
+    if full:
+        return None, True
+    state = sample_state(store, run_id, relation)
+    if state.closed and actor.name in state.closed_by:
+        return set(state.closed_by), True
+    return {actor.name}, state.closed
+
+
+def judgment_export(actor: Actor, store: Store, run_ids=None, relation: str | None = None) -> list[ExportRow]:
+    """The calls ``actor`` may export (see the module's docstring), one row per item and reviewer, ordered by
+    run, relation, item and reviewer.  ``run_ids``: the runs to export (an int or several; None: every run
+    with judgments); ``relation``: one of ``RELATIONS`` (None: both).  Raises NotAllowed for an account with
+    no reviewing role, ValueError for a run that is not in the store."""
+    A.authorize(actor, A.EXPORT_JUDGMENTS, "judgments")
+    full = A.permits(actor, A.SEE_CALLS)
+    relations = RELATIONS if relation is None else (check_relation(relation),)
+    judged = {r.run_id: r for r in judged_runs(store)}
+    if run_ids is None:
+        ids = sorted(judged)
+    else:
+        ids = [check_run_id(r) for r in ([run_ids] if isinstance(run_ids, int) else run_ids)]
+        for rid in ids:
+            if rid not in judged:
+                try:
+                    store.get_run(rid)
+                except KeyError:
+                    raise ValueError(f"no run {rid} in the store; `objrel runs` lists them") from None
+    out: list[ExportRow] = []
+    for rid in ids:
+        run = judged.get(rid)
+        if run is None:
+            continue  # a run without judgments: nothing to export
+        files = review_rows.item_files(store, rid)
+        versions = review_rows.current_versions(store, rid)
+        for rel in relations:
+            who, show_adjudication = _visible(actor, store, rid, rel, full)
+            adjudications = review_rows.adjudications(store, rid, rel) if show_adjudication else {}
+            for j in judgments(store, rid, rel):
+                if who is not None and j.reviewer not in who:
+                    continue
+                adj = adjudications.get(j.sample_id)
+                out.append(ExportRow(
+                    run=rid, run_name=run.name, relation=rel, item=j.sample_id, file=files.get(j.sample_id),
+                    reviewer=j.reviewer, call=j.verdict, reasons=j.reasons, note=j.note, validity=j.validity,
+                    time=utc(j.updated_at).isoformat(), version=versions.get((j.sample_id, rel, j.reviewer)),
+                    adjudicator=adj["adjudicator"] if adj else None,
+                    adjudicated_call=adj["verdict"] if adj else None,
+                    adjudication_reasons=tuple(adj["reasons"] or ()) if adj else (),
+                    adjudication_note=adj["note"] if adj else None,
+                    adjudication_validity=adj.get("validity") if adj else None))
+    return out
+
+
+def _cell(value) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, tuple):
+        value = REASON_SEPARATOR.join(value)
+    return safe_cell(value)
+
+
+def to_csv(rows: list[ExportRow]) -> str:
+    """CSV of the rows, header ``EXPORT_COLUMNS`` (also with no rows); reasons joined by ``REASON_SEPARATOR``,
+    None as an empty cell, every text cell that a spreadsheet would evaluate neutralised (``objrel.csvsafe``)."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(EXPORT_COLUMNS)
+    for row in rows:
+        w.writerow([_cell(getattr(row, c)) for c in EXPORT_COLUMNS])
+    return buf.getvalue()
+
+
+def to_json(rows: list[ExportRow]) -> str:
+    """JSON array of the rows (``ExportRow.to_dict``: reasons as lists, None as null)."""
+    return json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False)

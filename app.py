@@ -28,4 +28,5 @@ PAGES = [
     st.Page("pages/users.py", title="Users", url_path="users", icon=":material/group:"),
     st.Page(overview_alias, title="Overview", url_path="overview", visibility="hidden"),
 ]
+from objrel.app.style import apply_style; apply_style()  # noqa: E702 (the app's CSS, once per run)
 st.navigation(PAGES, position="top").run()

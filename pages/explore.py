@@ -11,7 +11,7 @@ import streamlit as st
 from objrel.analysis import studies as A
 from objrel.app import captions, charts
 from objrel.app.captions import plain
-from objrel.app.caches import open_store
+from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent, pvalue
 from objrel.app.state import keep_choice
 from objrel.app.tables import PNG_HINT, chart, share_columns, table
@@ -26,8 +26,43 @@ use_app_navigation()
 SIZE_TABLE_COLUMNS = ("interval", "tested", "flagged", "share")
 MODEL_TABLE_COLUMNS = ("run", "name", "model", "evaluated", "correct", "accuracy", "mr1_ratio", "mr2_ratio",
                        "both_ratio")
+# The overlap's image list: a thumbnail (longer side in pixels, JPEG) beside each file name.
+OVERLAP_THUMB_PX = 64
+OVERLAP_THUMB_QUALITY = 80
 RELIABLE_TABLE_COLUMNS = ("run", "model", "evaluated", "original", "unreliable", "unreliable_accuracy", "reliable",
                           "reliable_accuracy", "delta")
+
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def overlap_image(url: str, run_id: int, sample_id: str, relation: str) -> tuple[str, str | None]:
+    """An image's file name and a small JPEG of it as a data URI (None when its source cannot be read)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    card = cached_item_card(open_store(url), run_id, sample_id, relation)
+    if card.source is None:
+        return card.rel_path, None
+    im = Image.fromarray(card.source.image)
+    im.thumbnail((OVERLAP_THUMB_PX, OVERLAP_THUMB_PX))
+    buf = io.BytesIO()
+    im.convert("RGB").save(buf, format="JPEG", quality=OVERLAP_THUMB_QUALITY)
+    return card.rel_path, "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def overlap_images(store, run_ids, relation: str):
+    """The images the selected runs flag, each with its file name and thumbnail (from the first run that
+    flags it; the MR-2 panels stand in for MR-1&2)."""
+    per = A.flagged_by_sample(store, run_ids, relation)
+    shown_rel = A.MR2 if relation == A.BOTH else relation
+    named = [overlap_image(store.url, int(runs.split(",")[0]), str(sid), shown_rel)
+             for sid, runs in zip(per["sample_id"], per["runs"])]
+    per.insert(0, "image", [uri for _, uri in named])
+    per.insert(1, "file", [name for name, _ in named])
+    return per
+
 
 st.title("Explore")
 st.caption("How often does each model rely on the background (MR-2 flags) or ignore the object (MR-1 flags)? "
@@ -173,7 +208,9 @@ else:
                "(seed 000 Fig. 6; bar labels: images). Mostly 1 means the problem lies with the models, not the "
                "images; mostly all means the images themselves are hard.")
     table(overlap, "explore_overlap", f"overlap_{relation}.csv", share_columns(overlap, ["share"]))
-    table(A.flagged_by_sample(store, run_ids, relation), "explore_overlap_images", f"overlap_images_{relation}.csv")
+    images = overlap_images(store, run_ids, relation)
+    table(images, "explore_overlap_images", f"overlap_images_{relation}.csv",
+          {"image": st.column_config.ImageColumn("image", width="small")}, download=images.drop(columns="image"))
 
 # ---------------------------------------------------------------- reliable accuracy
 

@@ -26,6 +26,11 @@ from objrel.store import Store
 GALLERY_ITEMS = 6          # flagged examples shown per relation
 GALLERY_THUMB = 220        # pixels, longer side
 JPEG_QUALITY = 80
+# The report's charts name their template and colours: importing Streamlit makes its own template plotly's
+# default, and that one holds placeholder colours (#000001, ...) only Streamlit's frontend replaces, so a
+# report built inside the app would draw every series near-black.
+REPORT_TEMPLATE = "plotly"
+SERIES_COLOURS = {"MR-1": "#1f77b4", "MR-2": "#ff7f0e"}
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
@@ -110,15 +115,17 @@ def build_report(store: Store, run_id: int) -> str:
     per = analysis.per_label(store, run_id)
     if not per.empty:
         per = per.sort_values("mr2", ascending=False).head(20)
-        fig = go.Figure([go.Bar(name="MR-1", x=per["class_name"], y=per["mr1"]),
-                         go.Bar(name="MR-2", x=per["class_name"], y=per["mr2"])])
-        fig.update_layout(barmode="group", height=340, title="Flagged correct inferences per label",
+        fig = go.Figure([go.Bar(name=rel, x=per["class_name"], y=per[col], marker_color=SERIES_COLOURS[rel])
+                         for rel, col in (("MR-1", "mr1"), ("MR-2", "mr2"))])
+        fig.update_layout(template=REPORT_TEMPLATE, barmode="group", height=340,
+                          title="Flagged correct inferences per label",
                           margin=dict(l=40, r=10, t=40, b=80))
         figs.append(fig)
     bins = analysis.size_bins(store, [run_id], "MR-2")
     fig = go.Figure(go.Bar(x=bins["x"], y=bins["share"].fillna(0.0), customdata=bins[["tested", "flagged"]],
+                           marker_color=SERIES_COLOURS["MR-2"],
                            hovertemplate="%{customdata[1]} of %{customdata[0]} flagged"))
-    fig.update_layout(height=300, title="Share flagged by MR-2 per object size (seed 000 Fig. 8)",
+    fig.update_layout(template=REPORT_TEMPLATE, height=300, title="Share flagged by MR-2 per object size (seed 000 Fig. 8)",
                       xaxis_title="target area ratio", margin=dict(l=40, r=10, t=40, b=40))
     figs.append(fig)
     sections.append("<h2>Where it happens</h2>")

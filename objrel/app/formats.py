@@ -1,6 +1,7 @@
 """Number formats and column names the pages show (plain functions: no Streamlit).
 
-Missing values (None or NaN) show as ``MISSING``.  ``COLUMN_LABELS`` names the analysis tables' columns for
+Missing values (None, NaN, ``pd.NA``, ``pd.NaT``) show as ``MISSING``, in the tables' cells too
+(``objrel.app.tables.shown_missing``).  ``COLUMN_LABELS`` names the analysis tables' columns for
 people (``mr1_ratio`` -> ``MR-1 share``): the table headers show these, the CSV downloads
 keep the column names.
 """
@@ -15,7 +16,11 @@ SCIENTIFIC_BELOW = 0.001
 
 
 def is_missing(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+    """None, NaN, and pandas' own missing markers (``pd.NA``, ``pd.NaT``), told apart by type name so that
+    this module needs no pandas."""
+    if x is None or type(x).__name__ in ("NAType", "NaTType"):
+        return True
+    return isinstance(x, float) and math.isnan(x)
 
 
 def percent(x: float | None, digits: int = 1) -> str:

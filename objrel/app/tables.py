@@ -4,6 +4,10 @@ Widget keys derive from one ``key``: ``{key}_table`` and ``{key}_csv`` for a tab
 Table headers show the columns' readable names (``objrel.app.formats.COLUMN_LABELS``); the CSV keeps the
 column names.  Every CSV is written by ``objrel.csvsafe.frame_csv``: text a spreadsheet would evaluate as a
 formula is escaped.
+
+Every table fits its container at 1,400 px: a text column whose longest value would be wider than
+``TEXT_COLUMN_MAX_PX`` is capped at that width (its whole text is in the CSV), and a missing value shows as
+``objrel.app.formats.MISSING`` in every column, never as "None" beside "-".
 """
 
 from __future__ import annotations
@@ -13,10 +17,15 @@ from collections.abc import Iterable
 import pandas as pd
 import streamlit as st
 
-from objrel.app.formats import COLUMN_LABELS
+from objrel.app.formats import COLUMN_LABELS, MISSING, is_missing
 from objrel.csvsafe import frame_csv
 
 CSV_MIME = "text/csv"
+# A text column is capped at this width; the estimate of its width is CHAR_PX per character plus the cell's
+# padding (the grid's font is about 7 px per character at its 14 px size).
+TEXT_COLUMN_MAX_PX = 220
+CHAR_PX = 7.5
+CELL_PADDING_PX = 24
 PNG_HINT = "Download a chart as PNG with the camera icon in its toolbar (top right of the chart)."
 
 
@@ -49,12 +58,57 @@ def readable_columns(df: pd.DataFrame, column_config: dict | None = None) -> dic
     return out
 
 
+def _is_text(column: pd.Series) -> bool:
+    return column.dtype == object or pd.api.types.is_string_dtype(column)
+
+
+def fitted_columns(df: pd.DataFrame, column_config: dict | None = None) -> dict:
+    """``readable_columns`` with each long text column capped at ``TEXT_COLUMN_MAX_PX`` (unless its settings
+    already give a width)."""
+    out = readable_columns(df, column_config)
+    for c in df.columns:
+        if not _is_text(df[c]) or df.empty:
+            continue
+        longest = max(len(str(v)) for v in df[c])
+        if longest * CHAR_PX + CELL_PADDING_PX <= TEXT_COLUMN_MAX_PX:
+            continue
+        cfg = out.get(c)
+        if cfg is None:
+            out[c] = st.column_config.Column(width=TEXT_COLUMN_MAX_PX)
+        elif isinstance(cfg, dict) and not cfg.get("width"):
+            out[c] = {**cfg, "width": TEXT_COLUMN_MAX_PX}
+    return out
+
+
+def _is_image(cfg) -> bool:
+    return isinstance(cfg, dict) and (cfg.get("type_config") or {}).get("type") == "image"
+
+
+def shown_missing(df: pd.DataFrame, column_config: dict | None = None) -> pd.DataFrame:
+    """``df`` with the missing values of its text columns written as ``MISSING`` (number columns keep
+    their type and show a missing value as an empty cell; an image column keeps its gaps empty)."""
+    config = column_config or {}
+    text = [c for c in df.columns
+            if _is_text(df[c]) and not _is_image(config.get(c)) and any(is_missing(v) for v in df[c])]
+    if not text:
+        return df
+    out = df.copy()
+    for c in text:
+        out[c] = [MISSING if is_missing(v) else v for v in out[c]]
+    return out
+
+
+def frame(df: pd.DataFrame, key: str, column_config: dict | None = None) -> None:
+    """``df`` as a table that fits its container (no CSV button); ``key`` is the widget key."""
+    st.dataframe(shown_missing(df, column_config), hide_index=True, width="stretch", key=key,
+                 column_config=fitted_columns(df, column_config))
+
+
 def table(df: pd.DataFrame, key: str, file_name: str, column_config: dict | None = None,
           download: pd.DataFrame | None = None) -> None:
     """``df`` as a table with a CSV download button; ``download`` replaces what the CSV holds (the full
     table behind a shortened view)."""
-    st.dataframe(df, hide_index=True, width="stretch", key=f"{key}_table",
-                 column_config=readable_columns(df, column_config))
+    frame(df, f"{key}_table", column_config)
     csv = frame_csv(df if download is None else download)
     st.download_button("Download CSV", csv, file_name=file_name, mime=CSV_MIME, key=f"{key}_csv", on_click="ignore")
 

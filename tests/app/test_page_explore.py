@@ -190,3 +190,38 @@ def test_mcnemar_runs_never_coincide(monkeypatch, explore_db):
     at.selectbox(key="explore_mcnemar_a").set_value(2).run()
     assert not at.exception
     assert at.selectbox(key="explore_mcnemar_b").value == 1 and 2 not in at.selectbox(key="explore_mcnemar_b").options
+
+
+def test_overlap_images_show_file_names_and_thumbnails(monkeypatch, explore_db):
+    import base64
+    import io
+
+    at = open_page(monkeypatch, explore_db)
+    images = frame(at, "sample_id", "runs")
+    # bg.png is the one image the three dominant-colour runs flag: named, with a small JPEG beside it
+    assert images["file"].tolist() == ["bg.png"]
+    uri = images["image"].iloc[0]
+    assert uri.startswith("data:image/jpeg;base64,")
+    thumb = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
+    assert 0 < max(thumb.size) <= 64, thumb.size
+    # the table shows the thumbnail as an image column
+    shown = next(d for d in at.dataframe if "runs" in d.value.columns)
+    assert json.loads(shown.proto.columns)["image"]["type_config"] == {"type": "image"}
+
+
+def test_tables_show_one_missing_mark_and_cap_long_text():
+    import pandas as pd
+
+    from objrel.app.formats import MISSING
+    from objrel.app.tables import TEXT_COLUMN_MAX_PX, fitted_columns, shown_missing
+
+    df = pd.DataFrame({"name": ["a very long run name " * 4, None], "note": [float("nan"), "ok"],
+                       "n": [1.0, float("nan")], "tag": pd.array(["x", pd.NA], dtype="string")})
+    shown = shown_missing(df)
+    # None, NaN and pd.NA in text columns all read as the one mark; the number column keeps its type
+    assert shown["name"].tolist()[1] == MISSING and shown["note"].tolist()[0] == MISSING
+    assert shown["tag"].tolist()[1] == MISSING
+    assert shown["n"].dtype == float and "None" not in shown.astype(str).to_numpy().ravel().tolist()
+    config = fitted_columns(df)
+    assert config["name"]["width"] == TEXT_COLUMN_MAX_PX       # the long text column is capped
+    assert "note" not in config and "tag" not in config         # short ones keep their natural width

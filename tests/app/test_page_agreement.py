@@ -171,7 +171,9 @@ def test_adjudication_through_the_form_creates_a_consensus_row(judged_store):
         rows = c.execute(select(S.consensus.c.sample_id, S.consensus.c.verdict, S.consensus.c.reasons,
                                 S.consensus.c.adjudicator)).all()
     assert [tuple(r) for r in rows] == [("s005", "fp", ["incomplete-removal"], "carol")]
-    assert any("Saved: s005" in s.value for s in at.success)
+    # the confirmation names run, relation and file (issue 21: "Saved: 4 is a false positive" named a bare id)
+    saved = [s.value.replace("\\", "") for s in at.success]
+    assert any(f"Saved: run {rid}, MR-1, s005.png: false positive (decided by carol)" in s for s in saved), saved
     # s005 left the open queue; the precision table now has 9 decided items: fp 4/9 = 44.4%
     open_keys = [r.key for r in at.radio if r.key.startswith("adj_verdict_") and r.value is None]
     assert open_keys == [f"adj_verdict_{rid}_MR-1_s009"]

@@ -226,3 +226,57 @@ def test_a_role_revoked_while_the_page_is_open_no_longer_counts(monkeypatch, fla
     assert not at.exception
     assert any("may not judge" in e.value for e in at.error)
     assert review.judgments(store, run_id, "MR-2", reviewer="alice") == []
+
+
+# ---------------------------------------------------------------- the selection lives in the URL (issue 21)
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def two_flagged_runs(flagged_store, tmp_path):
+    """flagged_store's run and a newer run with flags of its own: the newest run is not the one reviewed."""
+    from objrel.config import RunConfig
+    from objrel.engine.classify import Engine
+
+    from tests.conftest import write_flagged_set
+    from tests.fixtures.colour_model import factory
+
+    store, old = flagged_store
+    new = Engine(store, RunConfig(model="py:tests.fixtures.colour_model:factory", plan="colours3", name="newer",
+                                  dataset=str(write_flagged_set(tmp_path / "newer", n_flagged=3, n_clean=1))),
+                 model=factory()).execute().run_id
+    assert new > old and store.flagged_sample_ids(new, "MR-2")
+    return store, old, new
+
+
+def switch(at: AppTest, page_file: str) -> AppTest:
+    """A top-bar page switch as the browser makes it: Streamlit drops the query string on the way."""
+    for key in list(at.query_params):
+        del at.query_params[key]
+    return at.switch_page(page_file).run()
+
+
+def test_review_keeps_its_run_across_a_switch_to_agreement_and_back(monkeypatch, two_flagged_runs):
+    """Found: Review -> Agreement -> Review through the top bar reset Review to the newest run with flags, and
+    the next click was stored on that run."""
+    store, old, new = two_flagged_runs
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    monkeypatch.setenv("OBJREL_STORE", store.url)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["reviewer"] = "alice"
+    at.run()
+    at.query_params.update({"run": str(old), "relation": "MR-1", "queue": "all", "item": "3"})
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, at.exception
+    assert at.query_params["run"] == str(old) and at.query_params["item"] == "3"
+    switch(at, "pages/agreement.py")
+    assert not at.exception, at.exception
+    assert at.query_params["run"] == str(old) and at.query_params["relation"] == "MR-1"
+    switch(at, "pages/review.py")
+    assert not at.exception, at.exception
+    assert (at.query_params["run"], at.query_params["relation"], at.query_params["queue"],
+            at.query_params["item"]) == (str(old), "MR-1", "all", "3")
+    at.button(key="judge_tp").click().run()
+    assert [(j.sample_id, j.verdict) for j in review.judgments(store, old, "MR-1", reviewer="alice")] == [("3", "tp")]
+    assert review.judgments(store, new, reviewer="alice") == []

@@ -272,7 +272,6 @@ def test_review_keeps_its_run_across_a_switch_to_agreement_and_back(monkeypatch,
     assert at.query_params["run"] == str(old) and at.query_params["item"] == "3"
     switch(at, "pages/agreement.py")
     assert not at.exception, at.exception
-    assert at.query_params["run"] == str(old) and at.query_params["relation"] == "MR-1"
     switch(at, "pages/review.py")
     assert not at.exception, at.exception
     assert (at.query_params["run"], at.query_params["relation"], at.query_params["queue"],
@@ -280,3 +279,115 @@ def test_review_keeps_its_run_across_a_switch_to_agreement_and_back(monkeypatch,
     at.button(key="judge_tp").click().run()
     assert [(j.sample_id, j.verdict) for j in review.judgments(store, old, "MR-1", reviewer="alice")] == [("3", "tp")]
     assert review.judgments(store, new, reviewer="alice") == []
+
+
+def test_agreement_shows_the_run_review_showed_in_its_url(monkeypatch, two_flagged_runs):
+    store, old, new = two_flagged_runs
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    review.record_judgment(actor_of(store, "alice"), store, old, "3", "MR-1", "tp")
+    monkeypatch.setenv("OBJREL_STORE", store.url)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["reviewer"] = "alice"
+    at.query_params.update({"run": str(old), "relation": "MR-1", "queue": "all", "item": "3"})
+    at.run()
+    at.switch_page("pages/review.py").run()
+    switch(at, "pages/agreement.py")
+    assert not at.exception, at.exception
+    assert at.query_params["run"] == str(old) and at.query_params["relation"] == "MR-1"
+
+
+def test_a_link_to_a_run_that_is_gone_is_said_and_nothing_else_opens(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    review.draw_review_sample(SERVER, store, run_id, "MR-2")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": "999", "relation": "MR-2", "item": "1"})
+    at.run()
+    assert not at.exception
+    assert any("names run 999" in w.value for w in at.warning)
+    assert at.query_params["run"] == "999"                          # not replaced by another run
+    assert not any(b.key and b.key.startswith("judge_") for b in at.button)
+    # the choices offered: alice's open queue, one click away
+    choice = next(b for b in at.button if b.key == "review_choice_0")
+    assert f"Run {run_id} MR-2" in choice.label
+    choice.click().run()
+    assert not at.exception and at.query_params["run"] == str(run_id)
+    assert at.button(key="judge_tp")
+
+
+def test_review_opens_on_my_open_queue_not_on_the_newest_run(monkeypatch, two_flagged_runs):
+    """Found: Review opened on the newest run with flags, where the signed-in reviewer had nothing to do."""
+    store, old, new = two_flagged_runs
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    ids = review.draw_review_sample(SERVER, store, old, "MR-1")
+    review.record_judgment(actor_of(store, "alice"), store, old, ids[0], "MR-1", "tp")
+    at = page(monkeypatch, store, "alice").run()
+    assert not at.exception
+    assert (at.query_params["run"], at.query_params["relation"], at.query_params["queue"],
+            at.query_params["item"]) == (str(old), "MR-1", "sample", ids[1])
+
+
+def unescaped(values) -> list[str]:
+    return [str(v).replace("\\", "") for v in values]
+
+
+def test_the_saved_line_names_run_relation_and_file(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
+    at.run()
+    at.button(key="judge_tp").click().run()
+    assert not at.exception
+    assert f"Saved: run {run_id}, MR-2, f2.png: true positive" in unescaped(s.value for s in at.success)
+
+
+def test_a_revisited_item_shows_its_reasons_note_and_versions(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    alice = actor_of(store, "alice")
+    review.record_judgment(alice, store, run_id, "2", "MR-2", "tp")
+    review.record_judgment(alice, store, run_id, "2", "MR-2", "fp", reasons=["incomplete-removal"], note="half left")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
+    at.run()
+    assert not at.exception
+    suffix = f"{run_id}_MR-2_2"
+    reasons = at.multiselect(key=f"review_reasons_{suffix}")
+    assert reasons.value == ["incomplete-removal"]
+    assert "incomplete removal" in reasons.options and "incomplete-removal" not in reasons.options  # words
+    assert at.text_input(key=f"review_note_{suffix}").value == "half left"
+    history = next(df.value for df in at.dataframe if "version" in df.value.columns)
+    assert list(history["version"]) == [2, 1] and list(history["call"]) == ["false positive", "true positive"]
+    assert list(history["reasons"]) == ["incomplete removal", ""]
+
+
+def test_evidence_is_in_view_and_lime_is_only_looked_up(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    assert not at.exception
+    # only the box re-test (a tool, not evidence) is folded
+    assert [e.label for e in at.expander] == ["Redraw the target box and re-test"]
+    assert any(df.value is not None and "label" in df.value.columns for df in at.dataframe)   # the top-5
+    assert at.get("plotly_chart")                                                              # the histogram
+    assert any("LIME not computed yet" in c.value for c in at.caption)
+    with store.engine.connect() as c:
+        from sqlalchemy import func, select
+
+        from objrel.store import schema as S
+
+        assert c.execute(select(func.count()).select_from(S.explanations)).scalar() == 0   # nothing computed
+
+
+def test_the_lime_after_my_call_setting_is_kept_with_the_account(monkeypatch, flagged_store):
+    from objrel.review.settings import LIME_AFTER_CALL, my_settings
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    at.toggle(key="review_lime_after_call").set_value(True).run()
+    assert not at.exception
+    assert my_settings(actor_of(store, "alice"), store)[LIME_AFTER_CALL] is True
+    assert any("once you have made your call" in c.value for c in at.caption)
+    assert not any("LIME not computed yet" in c.value for c in at.caption)

@@ -2,6 +2,8 @@
 they may decide, each a click away from the item or run.  Every number comes from ``objrel.review.my_work``,
 which reads only what the account may see (a reviewer's own calls; disagreements for adjudicators and admins)."""
 
+from urllib.parse import urlencode
+
 import streamlit as st
 
 from objrel.app.caches import open_store
@@ -28,9 +30,14 @@ work = my_work(actor, store)
 
 def open_page(page: str, params: dict[str, str]) -> None:
     """Open Review or Agreement on ``params`` (kept as the session's selection, so the page opens there even
-    where a page switch drops the query string)."""
+    where a page switch drops the query string).  Run on its own (no app navigation), the page offers a link."""
+    from streamlit.errors import StreamlitPageNotFoundError
+
     remember_selection(params)
-    st.switch_page(page, query_params=params)
+    try:
+        st.switch_page(page, query_params=params)
+    except StreamlitPageNotFoundError:
+        st.markdown(f"[Open]({page.removeprefix('pages/').removesuffix('.py')}?{urlencode(params)})")
 
 
 if not work.queues and not work.disputes:

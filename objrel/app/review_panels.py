@@ -8,6 +8,7 @@ import streamlit as st
 
 from objrel.app import captions, charts
 from objrel.app.caches import cached_lime_overlays, cached_size_bins, run_model
+from objrel import access
 from objrel.access import Actor
 from objrel.app.captions import plain
 from objrel.app.formats import decimals, percent
@@ -104,7 +105,7 @@ def lime(actor: Actor, store: Store, item: ReviewItem, called: bool = False) -> 
         st.caption("LIME fits a local linear model over superpixels (fixed random state, cached in the store). "
                    "The object share is the part of the positive LIME weight inside the target region: a model "
                    "that looks at the object puts most of it there.")
-    if actor.signed_in:
+    if access.permits(actor, access.JUDGE):
         st.toggle("Reveal LIME only after my first call", value=after_call, key="review_lime_after_call",
                   on_change=_save_lime_after_call, args=(actor, store))
     _lime_on_demand(actor, store, item, applied)
@@ -114,7 +115,7 @@ LIME_NOT_COMPUTED = "LIME not computed yet."
 
 
 def _lime_after_call(actor: Actor, store: Store) -> bool:
-    if not actor.signed_in:
+    if not access.permits(actor, access.JUDGE):
         return False
     from objrel.review.settings import LIME_AFTER_CALL, my_settings
 

@@ -391,3 +391,59 @@ def test_the_lime_after_my_call_setting_is_kept_with_the_account(monkeypatch, fl
     assert my_settings(actor_of(store, "alice"), store)[LIME_AFTER_CALL] is True
     assert any("once you have made your call" in c.value for c in at.caption)
     assert not any("LIME not computed yet" in c.value for c in at.caption)
+
+
+def test_choosing_another_relation_writes_it_and_its_item_into_the_url(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "4"})
+    at.run()
+    at.radio(key="review_relation").set_value("MR-1").run()
+    assert not at.exception
+    assert (at.query_params["relation"], at.query_params["item"]) == ("MR-1", "1")   # MR-1's first open item
+    assert at.session_state["review_selection"]["relation"] == "MR-1"
+
+
+def store_fake_lime(store, run_id: int, sample_id: str, key: str) -> None:
+    """A stored LIME explanation of one image (two superpixels, the left one positive), as the cache holds it."""
+    import numpy as np
+
+    from objrel.explain import Explanation, settings_string
+    from objrel.store.explanations import add_explanation
+
+    label = int(store.predictions(run_id, sample_id)["source"]["prediction"]["top_labels"][0])
+    segments = np.zeros((40, 48), np.int32)
+    segments[:, 24:] = 1
+    add_explanation(store, run_id, sample_id, key, Explanation(label, segments, {0: 0.5, 1: -0.2},
+                                                               settings_string(300), 0.4).to_row())
+
+
+def test_a_cached_lime_overlay_shows_without_a_click_and_toggles(monkeypatch, flagged_store):
+    from objrel.review.settings import LIME_AFTER_CALL, set_my_setting
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
+    at.run()
+    from objrel.review.items import review_item
+
+    mutant = review_item(store, run_id, "2", "MR-2").violating_mutant("MR-2").key
+    for key in ("source", mutant):
+        store_fake_lime(store, run_id, "2", key)
+    at.run()
+    assert not at.exception
+    lime_images = [i for i in at.get("image") if "LIME" in str(i.proto)]
+    assert len(lime_images) == 2
+    assert {m.value for m in at.metric if m.label == "LIME object share"} == {"40.0%"}
+    at.toggle(key="review_lime_show").set_value(False).run()
+    assert not [i for i in at.get("image") if "LIME" in str(i.proto)]
+    # with "reveal LIME only after my call", an item not yet called shows none
+    set_my_setting(actor_of(store, "alice"), store, LIME_AFTER_CALL, True)
+    at.toggle(key="review_lime_show").set_value(True).run()
+    assert not [i for i in at.get("image") if "LIME" in str(i.proto)]
+    at.button(key="judge_tp").click().run()
+    at.button(key="review_prev").click().run()
+    assert at.query_params["item"] == "2"
+    assert len([i for i in at.get("image") if "LIME" in str(i.proto)]) == 2

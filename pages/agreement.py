@@ -24,8 +24,8 @@ from objrel.review.my_work import my_work
 
 use_app_navigation()
 
-FLASH_KEY = "agreement_flash"
-LINK_KEY = "agreement_link_written"     # the run and relation this page wrote into the URL last   # a message that survives the rerun after a saved decision
+FLASH_KEY = "agreement_flash"   # a message that survives the rerun after a saved decision
+LINK_KEY = "agreement_link_written"     # the run and relation this page wrote into the URL last
 # Adjudication forms drawn at once; the rest wait until the first ones are decided.
 MAX_FORMS = 50
 PERCENT_COLUMNS = ("true positive %", "false positive %")

@@ -157,7 +157,7 @@ def size_histogram(store: Store, item: ReviewItem, relation: str) -> None:
     fig = charts.size_histogram(bins, item.area_ratio, relation)
     # the "this item" label goes above the plot area, where no bar is (inside, it covered the bar it marks)
     fig.update_annotations(yref="paper", y=1.0, yanchor="bottom")
-    fig.update_layout(margin=dict(t=HIST_LABEL_MARGIN_PX))
+    fig.update_layout(margin={"t": HIST_LABEL_MARGIN_PX})
     st.plotly_chart(fig, key="review_size_hist")
 
 

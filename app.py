@@ -14,7 +14,7 @@ st.set_page_config(page_title="objrel", page_icon=page_icon(), layout="wide")
 SIGNED_IN = bool(st.session_state.get("reviewer"))
 OVERVIEW = st.Page("pages/overview.py", title="Overview", url_path="home", default=not SIGNED_IN,
                    icon=":material/dashboard:")
-MY_WORK = st.Page("pages/home.py", title="My work", url_path="my-work", default=SIGNED_IN,
+MY_WORK = st.Page("pages/my_work.py", title="My work", url_path="my-work", default=SIGNED_IN,
                   icon=":material/assignment_ind:")
 
 
@@ -23,8 +23,8 @@ def overview_alias() -> None:
 
 
 PAGES = [
-    MY_WORK,
     OVERVIEW,
+    MY_WORK,
     st.Page("pages/explore.py", title="Explore", url_path="explore", icon=":material/query_stats:"),
     st.Page("pages/review.py", title="Review", url_path="review", icon=":material/fact_check:"),
     st.Page("pages/agreement.py", title="Agreement", url_path="agreement", icon=":material/handshake:"),

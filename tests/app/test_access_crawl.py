@@ -50,7 +50,7 @@ from objrel.access import SERVER
 REPO = Path(__file__).resolve().parents[2]
 # Overview is app.py's default page (its page links need app.py's navigation); the others open on their own.
 PAGES = {**{p.stem: p for p in sorted((REPO / "pages").glob("*.py"))}, "overview": REPO / "app.py"}
-EXPECTED_PAGES = {"overview", "home", "explore", "review", "agreement", "runs", "inspect", "shortcut", "users"}
+EXPECTED_PAGES = {"overview", "my_work", "explore", "review", "agreement", "runs", "inspect", "shortcut", "users"}
 
 # The roles the crawl signs in as: (account, roles); None is a visitor without an account.
 ROLE_ACCOUNTS = {

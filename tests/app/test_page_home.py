@@ -1,4 +1,4 @@
-"""AppTest of the My work page (pages/home.py) through app.py: a signed-in person lands on it."""
+"""AppTest of the My work page (pages/my_work.py) through app.py: a signed-in person lands on it."""
 
 from __future__ import annotations
 

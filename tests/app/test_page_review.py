@@ -447,3 +447,16 @@ def test_a_cached_lime_overlay_shows_without_a_click_and_toggles(monkeypatch, fl
     at.button(key="review_prev").click().run()
     assert at.query_params["item"] == "2"
     assert len([i for i in at.get("image") if "LIME" in str(i.proto)]) == 2
+
+
+def test_the_histograms_this_item_label_sits_above_the_bars(monkeypatch, flagged_store):
+    """Found: the "this item" label sat inside the plot area, over the bar it marks."""
+    import json
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "share flagged" in c.proto.spec)
+    label = next(a for a in spec["layout"]["annotations"] if a["text"] == "this item")
+    assert (label["yref"], label["y"], label["yanchor"]) == ("paper", 1.0, "bottom")
+    assert spec["layout"]["margin"]["t"] > 10

@@ -23,7 +23,8 @@ GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
 # Answers to "is the mutant a valid test?" (objrel.review.VALIDITY once the library has it).
 VALIDITY = getattr(review, "VALIDITY", ("valid", "invalid", "unsure"))
-VALIDITY_LABELS = {"valid": "valid", "invalid": "invalid", "unsure": "unsure"}
+VALIDITY_LABELS = getattr(review, "VALIDITY_LABELS", {"valid": "valid test", "invalid": "invalid mutant",
+                                                     "unsure": "unsure"})
 
 store = open_store()
 actor = page_sidebar(store)

@@ -196,25 +196,34 @@ def work_choice(entry) -> str:
 
 
 def calibration_lines(cal) -> list[str]:
-    """Markdown lines for a closed sample's calibration (``objrel.review.calibration``): kappa, then each
-    disagreement with the calls and the adjudication with its note.  Fields it lacks are left out."""
+    """Markdown lines for a closed sample's calibration (``objrel.review.calibration``): kappa (with AC1 and
+    PABAK where given), then each disagreement with both calls and the adjudication with its note, or that it
+    is not adjudicated yet.  Fields a calibration lacks are left out."""
     from objrel.app.formats import decimals
 
     lines = []
-    kappa = getattr(cal, "kappa", None)
-    value = getattr(kappa, "kappa", kappa)
-    if isinstance(value, (int, float)):
-        lines.append(f"Cohen's kappa: **{decimals(value)}**" + (f" ({kappa.band})" if hasattr(kappa, "band") else ""))
+    a, b = getattr(cal, "reviewer_a", "A"), getattr(cal, "reviewer_b", "B")
+    coefficients = getattr(cal, "verdicts", None)
+    if coefficients is not None:
+        shown = [f"{c.name} **{decimals(c.value)}**" for c in getattr(coefficients, "coefficients", ())
+                 if getattr(c, "value", None) is not None]
+        if shown:
+            band = getattr(coefficients, "kappa_band", "")
+            lines.append(f"Agreement of {plain(a)} and {plain(b)} over {coefficients.n} items: " + ", ".join(shown)
+                         + (f" (kappa: {band})" if band else ""))
+    else:
+        kappa = getattr(cal, "kappa", None)
+        value = getattr(kappa, "kappa", kappa)
+        if isinstance(value, (int, float)):
+            lines.append(f"Cohen's kappa: **{decimals(value)}**")
     items = list(getattr(cal, "disagreements", ()) or ())
-    lines.append(f"Disagreements: {len(items)}")
+    lines.append(f"Disagreements: {len(items)}" + ("" if items else " (you agreed on every item)"))
     for d in items:
-        text = f"- {plain(getattr(d, 'sample_id', ''))}"
-        mine, theirs = getattr(d, "verdict_a", None), getattr(d, "verdict_b", None)
-        if mine and theirs:
-            text += f": {call_text(mine, getattr(d, 'reasons_a', ()), getattr(d, 'note_a', None))} / " \
-                    f"{call_text(theirs, getattr(d, 'reasons_b', ()), getattr(d, 'note_b', None))}"
-        if getattr(d, "resolved_verdict", None):
-            text += f"; {decision_text(d)}"
+        text = f"- **{plain(d.sample_id)}**: {plain(a)} {call_text(d.verdict_a, d.reasons_a, d.note_a)}; " \
+               f"{plain(b)} {call_text(d.verdict_b, d.reasons_b, d.note_b)}"
+        if getattr(d, "validity_a", None) or getattr(d, "validity_b", None):
+            text += f"; mutant: {plain(d.validity_a or '-')} / {plain(d.validity_b or '-')}"
+        text += f". {decision_text(d)}" if d.resolved else ". Not adjudicated yet."
         lines.append(text)
     return lines
 

@@ -9,8 +9,13 @@ from objrel.app.icon import page_icon
 st.set_page_config(page_title="objrel", page_icon=page_icon(), layout="wide")
 
 # The default page is served at "/" whatever its url_path says (its url_path only names it inside
-# Streamlit), so "/overview" gets a hidden page of its own that hands over to it.
-OVERVIEW = st.Page("pages/overview.py", title="Overview", url_path="home", default=True, icon=":material/dashboard:")
+# Streamlit), so "/overview" gets a hidden page of its own that hands over to it.  Signed-in people land on
+# their own work; visitors on the Overview.
+SIGNED_IN = bool(st.session_state.get("reviewer"))
+OVERVIEW = st.Page("pages/overview.py", title="Overview", url_path="home", default=not SIGNED_IN,
+                   icon=":material/dashboard:")
+MY_WORK = st.Page("pages/my_work.py", title="My work", url_path="my-work", default=SIGNED_IN,
+                  icon=":material/assignment_ind:")
 
 
 def overview_alias() -> None:
@@ -19,6 +24,7 @@ def overview_alias() -> None:
 
 PAGES = [
     OVERVIEW,
+    MY_WORK,
     st.Page("pages/explore.py", title="Explore", url_path="explore", icon=":material/query_stats:"),
     st.Page("pages/review.py", title="Review", url_path="review", icon=":material/fact_check:"),
     st.Page("pages/agreement.py", title="Agreement", url_path="agreement", icon=":material/handshake:"),

@@ -15,15 +15,17 @@ from objrel.app import captions, review_panels
 from objrel.app.captions import plain
 from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent
-from objrel.app.state import keep_choice
+from objrel.app.state import arrival_params, keep_choice, remember_selection, remembered_selection
 from objrel.app.tables import decimal_columns, percent_columns, table
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import NotAllowed
 from objrel.review.agreement import pair_kappas, precision_summary
+from objrel.review.my_work import my_work
 
 use_app_navigation()
 
 FLASH_KEY = "agreement_flash"   # a message that survives the rerun after a saved decision
+LINK_KEY = "agreement_link_written"     # the run and relation this page wrote into the URL last
 # Adjudication forms drawn at once; the rest wait until the first ones are decided.
 MAX_FORMS = 50
 PERCENT_COLUMNS = ("true positive %", "false positive %")
@@ -34,9 +36,10 @@ DECIMAL_COLUMNS = ("kappa",)
 def adjudication_form(d, run_id, relation, name_a, name_b, actor):
     """One disagreement with its form; widget keys carry run, relation and sample id."""
     key = f"{run_id}_{relation}_{d.sample_id}"
+    card = cached_item_card(store, run_id, d.sample_id, relation)
     with st.form(key=f"adj_form_{key}"):
         st.markdown(captions.disagreement_heading(d))
-        review_panels.item_card(cached_item_card(store, run_id, d.sample_id, relation))
+        review_panels.item_card(card)
         st.markdown(captions.disagreement_calls(d, name_a, name_b))
         if d.resolved:
             st.caption(captions.decision_text(d))
@@ -58,7 +61,8 @@ def adjudication_form(d, run_id, relation, name_a, name_b, actor):
         except (ValueError, NotAllowed) as exc:
             st.error(f"{plain(d.sample_id)}: {plain(exc)}")
             return
-        st.session_state[FLASH_KEY] = f"Saved: {plain(d.sample_id)} is a {review.VERDICT_LABELS[verdict]} ({plain(actor.name)})."
+        st.session_state[FLASH_KEY] = (f"{captions.saved_call(run_id, relation, card.rel_path or d.sample_id, verdict)}"
+                                       f" (decided by {plain(actor.name)}).")
         st.rerun()
 
 
@@ -71,6 +75,7 @@ if FLASH_KEY in st.session_state:
 
 store = open_store()
 actor = page_sidebar(store)
+selection = arrival_params()     # the run and relation Review (or this page) showed last, back in the URL
 if not store.list_runs():
     st.info("No runs yet. Start one with `objrel run --dataset demo` or `make run`.")
     st.stop()
@@ -104,6 +109,8 @@ for rel in review.RELATIONS:
               percent_columns(precision, PERCENT_COLUMNS))
 
 if not access.permits(actor, access.SEE_CALLS):
+    if actor.signed_in and selection.get("run", "").isdigit() and selection.get("relation") in review.RELATIONS:
+        review_panels.calibration(actor, store, int(selection["run"]), selection["relation"])
     st.info("The two reviewers' calls, their kappa and their disagreements are shown to adjudicators and admins "
             "only: review stays blind. Sign in (sidebar) with such an account to see them.")
     st.stop()
@@ -112,6 +119,56 @@ if not access.permits(actor, access.SEE_CALLS):
 
 by_id = {r.run_id: r for r in judged}
 run_ids = list(by_id)
+
+
+def go_to(params: dict[str, str]) -> None:
+    st.query_params.clear()
+    st.query_params.update(params)
+
+
+def offer_choices() -> None:
+    """Buttons to the runs where the signed-in adjudicator has open disagreements (nothing opens by itself)."""
+    entries = my_work(actor, store).open_disputes
+    for i, e in enumerate(entries):
+        st.button(captions.work_choice(e), key=f"agreement_choice_{i}", on_click=go_to,
+                  args=({"run": str(e.run_id), "relation": e.relation},))
+    if not entries:
+        st.caption("No run has open disagreements for you; pick a run above.")
+
+
+def open_work_params() -> dict[str, str]:
+    """The first run and relation with open disagreements for the signed-in person, else the newest run two
+    reviewers judged; {} when none was."""
+    first = my_work(actor, store).first_open_dispute
+    if first is not None:
+        return {"run": str(first.run_id), "relation": first.relation}
+    pairs = [(r.run_id, rel) for r in judged for rel in r.relations if len(r.reviewers_of(rel)) >= 2]
+    return {"run": str(pairs[-1][0]), "relation": pairs[-1][1]} if pairs else {}
+
+
+# The selection comes from the URL (a link, a reload), else from the session's last one (a page switch drops
+# the query string and this page's widget state), else from the signed-in person's open work.  A run the URL
+# names that has no judgments is said, never replaced by another.
+url = st.query_params.to_dict()
+if "agreement_run" not in st.session_state or url.get("run") != st.session_state.get(LINK_KEY, {}).get("run") \
+        or url.get("relation") != st.session_state.get(LINK_KEY, {}).get("relation"):
+    wanted = selection if "agreement_run" not in st.session_state else url
+    if not wanted.get("run"):
+        wanted = open_work_params()
+    named = wanted.get("run", "")
+    if named and not (named.isascii() and named.isdigit() and int(named) in by_id):
+        st.warning(captions.unknown_run_text(named).replace("no tested inferences", "no judgments"))
+        offer_choices()
+        pick = st.selectbox("Run", run_ids, index=None, placeholder="Choose a run", key="agreement_pick_run",
+                            format_func=lambda i: f"#{i} {by_id[i].name} ({by_id[i].model})")
+        if pick is not None:
+            go_to({"run": str(pick)})
+            st.rerun()
+        st.stop()
+    if named:
+        st.session_state.agreement_run = int(named)
+        if wanted.get("relation") in by_id[int(named)].relations:
+            st.session_state.agreement_relation = wanted["relation"]
 keep_choice("agreement_run", run_ids[-1], run_ids)
 c1, c2, c3, c4 = st.columns([3, 1, 2, 2])
 run_id = c1.selectbox("Run", run_ids, key="agreement_run",
@@ -120,9 +177,15 @@ run = by_id[run_id]
 relations = list(run.relations)
 keep_choice("agreement_relation", relations[0], relations)
 relation = c2.radio("Relation", relations, key="agreement_relation")
+st.query_params.update({"run": str(run_id), "relation": relation})
+st.session_state[LINK_KEY] = {"run": str(run_id), "relation": relation}
+kept = remembered_selection()
+remember_selection({"run": run_id, "relation": relation,
+                    **({} if (kept.get("run"), kept.get("relation")) == (str(run_id), relation) else {"item": ""})})
 names = list(run.reviewers_of(relation))
 if len(names) < 2:
     st.text(f"Only {names[0]} has judged {relation} flags of run {run_id}; agreement needs a second reviewer.")
+    offer_choices()
     st.stop()
 keep_choice("agreement_reviewer_a", names[0], names)
 name_a = c3.selectbox("Reviewer A", names, key="agreement_reviewer_a")
@@ -155,7 +218,8 @@ m1.metric("Cohen's kappa", "undefined" if k.kappa is None else decimals(k.kappa)
           help="(p_o - p_e) / (1 - p_e): observed agreement beyond what the two reviewers' call frequencies give "
                "by chance.")
 m2.metric(f"{percent(k.ci_level, 0)} CI", "-" if k.kappa is None else f"[{decimals(k.ci_low)}, {decimals(k.ci_high)}]",
-          help="kappa -+ z se with se = sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)), clipped to [-1, 1].")
+          help="kappa -+ z se, with se the asymptotic standard error of Fleiss, Cohen & Everitt (1969), clipped "
+               "to [-1, 1].")
 m3.metric("Landis & Koch", k.band,
           help="< 0 poor, 0-0.20 slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial, "
                "0.81-1 almost perfect.")

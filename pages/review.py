@@ -7,18 +7,24 @@ from objrel.analysis.overview import tested_runs
 from objrel.app import captions, review_panels
 from objrel.app.captions import plain
 from objrel.app.caches import cached_flagged, cached_review_item, open_store
-from objrel.app.state import keep_choice
+from objrel.app.state import arrival_params, init_value, keep_choice, remember_selection
 from objrel.app.widgets import page_sidebar, signed_in, use_app_navigation
 from objrel.errors import NotAllowed
 from objrel.review.roles import actor_of
-from objrel.review.queue import QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
+from objrel.review.my_work import my_work
+from objrel.review.queue import ALL_FLAGGED, QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
     link_params, open_queue, record_call
 
 use_app_navigation()
 
 ERROR_KEY = "review_error"
+FLASH_KEY = "review_saved"      # the line that confirms a saved call, shown after the move to the next item
 GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
+# Answers to "is the mutant a valid test?" (objrel.review.VALIDITY once the library has it).
+VALIDITY = getattr(review, "VALIDITY", ("valid", "invalid", "unsure"))
+VALIDITY_LABELS = getattr(review, "VALIDITY_LABELS", {"valid": "valid test", "invalid": "invalid mutant",
+                                                     "unsure": "unsure"})
 
 store = open_store()
 actor = page_sidebar(store)
@@ -30,19 +36,64 @@ if not runs:
     st.stop()
 by_id = {r.id: r for r in runs}
 
-# A deep link (?run=&relation=&queue=&item=) sets the selection: on a session's first visit, and whenever the
-# query names another item than the one this page wrote last (a link from Overview or Agreement).  What the
-# link leaves open is filled with a run and relation that have flagged inferences.
+
+def open_work_params() -> dict[str, str]:
+    """Where the signed-in person's open work is: their first queue with open items (reviewers), else the
+    first run with open disagreements (adjudicators); {} when they have none."""
+    work = my_work(actor, store)
+    q = work.first_open_queue
+    if q is not None:
+        return {"run": str(q.run_id), "relation": q.relation, "queue": REVIEW_SAMPLE, "item": q.next_item or ""}
+    d = work.first_open_dispute
+    return {"run": str(d.run_id), "relation": d.relation, "queue": ALL_FLAGGED} if d is not None else {}
+
+
+def go_to(params: dict[str, str]) -> None:
+    st.query_params.clear()
+    st.query_params.update(params)
+
+
+def offer_choices() -> None:
+    """Buttons to the signed-in person's open work (nothing is opened without their choice)."""
+    work = my_work(actor, store)
+    entries = [*work.open_queues, *work.open_disputes]
+    for i, e in enumerate(entries):
+        params = {"run": str(e.run_id), "relation": e.relation,
+                  "queue": REVIEW_SAMPLE if hasattr(e, "judged") else ALL_FLAGGED}
+        if getattr(e, "next_item", None):
+            params["item"] = e.next_item
+        st.button(captions.work_choice(e), key=f"review_choice_{i}", on_click=go_to, args=(params,))
+    if not entries:
+        st.caption("You have no open review work; pick a run above.")
+
+
+# The selection (?run=&relation=&queue=&item=) comes from the URL (a link, a reload), else from the session's
+# last selection (Streamlit drops both the query string and this page's widget state on a page switch), else
+# from the signed-in person's open work.  A link followed while the page is open is read again.  A run the link
+# names that cannot be reviewed is said, never replaced by another.
 params = st.query_params.to_dict()
-if "review_run" not in st.session_state or is_new_link(params, st.session_state.get(LINK_KEY)):
-    link = ReviewLink.parse(params, list(by_id), lambda r, rel: len(cached_flagged(store, r, rel)))
+arrived = "review_run" not in st.session_state
+if arrived or is_new_link(params, st.session_state.get(LINK_KEY)):
+    wanted = arrival_params() if arrived else params
+    if not wanted.get("run") and actor.signed_in:
+        wanted = open_work_params()
+    link = ReviewLink.parse(wanted, list(by_id), lambda r, rel: len(cached_flagged(store, r, rel)))
+    if link.unknown_run is not None:
+        st.warning(captions.unknown_run_text(link.unknown_run))
+        offer_choices()
+        pick = st.selectbox("Run", list(by_id), index=None, placeholder="Choose a run",
+                            format_func=lambda i: captions.run_label(by_id[i]), key="review_pick_run")
+        if pick is not None:
+            go_to({"run": str(pick)})
+            st.rerun()
+        st.stop()
     st.session_state.review_run = link.run_id
     st.session_state.review_relation = link.relation
     st.session_state.review_mode = link.mode
     st.session_state[GOTO_KEY] = link.item
     for key in [k for k in st.session_state if str(k).startswith("review_pos_")]:
         del st.session_state[key]     # the link names where to stand
-keep_choice("review_run", list(by_id)[-1], list(by_id))   # a run deleted since keeps no stale choice
+keep_choice("review_run", list(by_id)[-1], list(by_id))   # a run deleted while the page is open
 
 c1, c2, c3 = st.columns([3, 1, 2])
 run_id = c1.selectbox("Run", list(by_id), format_func=lambda i: captions.run_label(by_id[i]), key="review_run")
@@ -50,6 +101,12 @@ relation = c2.radio("Relation", review.RELATIONS, key="review_relation", horizon
 mode = c3.radio("Queue", QUEUE_MODES, key="review_mode", horizontal=True, format_func=QUEUE_LABELS.get,
                 help="The review sample is drawn once per run and relation with Cochran's formula "
                      "(95% confidence, 5% margin, finite-population correction) from a stored seed.")
+chosen = {"run": str(run_id), "relation": relation, "queue": mode}
+remember_selection(chosen)
+if st.query_params.to_dict().get("run") != chosen["run"] or st.query_params.get("relation") != relation:
+    st.query_params.pop("item", None)    # an item of another run or relation: written again once one is shown
+st.query_params.update(chosen)
+st.session_state[LINK_KEY] = st.query_params.to_dict()
 
 if not actor.signed_in:
     st.info("Sign in (sidebar) to review: every judgment records who made it and when.")
@@ -61,13 +118,15 @@ if not can_judge:
 
 flagged = cached_flagged(store, run_id, relation)
 if not flagged:
-    st.info(f"No inference of run {run_id} is flagged by {relation}.")
+    st.info(captions.nothing_for_you_text(run_id, relation))
+    offer_choices()
     st.stop()
 
 try:
     queue = open_queue(actor, store, run_id, relation, mode, flagged)
 except NotAllowed as exc:
     st.info(f"No review sample of run {run_id} ({relation}) has been drawn yet, and {exc}.")
+    offer_choices()
     st.stop()
 if mode == REVIEW_SAMPLE:
     st.caption(captions.queue_caption(queue))
@@ -85,8 +144,11 @@ def move(step: int) -> None:
 sample_id = queue.at(pos)
 written = {**link_params(run_id, relation, sample_id), "queue": mode}
 st.query_params.update(written)
-st.session_state[LINK_KEY] = written
+st.session_state[LINK_KEY] = st.query_params.to_dict()
+remember_selection(written)
 
+if FLASH_KEY in st.session_state:
+    st.success(st.session_state.pop(FLASH_KEY))
 nav = st.columns([1.4, 1.2, 4, 2])
 nav[0].button("Previous", key="review_prev", on_click=move, args=(-1,), shortcut="P", disabled=queue.is_first(pos))
 nav[1].button("Next", key="review_next", on_click=move, args=(1,), shortcut="N", disabled=queue.is_last(pos))
@@ -97,6 +159,8 @@ if end:
     done = st.columns([3, 1])
     (done[0].success if queue.done else done[0].info)(end)
     done[1].markdown(captions.agreement_link())
+if queue.done and mode == REVIEW_SAMPLE:
+    review_panels.calibration(actor, store, run_id, relation)
 
 item = cached_review_item(store, run_id, sample_id, relation)
 st.subheader(f"{plain(item.rel_path)}  (sample {plain(sample_id)})")
@@ -109,39 +173,67 @@ if scores_note:
     st.caption(scores_note)
 review_panels.image_panels(item)
 review_panels.details(item)
-review_panels.lime(actor, store, item)
+review_panels.lime(actor, store, item, called=queue.my_call(sample_id) is not None)
 review_panels.size_histogram(store, item, relation)
 review_panels.box_retest(actor, store, item)
 
 st.divider()
 st.markdown("**Your judgment** (blind: the other reviewer's call is never shown here)")
-j1, j2 = st.columns([2, 3])
-reasons = j1.multiselect("False-positive reasons", list(review.FP_REASONS), key=f"review_reasons_{sample_id}",
-                         help="seed 000 s5.1: several target objects; the object was not completely removed; "
-                              "other (say why in the note)")
-note = j2.text_input("Note", key=f"review_note_{sample_id}")
+suffix = f"{run_id}_{relation}_{sample_id}"
+saved_reasons, saved_note = queue.my_saved(sample_id)
+# a revisited item shows the stored reasons and note (what the reviewer typed since stays)
+init_value(f"review_reasons_{suffix}", list(saved_reasons))
+init_value(f"review_note_{suffix}", saved_note)
+j1, j2, j3 = st.columns([2, 3, 2])
+j1.multiselect("False-positive reasons", list(review.FP_REASONS), key=f"review_reasons_{suffix}",
+               format_func=review.REASON_LABELS.get,
+               help="seed 000 s5.1: several target objects; the object was not completely removed; "
+                    "other (say why in the note)")
+j2.text_input("Note", key=f"review_note_{suffix}")
+j3.radio("Is the mutant a valid test?", VALIDITY, index=None, key=f"review_validity_{suffix}", horizontal=True,
+         format_func=lambda v: VALIDITY_LABELS.get(v, v),
+         help="Valid: the object really removed (MR-1) or the background really replaced (MR-2), with no "
+              "artefact. Invalid mutants are counted apart.")
 
 
-def judge(verdict: str) -> None:
+def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: str) -> None:
     # A callback runs at the start of the next rerun: ask the store for the account's roles now, not as they
-    # were when this page was drawn (a role revoked meanwhile no longer counts).
+    # were when this page was drawn (a role revoked meanwhile no longer counts).  The run, relation and item
+    # are the ones drawn with the button, whatever the page shows next.
     now = actor_of(store, signed_in())
+    suffix = f"{run_id}_{relation}_{sample_id}"      # the widgets' values as sent with the click
+    reasons = st.session_state.get(f"review_reasons_{suffix}") or []
+    note = st.session_state.get(f"review_note_{suffix}") or ""
+    validity = st.session_state.get(f"review_validity_{suffix}")
+    extra = {"validity": validity} if validity is not None and takes_validity() else {}
     try:
-        record_call(now, store, run_id, sample_id, relation, verdict, reasons, note)
+        record_call(now, store, run_id, sample_id, relation, verdict, reasons, note, **extra)
     except (ValueError, NotAllowed) as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return
     st.session_state.pop(ERROR_KEY, None)
+    st.session_state[FLASH_KEY] = captions.saved_call(run_id, relation, rel_path, verdict,
+                                                      validity if extra else None)
     move(1)
+
+
+def takes_validity() -> bool:
+    import inspect
+
+    return "validity" in inspect.signature(record_call).parameters
 
 
 b = st.columns(3)
 # Streamlit shows each shortcut as a badge on its button; without the reviewer role the buttons are off
 # (objrel.review refuses the write anyway).
-b[0].button("True positive", key="judge_tp", on_click=judge, args=("tp",), shortcut="T", type="primary",
+call = (run_id, relation, sample_id, item.rel_path)
+b[0].button("True positive", key="judge_tp", on_click=judge, args=("tp", *call), shortcut="T", type="primary",
             disabled=not can_judge)
-b[1].button("False positive", key="judge_fp", on_click=judge, args=("fp",), shortcut="F", disabled=not can_judge)
-b[2].button("Uncertain", key="judge_uncertain", on_click=judge, args=("uncertain",), shortcut="U",
+b[1].button("False positive", key="judge_fp", on_click=judge, args=("fp", *call), shortcut="F",
+            disabled=not can_judge)
+b[2].button("Uncertain", key="judge_uncertain", on_click=judge, args=("uncertain", *call), shortcut="U",
             disabled=not can_judge)
 if st.session_state.get(ERROR_KEY):
     st.error(st.session_state[ERROR_KEY])
+if can_judge and queue.my_call(sample_id) is not None:
+    review_panels.my_history(actor, store, run_id, relation, sample_id)

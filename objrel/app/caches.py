@@ -157,3 +157,50 @@ def ranked_tables(key: tuple, _result):
 
     del key
     return confusion_table(_result), bias_table(_result)
+
+
+# ---------------------------------------------------------------- LIME already computed (never computed here)
+
+# The sample counts the Review page offers, most samples first: the first cached explanation found is shown.
+LIME_CACHED_SAMPLES = (1000, 300, 100)
+
+
+def _stored_lime(store: Store, run_id: int, sample_id: str, key: str):
+    """The stored explanation row of one image (source top-1 label, the default segmenter and seed), or None."""
+    from objrel.explain import settings_string
+    from objrel.store.explanations import stored_explanation
+
+    source = (store.predictions(run_id, sample_id).get("source") or {}).get("prediction") or {}
+    if not source.get("top_labels"):
+        return None
+    label = int(source["top_labels"][0])
+    for n in LIME_CACHED_SAMPLES:
+        row = stored_explanation(store, run_id, sample_id, key, label, settings_string(n))
+        if row is not None:
+            return row
+    return None
+
+
+def cached_lime_overlays(store: Store, run_id: int, sample_id: str, mutation_key: str) -> list:
+    """LIME overlays (``objrel.review.lime_pair.ExplainedImage``) of the source and ``mutation_key``'s mutant,
+    only when both are already in the store's cache ([] otherwise): a lookup, never a LIME computation."""
+    rows = [_stored_lime(store, int(run_id), str(sample_id), k) for k in ("source", mutation_key)]
+    if any(r is None for r in rows):
+        return []
+
+    @st.cache_data(max_entries=REVIEW_ITEM_CACHE, show_spinner=False)
+    def _overlays(url: str, run_id: int, sample_id: str, mutation_key: str, ids: tuple) -> list:
+        from objrel.explain import Explanation, overlay
+        from objrel.mutations.rebuild import rebuild_mutant
+        from objrel.review.items import thumbnail
+        from objrel.review.lime_pair import ExplainedImage
+
+        out = []
+        for key, row in zip(("source", mutation_key), rows):
+            rebuilt = rebuild_mutant(store, run_id, sample_id, key)
+            image = rebuilt.image if key == "source" else rebuilt.mutant
+            explanation = Explanation.from_row(row)
+            out.append(ExplainedImage(key, thumbnail(overlay(image, explanation)), explanation.object_share))
+        return out
+
+    return _overlays(store.url, int(run_id), str(sample_id), str(mutation_key), tuple(r["id"] for r in rows))

@@ -162,6 +162,72 @@ def queue_end(queue, position: int) -> str | None:
     return None
 
 
+def saved_call(run_id: int, relation: str, rel_path: str, verdict: str, validity: str | None = None) -> str:
+    """The line that confirms a saved call, naming run, relation and file: ``Saved: run 1, MR-2, china.jpg:
+    true positive`` (with the mutant's validity call when one was made)."""
+    from objrel.review import VERDICT_LABELS
+
+    text = f"Saved: run {int(run_id)}, {plain(relation)}, {plain(rel_path)}: {VERDICT_LABELS.get(verdict, verdict)}"
+    return text + (f" (mutant {plain(validity)})" if validity else "")
+
+
+def reason_words(reasons) -> str:
+    """False-positive reasons in words (``objrel.review.REASON_LABELS``), never their slugs."""
+    from objrel.review import REASON_LABELS
+
+    return ", ".join(REASON_LABELS.get(r, r) for r in reasons)
+
+
+def unknown_run_text(named: str) -> str:
+    return (f"The link names run {plain(named)}, which has no tested inferences here (deleted, or never run). "
+            "Nothing was opened in its place: choose where to go on.")
+
+
+def nothing_for_you_text(run_id: int, relation: str) -> str:
+    return (f"Run {int(run_id)} has no {plain(relation)} inference flagged for review. Choose another relation or "
+            "run above, or one of your queues below.")
+
+
+def work_choice(entry) -> str:
+    """A button label for one entry of ``objrel.review.my_work``: a queue or an adjudicator's disagreements."""
+    if hasattr(entry, "judged"):
+        return f"Run {entry.run_id} {entry.relation}: {entry.judged} of {entry.total} judged"
+    return f"Run {entry.run_id} {entry.relation}: {entry.open} open disagreements"
+
+
+def calibration_lines(cal) -> list[str]:
+    """Markdown lines for a closed sample's calibration (``objrel.review.calibration``): kappa (with AC1 and
+    PABAK where given), then each disagreement with both calls and the adjudication with its note, or that it
+    is not adjudicated yet.  Fields a calibration lacks are left out."""
+    from objrel.app.formats import decimals
+
+    lines = []
+    a, b = getattr(cal, "reviewer_a", "A"), getattr(cal, "reviewer_b", "B")
+    coefficients = getattr(cal, "verdicts", None)
+    if coefficients is not None:
+        shown = [f"{c.name} **{decimals(c.value)}**" for c in getattr(coefficients, "coefficients", ())
+                 if getattr(c, "value", None) is not None]
+        if shown:
+            band = getattr(coefficients, "kappa_band", "")
+            lines.append(f"Agreement of {plain(a)} and {plain(b)} over {coefficients.n} items: " + ", ".join(shown)
+                         + (f" (kappa: {band})" if band else ""))
+    else:
+        kappa = getattr(cal, "kappa", None)
+        value = getattr(kappa, "kappa", kappa)
+        if isinstance(value, (int, float)):
+            lines.append(f"Cohen's kappa: **{decimals(value)}**")
+    items = list(getattr(cal, "disagreements", ()) or ())
+    lines.append(f"Disagreements: {len(items)}" + ("" if items else " (you agreed on every item)"))
+    for d in items:
+        text = f"- **{plain(d.sample_id)}**: {plain(a)} {call_text(d.verdict_a, d.reasons_a, d.note_a)}; " \
+               f"{plain(b)} {call_text(d.verdict_b, d.reasons_b, d.note_b)}"
+        if getattr(d, "validity_a", None) or getattr(d, "validity_b", None):
+            text += f"; mutant: {plain(d.validity_a or '-')} / {plain(d.validity_b or '-')}"
+        text += f". {decision_text(d)}" if d.resolved else ". Not adjudicated yet."
+        lines.append(text)
+    return lines
+
+
 def retest_lines(result) -> list[str]:
     """One line per relation of a box re-test: its votes and whether the sample is flagged now."""
     return [f"{rel}: {v['violations']} of {v['n']} violated -> {'flagged' if v['flagged'] else 'not flagged'}"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from objrel.app import captions, charts
-from objrel.app.caches import cached_size_bins, run_model
+from objrel.app.caches import cached_lime_overlays, cached_size_bins, run_model
+from objrel import access
 from objrel.access import Actor
 from objrel.app.captions import plain
 from objrel.app.formats import decimals, percent
@@ -59,7 +60,8 @@ def details(item: ReviewItem) -> None:
     mutation's verdict."""
     title = ("Detections before and after, and every other mutation" if item.is_detection
              else "Top-5 before and after, and every other mutation")
-    with st.expander(title):
+    st.markdown(f"**{title}**")       # in view: evidence is never folded away
+    with st.container():
         choice = st.selectbox("Mutant", [p.key for p in item.mutants], key="review_top5_choice")
         chosen = next(p for p in item.mutants if p.key == choice)
         t1, t2 = st.columns(2)
@@ -75,42 +77,129 @@ def details(item: ReviewItem) -> None:
             st.dataframe(item.others, hide_index=True, width="stretch", key="review_others")
 
 
-def lime(actor: Actor, store: Store, item: ReviewItem) -> None:
-    with st.expander("LIME: where does the model look?"):
-        if item.is_detection:
-            st.caption("LIME explains classifier outputs; it is not available for detection runs.")
-            return
+def lime(actor: Actor, store: Store, item: ReviewItem, called: bool = False) -> None:
+    """LIME in view: the overlays already computed for this item (read from the store's cache, never computed
+    on page load) with a toggle, or a placeholder; the reviewer's setting may hold it back until their call."""
+    st.markdown("**LIME: where does the model look?**")
+    if item.is_detection:
+        st.caption("LIME explains classifier outputs; it is not available for detection runs.")
+        return
+    applied = [p.key for p in item.mutants if p.verdict != NOT_APPLICABLE]   # a mutant that was made
+    if not applied:
+        st.caption("No mutation of this item was applied, so there is no mutant to explain.")
+        return
+    after_call = _lime_after_call(actor, store)
+    if after_call and not called:
+        st.caption("LIME appears once you have made your call on this item (your setting below).")
+    else:
+        shown = st.toggle("Show LIME", value=True, key="review_lime_show")
+        if shown:
+            overlays = cached_lime_overlays(store, item.run_id, item.sample_id,
+                                            item.violating_mutant(item.relation).key)
+            if not overlays:
+                st.caption(LIME_NOT_COMPUTED)
+            else:
+                for col, explained in zip(st.columns(PANEL_COLUMNS), overlays):
+                    col.image(explained.image, caption=f"LIME {explained.key}", width="stretch")
+                    col.metric("LIME object share", percent(explained.object_share))
         st.caption("LIME fits a local linear model over superpixels (fixed random state, cached in the store). "
                    "The object share is the part of the positive LIME weight inside the target region: a model "
                    "that looks at the object puts most of it there.")
-        applied = [p.key for p in item.mutants if p.verdict != NOT_APPLICABLE]   # a mutant that was made
-        if not applied:
-            st.caption("No mutation of this item was applied, so there is no mutant to explain.")
-            return
-        key = st.selectbox("Explain the source and", applied, key="review_lime_choice")
-        n = st.select_slider("LIME samples", LIME_SAMPLE_CHOICES, value=LIME_DEFAULT_SAMPLES, key="review_lime_n")
-        if not st.button("Compute LIME", key="review_lime_btn"):
-            return
-        from objrel.review.lime_pair import explain_pair
+    if access.permits(actor, access.JUDGE):
+        st.toggle("Reveal LIME only after my first call", value=after_call, key="review_lime_after_call",
+                  on_change=_save_lime_after_call, args=(actor, store))
+    _lime_on_demand(actor, store, item, applied)
 
-        bar = st.progress(0.0, text="LIME ...")
-        try:
-            shown = explain_pair(actor, store, run_model(store, item.run_id), item.run_id, item.sample_id, key, n,
-                                 progress=lambda share, text: bar.progress(share, text=text))
-        except (ValueError, ObjrelError) as exc:   # NotAllowed, or a mutant that cannot be rebuilt: one line
-            bar.empty()
-            st.error(plain(exc))
-            return
+
+LIME_NOT_COMPUTED = "LIME not computed yet."
+
+
+def _lime_after_call(actor: Actor, store: Store) -> bool:
+    if not access.permits(actor, access.JUDGE):
+        return False
+    from objrel.review.settings import LIME_AFTER_CALL, my_settings
+
+    return bool(my_settings(actor, store)[LIME_AFTER_CALL])
+
+
+def _save_lime_after_call(actor: Actor, store: Store) -> None:
+    from objrel.review.settings import LIME_AFTER_CALL, set_my_setting
+
+    set_my_setting(actor, store, LIME_AFTER_CALL, bool(st.session_state["review_lime_after_call"]))
+
+
+def _lime_on_demand(actor: Actor, store: Store, item: ReviewItem, applied: list[str]) -> None:
+    """Compute LIME for the source and one mutant now (minutes of CPU): only on the reviewer's click."""
+    c1, c2, c3 = st.columns([2, 2, 1])
+    key = c1.selectbox("Explain the source and", applied, key="review_lime_choice")
+    n = c2.select_slider("LIME samples", LIME_SAMPLE_CHOICES, value=LIME_DEFAULT_SAMPLES, key="review_lime_n")
+    if not c3.button("Compute LIME", key="review_lime_btn"):
+        return
+    from objrel.review.lime_pair import explain_pair
+
+    bar = st.progress(0.0, text="LIME ...")
+    try:
+        shown = explain_pair(actor, store, run_model(store, item.run_id), item.run_id, item.sample_id, key, n,
+                             progress=lambda share, text: bar.progress(share, text=text))
+    except (ValueError, ObjrelError) as exc:   # NotAllowed, or a mutant that cannot be rebuilt: one line
         bar.empty()
-        for col, explained in zip(st.columns(len(shown)), shown):
-            col.image(explained.image, caption=f"LIME {explained.key}", width="stretch")
-            col.metric("LIME object share", percent(explained.object_share))
+        st.error(plain(exc))
+        return
+    bar.empty()
+    for col, explained in zip(st.columns(len(shown)), shown):
+        col.image(explained.image, caption=f"LIME {explained.key}", width="stretch")
+        col.metric("LIME object share", percent(explained.object_share))
 
 
 def size_histogram(store: Store, item: ReviewItem, relation: str) -> None:
-    with st.expander("Object size: where does this item sit?"):
-        bins = cached_size_bins(store, item.run_id, relation)
-        st.plotly_chart(charts.size_histogram(bins, item.area_ratio, relation), key="review_size_hist")
+    st.markdown("**Object size: where does this item sit?**")
+    bins = cached_size_bins(store, item.run_id, relation)
+    fig = charts.size_histogram(bins, item.area_ratio, relation)
+    # the "this item" label goes above the plot area, where no bar is (inside, it covered the bar it marks)
+    fig.update_annotations(yref="paper", y=1.0, yanchor="bottom")
+    fig.update_layout(margin={"t": HIST_LABEL_MARGIN_PX})
+    st.plotly_chart(fig, key="review_size_hist")
+
+
+HIST_LABEL_MARGIN_PX = 28      # room above the histogram for its "this item" label
+
+
+def my_history(actor: Actor, store: Store, run_id: int, relation: str, sample_id: str) -> None:
+    """The signed-in reviewer's own versions of their call on this item, newest first (in view)."""
+    from objrel import review
+
+    try:
+        versions = review.judgment_history(actor, store, run_id, sample_id, relation, actor.name)
+    except (ValueError, NotAllowed):
+        return
+    if not versions:
+        return
+    st.markdown(f"**Your calls on this item** ({len(versions)} version{'s' if len(versions) != 1 else ''})")
+    st.dataframe([{"version": v.version, "call": review.VERDICT_LABELS.get(v.verdict, v.verdict),
+                   "reasons": captions.reason_words(v.reasons), "note": v.note or "",
+                   "after the sample closed": "yes" if v.after_close else "no",
+                   "time (UTC)": v.created_at.strftime("%Y-%m-%d %H:%M:%S")} for v in reversed(versions)],
+                 hide_index=True, width="stretch", key="review_history")
+
+
+def calibration(actor: Actor, store: Store, run_id: int, relation: str) -> None:
+    """Once the review sample is closed: kappa, the disagreements and their adjudications for each reviewer
+    (``objrel.review.calibration``; drawn only where the library has it)."""
+    from objrel import review
+
+    calibrate = getattr(review, "calibration", None)
+    if calibrate is None:
+        return
+    try:
+        cal = calibrate(actor, store, run_id, relation)
+    except (ValueError, NotAllowed) as exc:
+        st.caption(plain(exc))
+        return
+    if cal is None:
+        return
+    st.markdown(f"**Calibration: run {int(run_id)}, {plain(relation)}**")
+    for line in captions.calibration_lines(cal):
+        st.markdown(line)
 
 
 def box_retest(actor: Actor, store: Store, item: ReviewItem) -> None:

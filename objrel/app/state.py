@@ -31,3 +31,37 @@ def keep_number(key: str, default, lo, hi) -> None:
     value = st.session_state[key]
     if not lo <= value <= hi:
         st.session_state[key] = min(max(value, lo), hi)
+
+
+# ---------------------------------------------------------------- the review selection, shared by pages
+
+# What Review and Agreement show (run, relation, queue, item) lives in the query string.  Streamlit drops the
+# query string on a top-bar page switch and forgets a widget's state once a page without that widget ran, so
+# the last selection is also kept under this page-independent key (not a widget's), and written back into the
+# URL when a page opens without one.
+SELECTION_KEY = "review_selection"
+SELECTION_PARAMS = ("run", "relation", "queue", "item")
+
+
+def remembered_selection() -> dict[str, str]:
+    """The last selection Review or Agreement showed in this browser session ({} before any)."""
+    return dict(st.session_state.get(SELECTION_KEY) or {})
+
+
+def remember_selection(values: dict[str, str]) -> None:
+    """Keep ``values`` (some of SELECTION_PARAMS, as text) as the session's selection; keys not given stay."""
+    kept = remembered_selection()
+    kept.update({k: str(v) for k, v in values.items() if k in SELECTION_PARAMS and v is not None})
+    st.session_state[SELECTION_KEY] = kept
+
+
+def arrival_params() -> dict[str, str]:
+    """The selection a page opens with: the URL's when it names a run (a link, a reload), else the session's
+    last one, which is written back into the URL so a reload or a shared link shows the same."""
+    params = {k: v for k, v in st.query_params.to_dict().items() if k in SELECTION_PARAMS}
+    if params.get("run"):
+        return params
+    kept = remembered_selection()
+    if kept.get("run"):
+        st.query_params.update(kept)
+    return kept

@@ -34,6 +34,7 @@ class ReviewLink:
     relation: str = DEFAULT_RELATION
     mode: str = REVIEW_SAMPLE
     item: str | None = None
+    unknown_run: str | None = None      # the run the link named when no reviewable run has that id
 
     @classmethod
     def parse(cls, params: Mapping[str, str], run_ids: Sequence[int],
@@ -54,7 +55,7 @@ class ReviewLink:
         run_id, relation = _with_flags(named_run, named_relation, run_ids, n_flagged)
         return cls(run_id=run_id, relation=relation,
                    mode=ALL_FLAGGED if params.get("queue") == ALL_FLAGGED else REVIEW_SAMPLE,
-                   item=params.get("item") or None)
+                   item=params.get("item") or None, unknown_run=run if run and named_run is None else None)
 
 
 def _relation_order(named: str | None) -> tuple[str, ...]:
@@ -110,6 +111,8 @@ class Queue:
     mine: Mapping[str, str] = field(default_factory=dict)   # sample id -> this reviewer's verdict
     n_flagged: int = 0
     mode: str = REVIEW_SAMPLE
+    my_reasons: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # sample id -> stored fp reasons
+    my_notes: Mapping[str, str] = field(default_factory=dict)               # sample id -> stored note
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -149,6 +152,10 @@ class Queue:
     def my_call(self, sample_id: str) -> str | None:
         return self.mine.get(sample_id)
 
+    def my_saved(self, sample_id: str) -> tuple[tuple[str, ...], str]:
+        """The reasons and note stored with this reviewer's call on ``sample_id`` (empty when none)."""
+        return tuple(self.my_reasons.get(sample_id, ())), self.my_notes.get(sample_id) or ""
+
     @property
     def n_open(self) -> int:
         """Items of the queue this reviewer has not judged yet."""
@@ -174,12 +181,14 @@ def open_queue(actor: Actor, store: Store, run_id: int, relation: str, mode: str
     flagged = list(store.flagged_sample_ids(run_id, relation) if flagged is None else flagged)
     if mode == REVIEW_SAMPLE:
         items = review.review_queue(actor, store, run_id, relation)
-        return Queue(tuple(q.sample_id for q in items), {q.sample_id: q.my_verdict for q in items if q.judged_by_me},
-                     len(flagged), mode)
+        judged = [q for q in items if q.judged_by_me]
+        return Queue(tuple(q.sample_id for q in items), {q.sample_id: q.my_verdict for q in judged},
+                     len(flagged), mode, {q.sample_id: tuple(q.my_reasons) for q in judged},
+                     {q.sample_id: q.my_note for q in judged if q.my_note})
     in_queue = set(flagged)
-    mine = {j.sample_id: j.verdict for j in review.judgments(store, run_id, relation, reviewer=actor.name)
-            if j.sample_id in in_queue}
-    return Queue(tuple(flagged), mine, len(flagged), mode)
+    mine = [j for j in review.judgments(store, run_id, relation, reviewer=actor.name) if j.sample_id in in_queue]
+    return Queue(tuple(flagged), {j.sample_id: j.verdict for j in mine}, len(flagged), mode,
+                 {j.sample_id: tuple(j.reasons) for j in mine}, {j.sample_id: j.note for j in mine if j.note})
 
 
 def record_call(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str, verdict: str,

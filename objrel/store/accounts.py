@@ -275,3 +275,28 @@ def allowed_models(store: Store, task: str) -> list[str]:
     t = S.allowed_models
     with store.engine.connect() as c:
         return sorted(c.execute(select(t.c.name).where(t.c.task == task)).scalars())
+
+
+# ---------------------------------------------------------------- per-account settings (revision 0007)
+
+
+def settings(store: Store, name: str) -> dict:
+    """The account's settings (a JSON object; {} when none were saved or there is no such account)."""
+    with store.engine.connect() as c:
+        value = c.execute(select(S.reviewers.c.settings).where(S.reviewers.c.name == name)).scalar()
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def set_setting(store: Store, name: str, key: str, value) -> dict:
+    """Set one setting of the account named exactly ``name`` (the others stay); returns every setting.
+    Raises KeyError when there is no such account."""
+    def work(c: Connection) -> dict:
+        row = c.execute(select(S.reviewers.c.id, S.reviewers.c.settings).where(S.reviewers.c.name == name)
+                        .with_for_update()).first()
+        if row is None:
+            raise KeyError(f"no account named {name!r}")
+        merged = {**(row.settings if isinstance(row.settings, dict) else {}), key: value}
+        c.execute(update(S.reviewers).where(S.reviewers.c.id == row.id).values(settings=merged))
+        return merged
+
+    return write(store, work)

@@ -50,7 +50,7 @@ from objrel.access import SERVER
 REPO = Path(__file__).resolve().parents[2]
 # Overview is app.py's default page (its page links need app.py's navigation); the others open on their own.
 PAGES = {**{p.stem: p for p in sorted((REPO / "pages").glob("*.py"))}, "overview": REPO / "app.py"}
-EXPECTED_PAGES = {"overview", "explore", "review", "agreement", "runs", "inspect", "shortcut", "users"}
+EXPECTED_PAGES = {"overview", "my_work", "explore", "review", "agreement", "runs", "inspect", "shortcut", "users"}
 
 # The roles the crawl signs in as: (account, roles); None is a visitor without an account.
 ROLE_ACCOUNTS = {
@@ -528,8 +528,10 @@ KNOWN_HOLES = ()   # every hole the first crawl found is closed; a new one fails
 
 def summarise(crawl: Crawl) -> dict:
     name = ROLE_ACCOUNTS[crawl.role][0]
-    decisions = [(act, ok) for s in crawl.steps for who, act, _, ok in s.decisions
-                 if who.name == name and not who.server]
+    # a grant on the account's own data (Target.owner: a reviewer's own call history) is no role's grant; each
+    # step already held it against the table with its target
+    decisions = [(act, ok) for s in crawl.steps for who, act, tgt, ok in s.decisions
+                 if who.name == name and not who.server and not (ok and tgt.owner == name)]
     return {"steps": len(crawl.steps),
             "granted": sorted({a for a, ok in decisions if ok}),
             "refused": sorted({a for a, ok in decisions if not ok}),

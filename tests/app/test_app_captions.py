@@ -158,3 +158,26 @@ def test_readable_column_names_in_tables_and_legends():
     attack = pd.DataFrame({"scenario": [1, 2], "successes": [3, 1], "strategy": ["guided", "random"],
                            "model": ["biased", "biased"]})
     assert [a.text for a in charts.attack_bars(attack).layout.annotations] == ["biased"]
+
+
+def test_calibration_lines_name_both_calls_and_the_adjudication_with_its_note():
+    from types import SimpleNamespace
+
+    from objrel.app.captions import calibration_lines
+    from objrel.review.agreement import Disagreement
+
+    decided = Disagreement(sample_id="s1", position=0, kind="verdict", verdict_a="tp", reasons_a=(), note_a=None,
+                           verdict_b="fp", reasons_b=("incomplete-removal",), note_b=None, resolved_verdict="fp",
+                           resolved_reasons=("incomplete-removal",), resolved_note="half the cat is left",
+                           resolved_by="carol")
+    open_one = Disagreement(sample_id="s2", position=1, kind="verdict", verdict_a="tp", reasons_a=(), note_a=None,
+                            verdict_b="uncertain", reasons_b=(), note_b=None, resolved_verdict=None,
+                            resolved_reasons=(), resolved_note=None, resolved_by=None)
+    kappa = SimpleNamespace(name="Cohen's kappa", value=0.5)
+    cal = SimpleNamespace(reviewer_a="alice", reviewer_b="bob", disagreements=(decided, open_one),
+                          verdicts=SimpleNamespace(n=10, coefficients=(kappa,), kappa_band="moderate"))
+    lines = calibration_lines(cal)
+    assert "Cohen's kappa **0.500**" in lines[0] and "moderate" in lines[0]
+    assert lines[1] == "Disagreements: 2"
+    assert "incomplete removal" in lines[2] and "half the cat is left" in lines[2] and "carol" in lines[2]
+    assert lines[3].endswith("Not adjudicated yet.")

@@ -171,7 +171,9 @@ def test_adjudication_through_the_form_creates_a_consensus_row(judged_store):
         rows = c.execute(select(S.consensus.c.sample_id, S.consensus.c.verdict, S.consensus.c.reasons,
                                 S.consensus.c.adjudicator)).all()
     assert [tuple(r) for r in rows] == [("s005", "fp", ["incomplete-removal"], "carol")]
-    assert any("Saved: s005" in s.value for s in at.success)
+    # the confirmation names run, relation and file (issue 21: "Saved: 4 is a false positive" named a bare id)
+    saved = [s.value.replace("\\", "") for s in at.success]
+    assert any(f"Saved: run {rid}, MR-1, s005.png: false positive (decided by carol)" in s for s in saved), saved
     # s005 left the open queue; the precision table now has 9 decided items: fp 4/9 = 44.4%
     open_keys = [r.key for r in at.radio if r.key.startswith("adj_verdict_") and r.value is None]
     assert open_keys == [f"adj_verdict_{rid}_MR-1_s009"]
@@ -217,3 +219,38 @@ def test_adjudication_cards_name_the_file_and_link_to_the_item(judged_store):
     assert f"s005.png (item s005, run {rid})" in shown.replace("\\", "")
     assert f"[Open in Review](review?run={rid}&relation=MR-1&item=s005&queue=all)" in shown
     assert any("No image" in c.value for c in at.caption)
+
+
+# ---------------------------------------------------------------- issue 21: open on open work, URL state
+
+
+def test_opens_on_the_run_with_open_disagreements_not_on_the_newest_judged_run(judged_store):
+    """Found: Agreement opened on the newest judged run, where only one reviewer had judged, and dead-ended
+    the adjudicator there."""
+    store, rid = judged_store
+    newer = make_run(store, ["t1", "t2"])
+    R.record_judgment(actor_of(store, "bob"), store, newer, "t1", "MR-1", "tp")
+    at = run_page("carol")
+    assert at.session_state["agreement_run"] == rid and at.query_params["run"] == str(rid)
+    assert at.query_params["relation"] == "MR-1"
+    assert any(r.key == f"adj_verdict_{rid}_MR-1_s005" for r in at.radio)
+
+
+def test_a_link_to_a_run_without_judgments_is_said_and_offers_the_open_work(judged_store):
+    store, rid = judged_store
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["reviewer"] = "carol"
+    at.query_params["run"] = "77"
+    at.run()
+    assert not at.exception
+    assert any("names run 77" in w.value for w in at.warning) and at.query_params["run"] == "77"
+    assert not any(r.key and r.key.startswith("adj_verdict_") for r in at.radio)
+    at.button(key="agreement_choice_0").click().run()
+    assert not at.exception and at.query_params["run"] == str(rid)
+    assert any(r.key == f"adj_verdict_{rid}_MR-1_s005" for r in at.radio)
+
+
+def test_the_kappa_interval_help_names_the_variance_the_number_uses(judged_store):
+    at = run_page("carol")
+    ci = next(m for m in at.metric if m.label.endswith("CI"))
+    assert "Fleiss, Cohen & Everitt (1969)" in ci.help and "sqrt(p_o (1 - p_o)" not in ci.help

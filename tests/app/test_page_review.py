@@ -226,3 +226,237 @@ def test_a_role_revoked_while_the_page_is_open_no_longer_counts(monkeypatch, fla
     assert not at.exception
     assert any("may not judge" in e.value for e in at.error)
     assert review.judgments(store, run_id, "MR-2", reviewer="alice") == []
+
+
+# ---------------------------------------------------------------- the selection lives in the URL (issue 21)
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def two_flagged_runs(flagged_store, tmp_path):
+    """flagged_store's run and a newer run with flags of its own: the newest run is not the one reviewed."""
+    from objrel.config import RunConfig
+    from objrel.engine.classify import Engine
+
+    from tests.conftest import write_flagged_set
+    from tests.fixtures.colour_model import factory
+
+    store, old = flagged_store
+    new = Engine(store, RunConfig(model="py:tests.fixtures.colour_model:factory", plan="colours3", name="newer",
+                                  dataset=str(write_flagged_set(tmp_path / "newer", n_flagged=3, n_clean=1))),
+                 model=factory()).execute().run_id
+    assert new > old and store.flagged_sample_ids(new, "MR-2")
+    return store, old, new
+
+
+def switch(at: AppTest, page_file: str) -> AppTest:
+    """A top-bar page switch as the browser makes it: Streamlit drops the query string on the way."""
+    for key in list(at.query_params):
+        del at.query_params[key]
+    return at.switch_page(page_file).run()
+
+
+def test_review_keeps_its_run_across_a_switch_to_agreement_and_back(monkeypatch, two_flagged_runs):
+    """Found: Review -> Agreement -> Review through the top bar reset Review to the newest run with flags, and
+    the next click was stored on that run."""
+    store, old, new = two_flagged_runs
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    monkeypatch.setenv("OBJREL_STORE", store.url)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["reviewer"] = "alice"
+    at.run()
+    at.query_params.update({"run": str(old), "relation": "MR-1", "queue": "all", "item": "3"})
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, at.exception
+    assert at.query_params["run"] == str(old) and at.query_params["item"] == "3"
+    switch(at, "pages/agreement.py")
+    assert not at.exception, at.exception
+    switch(at, "pages/review.py")
+    assert not at.exception, at.exception
+    assert (at.query_params["run"], at.query_params["relation"], at.query_params["queue"],
+            at.query_params["item"]) == (str(old), "MR-1", "all", "3")
+    at.button(key="judge_tp").click().run()
+    assert [(j.sample_id, j.verdict) for j in review.judgments(store, old, "MR-1", reviewer="alice")] == [("3", "tp")]
+    assert review.judgments(store, new, reviewer="alice") == []
+
+
+def test_agreement_shows_the_run_review_showed_in_its_url(monkeypatch, two_flagged_runs):
+    store, old, new = two_flagged_runs
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    review.record_judgment(actor_of(store, "alice"), store, old, "3", "MR-1", "tp")
+    monkeypatch.setenv("OBJREL_STORE", store.url)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["reviewer"] = "alice"
+    at.query_params.update({"run": str(old), "relation": "MR-1", "queue": "all", "item": "3"})
+    at.run()
+    at.switch_page("pages/review.py").run()
+    switch(at, "pages/agreement.py")
+    assert not at.exception, at.exception
+    assert at.query_params["run"] == str(old) and at.query_params["relation"] == "MR-1"
+
+
+def test_a_link_to_a_run_that_is_gone_is_said_and_nothing_else_opens(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    review.draw_review_sample(SERVER, store, run_id, "MR-2")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": "999", "relation": "MR-2", "item": "1"})
+    at.run()
+    assert not at.exception
+    assert any("names run 999" in w.value for w in at.warning)
+    assert at.query_params["run"] == "999"                          # not replaced by another run
+    assert not any(b.key and b.key.startswith("judge_") for b in at.button)
+    # the choices offered: alice's open queue, one click away
+    choice = next(b for b in at.button if b.key == "review_choice_0")
+    assert f"Run {run_id} MR-2" in choice.label
+    choice.click().run()
+    assert not at.exception and at.query_params["run"] == str(run_id)
+    assert at.button(key="judge_tp")
+
+
+def test_review_opens_on_my_open_queue_not_on_the_newest_run(monkeypatch, two_flagged_runs):
+    """Found: Review opened on the newest run with flags, where the signed-in reviewer had nothing to do."""
+    store, old, new = two_flagged_runs
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    ids = review.draw_review_sample(SERVER, store, old, "MR-1")
+    review.record_judgment(actor_of(store, "alice"), store, old, ids[0], "MR-1", "tp")
+    at = page(monkeypatch, store, "alice").run()
+    assert not at.exception
+    assert (at.query_params["run"], at.query_params["relation"], at.query_params["queue"],
+            at.query_params["item"]) == (str(old), "MR-1", "sample", ids[1])
+
+
+def unescaped(values) -> list[str]:
+    return [str(v).replace("\\", "") for v in values]
+
+
+def test_the_saved_line_names_run_relation_and_file(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
+    at.run()
+    at.button(key="judge_tp").click().run()
+    assert not at.exception
+    assert f"Saved: run {run_id}, MR-2, f2.png: true positive" in unescaped(s.value for s in at.success)
+
+
+def test_a_revisited_item_shows_its_reasons_note_and_versions(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    alice = actor_of(store, "alice")
+    review.record_judgment(alice, store, run_id, "2", "MR-2", "tp")
+    review.record_judgment(alice, store, run_id, "2", "MR-2", "fp", reasons=["incomplete-removal"], note="half left")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
+    at.run()
+    assert not at.exception
+    suffix = f"{run_id}_MR-2_2"
+    reasons = at.multiselect(key=f"review_reasons_{suffix}")
+    assert reasons.value == ["incomplete-removal"]
+    assert "incomplete removal" in reasons.options and "incomplete-removal" not in reasons.options  # words
+    assert at.text_input(key=f"review_note_{suffix}").value == "half left"
+    history = next(df.value for df in at.dataframe if "version" in df.value.columns)
+    assert list(history["version"]) == [2, 1] and list(history["call"]) == ["false positive", "true positive"]
+    assert list(history["reasons"]) == ["incomplete removal", ""]
+
+
+def test_evidence_is_in_view_and_lime_is_only_looked_up(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    assert not at.exception
+    # only the box re-test (a tool, not evidence) is folded
+    assert [e.label for e in at.expander] == ["Redraw the target box and re-test"]
+    assert any(df.value is not None and "label" in df.value.columns for df in at.dataframe)   # the top-5
+    assert at.get("plotly_chart")                                                              # the histogram
+    assert any("LIME not computed yet" in c.value for c in at.caption)
+    with store.engine.connect() as c:
+        from sqlalchemy import func, select
+
+        from objrel.store import schema as S
+
+        assert c.execute(select(func.count()).select_from(S.explanations)).scalar() == 0   # nothing computed
+
+
+def test_the_lime_after_my_call_setting_is_kept_with_the_account(monkeypatch, flagged_store):
+    from objrel.review.settings import LIME_AFTER_CALL, my_settings
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    at.toggle(key="review_lime_after_call").set_value(True).run()
+    assert not at.exception
+    assert my_settings(actor_of(store, "alice"), store)[LIME_AFTER_CALL] is True
+    assert any("once you have made your call" in c.value for c in at.caption)
+    assert not any("LIME not computed yet" in c.value for c in at.caption)
+
+
+def test_choosing_another_relation_writes_it_and_its_item_into_the_url(monkeypatch, flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "4"})
+    at.run()
+    at.radio(key="review_relation").set_value("MR-1").run()
+    assert not at.exception
+    assert (at.query_params["relation"], at.query_params["item"]) == ("MR-1", "1")   # MR-1's first open item
+    assert at.session_state["review_selection"]["relation"] == "MR-1"
+
+
+def store_fake_lime(store, run_id: int, sample_id: str, key: str) -> None:
+    """A stored LIME explanation of one image (two superpixels, the left one positive), as the cache holds it."""
+    import numpy as np
+
+    from objrel.explain import Explanation, settings_string
+    from objrel.store.explanations import add_explanation
+
+    label = int(store.predictions(run_id, sample_id)["source"]["prediction"]["top_labels"][0])
+    segments = np.zeros((40, 48), np.int32)
+    segments[:, 24:] = 1
+    add_explanation(store, run_id, sample_id, key, Explanation(label, segments, {0: 0.5, 1: -0.2},
+                                                               settings_string(300), 0.4).to_row())
+
+
+def test_a_cached_lime_overlay_shows_without_a_click_and_toggles(monkeypatch, flagged_store):
+    from objrel.review.settings import LIME_AFTER_CALL, set_my_setting
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
+    at.run()
+    from objrel.review.items import review_item
+
+    mutant = review_item(store, run_id, "2", "MR-2").violating_mutant("MR-2").key
+    for key in ("source", mutant):
+        store_fake_lime(store, run_id, "2", key)
+    at.run()
+    assert not at.exception
+    lime_images = [i for i in at.get("image") if "LIME" in str(i.proto)]
+    assert len(lime_images) == 2
+    assert {m.value for m in at.metric if m.label == "LIME object share"} == {"40.0%"}
+    at.toggle(key="review_lime_show").set_value(False).run()
+    assert not [i for i in at.get("image") if "LIME" in str(i.proto)]
+    # with "reveal LIME only after my call", an item not yet called shows none
+    set_my_setting(actor_of(store, "alice"), store, LIME_AFTER_CALL, True)
+    at.toggle(key="review_lime_show").set_value(True).run()
+    assert not [i for i in at.get("image") if "LIME" in str(i.proto)]
+    at.button(key="judge_tp").click().run()
+    at.button(key="review_prev").click().run()
+    assert at.query_params["item"] == "2"
+    assert len([i for i in at.get("image") if "LIME" in str(i.proto)]) == 2
+
+
+def test_the_histograms_this_item_label_sits_above_the_bars(monkeypatch, flagged_store):
+    """Found: the "this item" label sat inside the plot area, over the bar it marks."""
+    import json
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "share flagged" in c.proto.spec)
+    label = next(a for a in spec["layout"]["annotations"] if a["text"] == "this item")
+    assert (label["yref"], label["y"], label["yanchor"]) == ("paper", 1.0, "bottom")
+    assert spec["layout"]["margin"]["t"] > 10

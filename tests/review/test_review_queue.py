@@ -36,7 +36,12 @@ def test_a_link_names_run_relation_queue_and_item():
                                     # a hostile visitor's links: digits int() refuses, or too many of them
                                     {"run": "\u00b2"}, {"run": "9" * 5000}, {"run": "\uff12"}, {"run": "-1"}])
 def test_what_a_link_does_not_name_validly_falls_back(params):
-    assert ReviewLink.parse(params, [1, 2, 3]) == ReviewLink(3, DEFAULT_RELATION, REVIEW_SAMPLE, None)
+    import dataclasses
+
+    link = ReviewLink.parse(params, [1, 2, 3])
+    assert dataclasses.replace(link, unknown_run=None) == ReviewLink(3, DEFAULT_RELATION, REVIEW_SAMPLE, None)
+    # a run the link names that cannot be reviewed is kept, so the page can say so instead of opening run 3
+    assert link.unknown_run == (params.get("run") or None)
 
 
 def test_a_link_needs_a_run():
@@ -151,3 +156,15 @@ def test_item_card_shows_the_item_or_says_why_not(flagged_store, tmp_path):
         assert (missing.rel_path, missing.correct) == ("s1.png", False)
     finally:
         bare.dispose()
+
+
+def test_a_queue_keeps_the_reviewers_own_reasons_and_note(flagged_store):
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    alice = actor_of(store, "alice")
+    ids = review.draw_review_sample(SERVER, store, run_id, "MR-2")
+    record_call(alice, store, run_id, ids[0], "MR-2", "fp", ["other"], " the patch is a second object ")
+    for mode in (REVIEW_SAMPLE, ALL_FLAGGED):
+        q = open_queue(alice, store, run_id, "MR-2", mode)
+        assert q.my_saved(ids[0]) == (("other",), "the patch is a second object")
+        assert q.my_saved(ids[1]) == ((), "")

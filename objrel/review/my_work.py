@@ -1,0 +1,130 @@
+"""What a signed-in person has left to do: a reviewer's queues, an adjudicator's open disagreements.
+
+``my_work(actor, store)`` reads only what ``actor`` may see: a reviewer's own calls (never another
+reviewer's: blind review), and disagreements only for an account the gate lets see reviewers' calls.  A
+visitor (or an account without either role) gets empty lists.  The Home page draws it, and Review and
+Agreement open on its first open entry.  No Streamlit here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from urllib.parse import urlencode
+
+from objrel import access as A
+from objrel import review
+from objrel.access import Actor
+from objrel.store import Store
+
+REVIEW_URL_PATH = "review"          # app.py's url_path of the Review page
+AGREEMENT_URL_PATH = "agreement"    # app.py's url_path of the Agreement page
+SAMPLE_QUEUE = "sample"             # objrel.review.queue.REVIEW_SAMPLE (queue imports this stage's siblings)
+
+
+@dataclass(frozen=True)
+class QueueWork:
+    """One drawn review sample (run x relation) as one reviewer sees it: how many of its items they judged,
+    and the first item still waiting for their call (None when every item is judged)."""
+
+    run_id: int
+    run_name: str
+    relation: str
+    judged: int
+    total: int
+    next_item: str | None
+
+    @property
+    def done(self) -> bool:
+        return self.total > 0 and self.judged >= self.total
+
+    @property
+    def link(self) -> str:
+        """A relative link that opens the next open item (the first item once all are judged) in Review."""
+        params = {"run": self.run_id, "relation": self.relation, "queue": SAMPLE_QUEUE}
+        if self.next_item is not None:
+            params["item"] = self.next_item
+        return f"{REVIEW_URL_PATH}?{urlencode(params)}"
+
+
+@dataclass(frozen=True)
+class DisputeWork:
+    """The disagreements of one run x relation an adjudicator may decide: open and decided ones."""
+
+    run_id: int
+    run_name: str
+    relation: str
+    open: int
+    decided: int
+
+    @property
+    def link(self) -> str:
+        return f"{AGREEMENT_URL_PATH}?{urlencode({'run': self.run_id, 'relation': self.relation})}"
+
+
+@dataclass(frozen=True)
+class MyWork:
+    """A person's work: their review queues (reviewers) and the disagreements they may decide (adjudicators
+    and admins), runs oldest first."""
+
+    name: str | None
+    queues: tuple[QueueWork, ...] = ()
+    disputes: tuple[DisputeWork, ...] = ()
+
+    @property
+    def open_queues(self) -> tuple[QueueWork, ...]:
+        return tuple(q for q in self.queues if not q.done)
+
+    @property
+    def open_disputes(self) -> tuple[DisputeWork, ...]:
+        return tuple(d for d in self.disputes if d.open)
+
+    @property
+    def first_open_queue(self) -> QueueWork | None:
+        return next(iter(self.open_queues), None)
+
+    @property
+    def first_open_dispute(self) -> DisputeWork | None:
+        return next(iter(self.open_disputes), None)
+
+
+def _queues(actor: Actor, store: Store, runs) -> list[QueueWork]:
+    out = []
+    for run in runs:
+        for relation in review.RELATIONS:
+            if review.review_sample_info(store, run.id, relation) is None:
+                continue        # never drawn: listing it would draw it
+            items = review.review_queue(actor, store, run.id, relation)    # the actor's own calls only
+            nxt = next((q.sample_id for q in items if not q.judged_by_me), None)
+            out.append(QueueWork(run.id, run.name, relation, sum(q.judged_by_me for q in items), len(items), nxt))
+    return out
+
+
+def _disputes(actor: Actor, store: Store, runs) -> list[DisputeWork]:
+    names = {r.id: r.name for r in runs}
+    out = []
+    for judged in review.judged_runs(store):
+        for relation in judged.relations:
+            open_ids, decided_ids = set(), set()
+            # an adjudicator never decides items they judged themselves: pairs with them are not their work
+            reviewers = [n for n in judged.reviewers_of(relation) if n != actor.name]
+            for a, b in combinations(reviewers, 2):
+                view = review.pair_view(actor, store, judged.run_id, relation, a, b)
+                for d in view.disagreements:
+                    (decided_ids if d.resolved else open_ids).add(d.sample_id)
+            open_ids -= decided_ids
+            if open_ids or decided_ids:
+                out.append(DisputeWork(judged.run_id, names.get(judged.run_id, judged.name), relation,
+                                       len(open_ids), len(decided_ids)))
+    return out
+
+
+def my_work(actor: Actor, store: Store) -> MyWork:
+    """``actor``'s review queues (with the reviewer role) and the disagreements they may decide (with a role
+    that may see reviewers' calls); empty for a visitor.  Nothing is drawn or written."""
+    if not actor.signed_in:
+        return MyWork(None)
+    runs = store.list_runs()
+    queues = _queues(actor, store, runs) if A.permits(actor, A.JUDGE) else []
+    disputes = _disputes(actor, store, runs) if A.permits(actor, A.SEE_CALLS) else []
+    return MyWork(actor.name, tuple(queues), tuple(disputes))

@@ -10,8 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from objrel import access
-from objrel.analysis.overview import run_history
-from objrel.app import captions
+from objrel.analysis.overview import run_history, runs_that_tested_nothing
+from objrel.app import captions, run_captions
 from objrel.app.caches import open_store
 from objrel.app.state import init_value, keep_choice
 from objrel.app.widgets import page_sidebar, use_app_navigation
@@ -226,6 +226,8 @@ def live():
         c1.progress(jobs.progress_share(r), text=f"{captions.plain(captions.run_label(r))}: {jobs.progress_text(r)}")
         if operator and jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
             jobs.cancel(actor, store, r.id)
+    for t in runs_that_tested_nothing(store, now):
+        st.warning(run_captions.nothing_tested_text(t), icon=":material/warning:")
     st.dataframe(run_history(now), hide_index=True, width="stretch", key="runs_table")
 
 

@@ -220,7 +220,7 @@ def live():
         st.info("No runs yet.")
         return
     for r in now:
-        if not jobs.is_active(r):
+        if not (jobs.is_active(r) or jobs.just_finished(r)):
             continue
         c1, c2 = st.columns([5, 1])
         c1.progress(jobs.progress_share(r), text=f"{captions.plain(captions.run_label(r))}: {jobs.progress_text(r)}")

@@ -54,9 +54,9 @@ FLOAT_COPIES_PER_THREAD = 5
 # skipped ('crashed-twice') on resume.  A start inside a chunk of several samples marks them all suspect
 # (retried alone) but counts for none of them: the process may have died of another sample or of a kill.
 MAX_CRASH_ATTEMPTS = 2
-# Least commits a run's work is cut into (when it has that many samples): the samples count a run shows moves
-# at each commit, so a run of fewer than batch_size samples in one chunk would read 0/N until it ends.  Chunks
-# stay batch_size long once a run has this many batches of samples.
+# Commits a run whose samples fit in one batch is cut into (when it has that many samples): the samples count
+# a run shows moves at each commit, and one chunk would read 0/N until the run ends.  A larger run commits
+# once per batch_size samples as before.
 PROGRESS_COMMITS = 3
 
 
@@ -228,8 +228,8 @@ def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[tuple
     """The work as ``(chunk, suspect)`` pairs: samples a dead process left unfinished (those in ``attempts``)
     come first, one per chunk so the one that kills it is singled out (``suspect`` True: no working ahead);
     those whose process died ``MAX_CRASH_ATTEMPTS`` times while they ran alone become skipped samples
-    ('crashed-twice'); the rest go in chunks of ``batch_size``, shorter when that would make fewer than
-    ``PROGRESS_COMMITS`` chunks (so the samples count moves while a small run works)."""
+    ('crashed-twice'); the rest go in chunks of ``batch_size``, or in ``PROGRESS_COMMITS`` shorter ones when
+    they fit in one (so the samples count moves while a small run works)."""
     crashed, suspects, rest = [], [], []
     for s in todo:
         n = attempts.get(s.sample_id)
@@ -243,7 +243,7 @@ def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[tuple
             rest.append(s)
     out = [(crashed, True)] if crashed else []  # nothing to gain from working ahead of skips
     out += [([s], True) for s in suspects]
-    size = max(1, min(batch_size, -(-len(rest) // PROGRESS_COMMITS)))
+    size = batch_size if len(rest) > batch_size else max(1, -(-len(rest) // PROGRESS_COMMITS))
     out += [(rest[i : i + size], False) for i in range(0, len(rest), size)]
     return out
 

@@ -271,10 +271,12 @@ def test_a_small_run_shows_its_samples_count_moving_and_ends_at_n_of_n_without_a
     assert "ETA" not in final and jobs.progress_share(run) == 1.0 and jobs.just_finished(run)
 
 
-def test_small_runs_are_cut_into_at_least_progress_commits_chunks():
+def test_a_run_that_fits_in_one_batch_is_cut_into_progress_commits_chunks():
     todo = [SimpleNamespace(sample_id=str(i)) for i in range(100)]
     sizes = lambda n, b: [len(c) for c, _ in loop._chunks(todo[:n], {}, b)]   # noqa: E731
     assert sizes(10, 16) == [4, 4, 2]              # 10 samples, a batch of 16: three commits, not one
-    assert sizes(10, 4) == [4, 4, 2]               # big enough runs keep batch_size chunks
+    assert sizes(16, 16) == [6, 6, 4]
+    assert sizes(10, 4) == [4, 4, 2] and sizes(8, 4) == [4, 4]   # larger runs keep batch_size chunks
+    assert sizes(20, 16) == [16, 4]
     assert sizes(2, 16) == [1, 1] and sizes(1, 16) == [1]
     assert sizes(100, 16) == [16] * 6 + [4]

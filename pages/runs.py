@@ -153,7 +153,9 @@ def upload_section() -> None:
                 if ann is None or zipped is None:
                     raise ValueError("choose both the annotation .json and the images .zip")
                 up = manage.upload_dataset(actor, name, ann, zipped)
-                st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind}).")
+                unused = (up.n_unpacked or 0) - up.n_files
+                st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind})"
+                           + (f"; {unused} more images of the zip are named by no entry." if unused > 0 else "."))
             except Exception as exc:  # shown to the user, the page stays up
                 st.error(f"Upload refused: {exc}")
     else:

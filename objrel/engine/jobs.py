@@ -12,6 +12,7 @@ policy (models from the list, data only from the allowed roots: ``objrel.engine.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -191,7 +192,8 @@ def just_finished(run: RunRecord, now_ts: float | None = None) -> bool:
     """A run that finished less than ``SHOW_FINISHED_S`` ago: still shown with its (final) progress line."""
     if run.status != "finished" or run.finished_at is None:
         return False
-    return (now_ts or time.time()) - run.finished_at.timestamp() < SHOW_FINISHED_S
+    at = run.finished_at if run.finished_at.tzinfo else run.finished_at.replace(tzinfo=dt.timezone.utc)  # stored in UTC
+    return (now_ts or time.time()) - at.timestamp() < SHOW_FINISHED_S
 
 
 def progress_share(run: RunRecord) -> float:

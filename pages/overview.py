@@ -5,8 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from objrel.analysis.overview import detection_summary_table, run_history, striking_examples, summary_table, \
-    tested_runs
-from objrel.app import captions
+    runs_that_tested_nothing, tested_runs
+from objrel.app import captions, run_captions
 from objrel.app.caches import cached_review_item, open_store
 from objrel.app.state import keep_choice
 from objrel.app.widgets import page_sidebar, use_app_navigation
@@ -33,8 +33,13 @@ links[1].page_link("pages/review.py", label="Review flagged inferences", icon=":
 links[2].page_link("pages/agreement.py", label="Reviewer agreement", icon=":material/handshake:")
 links[3].page_link("pages/runs.py", label="Start or watch runs", icon=":material/play_circle:")
 
-headline = summary_table(store)
-detection_headline = detection_summary_table(store)
+# Runs that tested nothing have no headline (every ratio would be '-'): a warning with the reasons instead.
+empty = runs_that_tested_nothing(store)
+for t in empty:
+    st.warning(run_captions.nothing_tested_text(t), icon=":material/warning:")
+empty_ids = {t.run_id for t in empty}
+headline = [row for row in summary_table(store) if row["run"] not in empty_ids]
+detection_headline = [row for row in detection_summary_table(store) if row["run"] not in empty_ids]
 if headline:
     st.subheader("Headline per run")
     st.caption("Correct inferences flagged by the 2-of-3 colour vote; ratios over correct inferences.")

@@ -10,8 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from objrel import access
-from objrel.analysis.overview import run_history
-from objrel.app import captions
+from objrel.analysis.overview import run_history, runs_that_tested_nothing
+from objrel.app import captions, run_captions
 from objrel.app.caches import open_store
 from objrel.app.state import init_value, keep_choice
 from objrel.app.widgets import page_sidebar, use_app_navigation
@@ -153,7 +153,9 @@ def upload_section() -> None:
                 if ann is None or zipped is None:
                     raise ValueError("choose both the annotation .json and the images .zip")
                 up = manage.upload_dataset(actor, name, ann, zipped)
-                st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind}).")
+                unused = (up.n_unpacked or 0) - up.n_files
+                st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind})"
+                           + (f"; {unused} more images of the zip are named by no entry." if unused > 0 else "."))
             except Exception as exc:  # shown to the user, the page stays up
                 st.error(f"Upload refused: {exc}")
     else:
@@ -220,12 +222,14 @@ def live():
         st.info("No runs yet.")
         return
     for r in now:
-        if not jobs.is_active(r):
+        if not (jobs.is_active(r) or jobs.just_finished(r)):
             continue
         c1, c2 = st.columns([5, 1])
         c1.progress(jobs.progress_share(r), text=f"{captions.plain(captions.run_label(r))}: {jobs.progress_text(r)}")
         if operator and jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
             jobs.cancel(actor, store, r.id)
+    for t in runs_that_tested_nothing(store, now):
+        st.warning(run_captions.nothing_tested_text(t), icon=":material/warning:")
     st.dataframe(run_history(now), hide_index=True, width="stretch", key="runs_table")
 
 

@@ -5,6 +5,9 @@ Plain functions over the store (no Streamlit); the Overview page draws what they
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
 import pandas as pd
 
 from objrel.analysis.summary import summarize
@@ -18,6 +21,8 @@ STRIKING_EXAMPLES = 4
 # The run history's columns (Overview and Runs pages).
 HISTORY_COLUMNS = ("run", "name", "task", "model", "dataset", "status", "samples", "tested", "forward passes",
                    "passes/s", "skipped", "created")
+# The history's status of a finished run with samples done and none tested.
+TESTED_NOTHING = "finished, tested nothing"
 
 
 def passes_per_second(r: RunRecord) -> str:
@@ -35,12 +40,15 @@ def tested_runs(store: Store) -> list[RunRecord]:
 def run_history(runs: list[RunRecord]) -> pd.DataFrame:
     """One row per run of ``runs`` (records read once, so a page's progress lines and this table show the same
     numbers) with its live status (``objrel.engine.jobs.display_status``), samples done / total and forward
-    passes as the progress line counts them (``objrel.progress.run_estimate``: done / expected while running)."""
+    passes as the progress line counts them (``objrel.progress.run_estimate``: done / expected while running).
+    A finished run that tested no sample says so in its status (``TESTED_NOTHING``)."""
     from objrel.engine.jobs import display_status
 
     rows = []
     for r in runs:
         e, status = run_estimate(r), display_status(r)
+        if status == "finished" and r.n_done > 0 and r.n_tested == 0:
+            status = TESTED_NOTHING
         passes = (f"{e.passes_done}/{e.passes_expected}" if status == "running" and e.passes_expected is not None
                   else str(e.passes_done))
         rows.append({"run": r.id, "name": r.name, "task": r.task, "model": r.model, "dataset": r.dataset,
@@ -48,6 +56,44 @@ def run_history(runs: list[RunRecord]) -> pd.DataFrame:
                      "forward passes": passes, "passes/s": passes_per_second(r), "skipped": r.n_skipped,
                      "created": r.created_at.strftime("%Y-%m-%d %H:%M")})
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+
+
+@dataclass(frozen=True)
+class NothingTested:
+    """A finished run that tested no sample: how many it skipped and left untested, each by its code
+    (``samples.skip_code``; an untested sample without one is ``incorrect`` or ``not-tested``), most first."""
+
+    run_id: int
+    name: str
+    samples: int
+    skipped: tuple[tuple[str, int], ...]
+    untested: tuple[tuple[str, int], ...]
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(n for _, n in self.skipped)
+
+    @property
+    def n_untested(self) -> int:
+        return sum(n for _, n in self.untested)
+
+
+def runs_that_tested_nothing(store: Store, runs: list[RunRecord] | None = None) -> list[NothingTested]:
+    """The finished runs of ``runs`` (default: the store's) with samples done and none tested, with their skip
+    and untested reasons counted by code: a run that says "finished" must not hide that it tested nothing."""
+    out = []
+    for r in store.list_runs() if runs is None else runs:
+        if r.status != "finished" or r.n_tested > 0 or r.n_done <= 0:
+            continue
+        skipped, untested = Counter(), Counter()
+        for row in store.sample_issues(r.id):
+            if row["status"] == "skipped":
+                skipped[row["skip_code"] or "unknown"] += 1
+            elif row["status"] == "untested":
+                untested[row["skip_code"] or ("incorrect" if row["correct"] is False else "not-tested")] += 1
+        out.append(NothingTested(r.id, r.name, r.n_done, tuple(skipped.most_common()),
+                                 tuple(untested.most_common())))
+    return out
 
 
 def _summaries(store: Store):

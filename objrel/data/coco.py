@@ -20,7 +20,7 @@ from objrel.constants import MAX_ANNOTATION_FILE_BYTES
 from objrel.errors import AnnotationError, BadSampleError
 from objrel.data.bounded import parse_json
 from objrel.data.dataset import Dataset
-from objrel.data.images import resolve_inside
+from objrel.data.locate import ImageFinder
 from objrel.data.region import clip_objects
 from objrel.data.sample import Sample, TargetObject
 
@@ -79,7 +79,8 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
     """Load a COCO annotation file.
 
     annotation_file: path of the JSON file (``images``, ``annotations``, ``categories``).
-    images_dir:      the dataset root; every ``file_name`` must resolve inside it.
+    images_dir:      the dataset root; every ``file_name`` must resolve inside it (a name with no file there
+                     is looked up by its trailing components: ``objrel.data.locate``).
     category_map:    optional ``{category name or id: model class index}``.
 
     Returns a ``Dataset`` with one ``Sample`` per image, sorted by image id.  An
@@ -111,6 +112,7 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
     cats = {c["id"]: c for c in data["categories"]}
     cat_index = {cid: _category_index(c, category_map) for cid, c in cats.items()}
     root = Path(images_dir).resolve()
+    finder = ImageFinder(root)
 
     anns_by_image: dict = defaultdict(list)
     for ann in data["annotations"]:
@@ -128,7 +130,8 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
         notes: tuple[str, ...] = ()
         dropped: list[dict] = []
         try:
-            image_path = str(resolve_inside(root, rel))
+            rel, found = finder.locate(rel)
+            image_path = str(found)
             for ann in anns_by_image.get(img.get("id"), []):
                 cid = ann.get("category_id")
                 if cid not in cats:

@@ -20,7 +20,7 @@ from objrel.constants import MAX_ANNOTATION_FILE_BYTES
 from objrel.errors import AnnotationError, BadSampleError
 from objrel.data.bounded import parse_json
 from objrel.data.dataset import Dataset
-from objrel.data.images import resolve_inside
+from objrel.data.locate import ImageFinder
 from objrel.data.region import clip_objects
 from objrel.data.sample import Sample, TargetObject
 
@@ -65,6 +65,7 @@ def load_manifest(manifest_file, images_dir=None, name: str | None = None) -> Da
     if not isinstance(entries, list):
         raise AnnotationError(f"manifest {path}: expected a list of images or {{'images': [...]}}")
     root = Path(images_dir).resolve() if images_dir else path.parent
+    finder = ImageFinder(root)   # a path with no file there is looked up by its trailing components
     samples = []
     for n, entry in enumerate(entries):
         if not isinstance(entry, dict) or "path" not in entry:
@@ -74,7 +75,8 @@ def load_manifest(manifest_file, images_dir=None, name: str | None = None) -> Da
         sid = str(entry.get("id", rel))
         image_path = ""  # stays empty unless the path resolves inside the root
         try:
-            image_path = str(resolve_inside(root, rel))
+            rel, found = finder.locate(rel)
+            image_path = str(found)
             objs = entry.get("objects") or []
             objects = tuple(_object(o, f"{rel} object {i}") for i, o in enumerate(objs))
             if not objects:

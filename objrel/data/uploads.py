@@ -8,8 +8,9 @@ Nothing here trusts the upload: sizes are capped before anything is written (``M
 when a member is absolute, climbs out with ``..``, is a symlink, when it has more than ``MAX_ZIP_MEMBERS``
 files or declares more than ``MAX_UNPACKED_BYTES`` (and extraction stops if the real bytes exceed the declared
 ones); every image must decode; the annotation file must load with objrel's own loader and give at least one
-sample; weights load with ``torch.load(weights_only=True)`` (``objrel.models.safe_load``) and must fit the
-architecture.  Work happens in a hidden folder beside the target and is renamed into place only when all
+sample, and each of its image names must resolve to one image of the zip (by its path, or by its trailing
+path components wherever the zip nests the images: ``objrel.data.locate``); weights load with
+``torch.load(weights_only=True)`` (``objrel.models.safe_load``) and must fit the architecture.  Work happens in a hidden folder beside the target and is renamed into place only when all
 checks pass, so a refused upload leaves nothing behind.  The role check is the caller's
 (``objrel.engine.manage``); this module only knows files.
 """
@@ -70,6 +71,10 @@ SPOOLED_ZIP = "images.zip"   # the uploaded zip on disk while it is checked and 
 INFO_FILE = "upload.json"
 COCO, MANIFEST, WEIGHTS = "coco", "manifest", "weights"
 COPY_CHUNK = MIB
+# Names that resolve to no image a refusal shows (it counts them all).
+SHOWN_UNRESOLVED = 5
+# Sample problems that mean the annotation's image name picks no single file inside the upload.
+UNRESOLVED_CODES = ("ambiguous-file", "path-escapes-root", "bad-path")
 
 
 class UploadError(ObjrelError, ValueError):
@@ -85,8 +90,9 @@ class Upload:
     images: Path | None         # the dataset's images folder
     weights: Path | None        # the weights file
     architecture: str | None    # torchvision architecture of the weights
-    n_files: int                # images unpacked, or 1 for weights
+    n_files: int                # images the annotation names that resolve to a file, or 1 for weights
     n_samples: int | None       # samples the loader found
+    n_unpacked: int | None = None   # images the zip held (some may be named by no annotation)
 
 
 def check_name(name: str) -> str:
@@ -304,11 +310,38 @@ def add_dataset(root: str | Path, name: str, annotation, images_zip) -> Upload:
         n = len(dataset.samples)
         if not n:
             raise UploadError(f"the {kind} annotation file gives no samples; expected at least one image entry")
-        _commit(staging, final, {"kind": kind, "files": len(files), "samples": n})
+        found = resolved_images(dataset.samples, kind, files, staging / IMAGES_DIR)
+        _commit(staging, final, {"kind": kind, "files": found, "unpacked": len(files), "samples": n})
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return Upload(name, kind, final, final / annotation_file(name), final / IMAGES_DIR, None, None, len(files), n)
+    return Upload(name, kind, final, final / annotation_file(name), final / IMAGES_DIR, None, None, found, n,
+                  len(files))
+
+
+def resolved_images(samples, kind: str, files: list[Path], images: Path) -> int:
+    """How many distinct images of the zip the samples name (the loaders look a name with no file there up by
+    its trailing components, ``objrel.data.locate``); UploadError naming (up to ``SHOWN_UNRESOLVED`` of) the
+    names that resolve to no image, or to several, and how many there are, so nothing is stored that a run
+    would skip as missing."""
+    found, bad = set(), []
+    for s in samples:
+        code = s.problem[0] if s.problem else None
+        if code in UNRESOLVED_CODES:
+            reason = s.problem[1].removeprefix(f"image name {s.rel_path!r} ").split("; expected")[0]
+            bad.append(f"{s.rel_path!r} ({reason})")
+        elif s.image_path and Path(s.image_path).is_file():
+            found.add(s.image_path)
+        else:
+            bad.append(f"{s.rel_path!r}")
+    if bad:
+        shown = ", ".join(bad[:SHOWN_UNRESOLVED]) + (f" and {len(bad) - SHOWN_UNRESOLVED} more"
+                                                     if len(bad) > SHOWN_UNRESOLVED else "")
+        example = files[0].relative_to(images).as_posix() if files else "-"
+        raise UploadError(f"{len(bad)} of {len(samples)} image names in the {kind} annotation file do not resolve "
+                          f"to one image of the zip: {shown}; the zip holds {len(files)} images (for example "
+                          f"{example!r}); expected each name to match one image by its path or file name")
+    return len(found)
 
 
 def add_weights(root: str | Path, name: str, architecture: str, weights) -> Upload:
@@ -355,5 +388,6 @@ def list_uploads(root: str | Path) -> list[Upload]:
                           None if weights else (folder / annotation_file(folder.name)).resolve(),
                           None if weights else (folder / IMAGES_DIR).resolve(),
                           (folder / WEIGHTS_FILE).resolve() if weights else None,
-                          info.get("architecture"), int(info.get("files") or 0), info.get("samples")))
+                          info.get("architecture"), int(info.get("files") or 0), info.get("samples"),
+                          info.get("unpacked")))
     return out

@@ -19,7 +19,7 @@ from objrel.constants import MAX_XML_FILE_BYTES
 from objrel.errors import AnnotationError, BadSampleError, InputFileError
 from objrel.data.bounded import parse_xml
 from objrel.data.dataset import Dataset
-from objrel.data.images import resolve_inside
+from objrel.data.locate import ImageFinder
 from objrel.data.region import clip_objects
 from objrel.data.sample import Sample, TargetObject
 
@@ -46,7 +46,20 @@ def _text(node, tag: str, xml_path: Path) -> str:
     return child.text.strip()
 
 
-def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int) -> Sample:
+def _stem_suffix(filename: str, images_dir: Path, finder: ImageFinder) -> str:
+    """An ILSVRC ``<filename>`` (the stem only) with the suffix of the image found for it: beside it first, then
+    anywhere under the root (``ImageFinder``); ``.JPEG`` when none is found."""
+    for suffix in IMAGE_SUFFIXES:
+        if (images_dir / (filename + suffix)).exists():
+            return filename + suffix
+    for suffix in IMAGE_SUFFIXES:
+        if finder.match(filename + suffix) is not None:
+            return filename + suffix
+    return filename + ".JPEG"
+
+
+def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int,
+           finder: ImageFinder | None = None) -> Sample:
     sid = xml_path.stem
     rel = sid
     image_path = str(images_dir / sid)
@@ -58,16 +71,14 @@ def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int) 
         return Sample(sid, image_path, rel, None, None, problem=("bad-annotation", str(exc)))
     try:
         filename = _text(node, "filename", xml_path)
+        finder = finder or ImageFinder(root)
         if not Path(filename).suffix:
-            # ILSVRC files give the stem only; find the image beside it.
-            for suffix in IMAGE_SUFFIXES:
-                if (images_dir / (filename + suffix)).exists():
-                    filename += suffix
-                    break
-            else:
-                filename += ".JPEG"
+            # ILSVRC files give the stem only; find the image for it.
+            filename = _stem_suffix(filename, images_dir, finder)
         rel = str((images_dir / filename).relative_to(root)) if images_dir != root else filename
-        image_path = str(resolve_inside(root, rel))
+        # a <filename> with no file there is looked up under the root by its trailing components
+        rel, found = finder.locate(rel)
+        image_path = str(found)
         size = node.find("size")
         width = int(_text(size, "width", xml_path)) if size is not None else None
         height = int(_text(size, "height", xml_path)) if size is not None else None
@@ -127,6 +138,7 @@ def load_voc(annotations, images_dir, synset_mapping=None, padding: int = 0, nam
         raise ValueError(f"padding must be >= 0 pixels, got {padding}")
     root = Path(images_dir).resolve()
     synsets = read_synset_mapping(synset_mapping) if synset_mapping else None
-    samples = tuple(_parse(f, root, root, synsets, padding) for f in files)
+    finder = ImageFinder(root)
+    samples = tuple(_parse(f, root, root, synsets, padding, finder) for f in files)
     cats = sorted({o.category for s in samples for o in s.objects})
     return Dataset(name or ann.stem, "voc", str(root), str(ann), samples, tuple(cats))

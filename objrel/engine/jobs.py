@@ -12,6 +12,7 @@ policy (models from the list, data only from the allowed roots: ``objrel.engine.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from objrel.config import DetectionConfig, RunConfig
-from objrel.progress import estimate_text, run_estimate, share
+from objrel.progress import estimate_text, format_duration, run_estimate, share
 from objrel import access as A
 from objrel.access import Actor
 from objrel.store import RunRecord, Store, leases
@@ -40,6 +41,8 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 # Runs shown with a progress bar, and stopped runs that can be resumed while samples are left.
 ACTIVE_STATUSES = ("running", "pending")
 STOPPED_STATUSES = ("stalled", "cancelled", "failed", "pending")
+# A run keeps its (full) progress line this many seconds after it finished, so a watcher sees it end at N/N.
+SHOW_FINISHED_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -185,11 +188,25 @@ def resumable_runs(store: Store) -> list[RunRecord]:
     return [r for r in store.list_runs() if is_resumable(r)]
 
 
+def just_finished(run: RunRecord, now_ts: float | None = None) -> bool:
+    """A run that finished less than ``SHOW_FINISHED_S`` ago: still shown with its (final) progress line."""
+    if run.status != "finished" or run.finished_at is None:
+        return False
+    at = run.finished_at if run.finished_at.tzinfo else run.finished_at.replace(tzinfo=dt.timezone.utc)  # stored in UTC
+    return (now_ts or time.time()) - at.timestamp() < SHOW_FINISHED_S
+
+
 def progress_share(run: RunRecord) -> float:
-    """Share of the run done, in [0, 1]: by forward passes while the run reports them, else by samples."""
-    return share(run_estimate(run))
+    """Share of the run done, in [0, 1]: by forward passes while the run reports them, else by samples; 1 once
+    it finished."""
+    return 1.0 if run.status == "finished" else share(run_estimate(run))
 
 
 def progress_text(run: RunRecord) -> str:
-    """Samples done/total, forward passes, images per second and ETA of a run (``objrel.progress``)."""
+    """Samples done/total (tested, skipped and untested alike), forward passes, images per second and ETA of a
+    running run (``objrel.progress``); for a finished one its samples, passes and time, no ETA."""
+    if run.status == "finished":
+        seconds = (run.timings or {}).get("seconds")
+        took = f" in {format_duration(seconds)}" if seconds is not None else ""
+        return (f"finished: {run.n_done}/{run.n_total} samples, {int(run.passes_done or 0)} forward passes{took}")
     return estimate_text(run_estimate(run))

@@ -54,6 +54,10 @@ FLOAT_COPIES_PER_THREAD = 5
 # skipped ('crashed-twice') on resume.  A start inside a chunk of several samples marks them all suspect
 # (retried alone) but counts for none of them: the process may have died of another sample or of a kill.
 MAX_CRASH_ATTEMPTS = 2
+# Commits a run whose samples fit in one batch is cut into (when it has that many samples): the samples count
+# a run shows moves at each commit, and one chunk would read 0/N until the run ends.  A larger run commits
+# once per batch_size samples as before.
+PROGRESS_COMMITS = 3
 
 
 class prefetch:
@@ -224,7 +228,8 @@ def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[tuple
     """The work as ``(chunk, suspect)`` pairs: samples a dead process left unfinished (those in ``attempts``)
     come first, one per chunk so the one that kills it is singled out (``suspect`` True: no working ahead);
     those whose process died ``MAX_CRASH_ATTEMPTS`` times while they ran alone become skipped samples
-    ('crashed-twice'); the rest go in chunks of ``batch_size``."""
+    ('crashed-twice'); the rest go in chunks of ``batch_size``, or in ``PROGRESS_COMMITS`` shorter ones when
+    they fit in one (so the samples count moves while a small run works)."""
     crashed, suspects, rest = [], [], []
     for s in todo:
         n = attempts.get(s.sample_id)
@@ -238,7 +243,8 @@ def _chunks(todo: list, attempts: dict[str, int], batch_size: int) -> list[tuple
             rest.append(s)
     out = [(crashed, True)] if crashed else []  # nothing to gain from working ahead of skips
     out += [([s], True) for s in suspects]
-    out += [(rest[i : i + batch_size], False) for i in range(0, len(rest), batch_size)]
+    size = batch_size if len(rest) > batch_size else max(1, -(-len(rest) // PROGRESS_COMMITS))
+    out += [(rest[i : i + size], False) for i in range(0, len(rest), size)]
     return out
 
 
@@ -248,9 +254,11 @@ class PassTicker:
     the worker's optional ``pass_progress`` callable.  The samples count comes from the loop (``samples``)."""
 
     def __init__(self, worker, run_id: int, report: RunReport, total: int, done_before: int, todo: int,
-                 interval: float = PROGRESS_INTERVAL_S):
+                 interval: float | None = None):
         self.worker, self.run_id, self.report, self.total = worker, run_id, report, total
-        self.done_before, self.todo, self.interval = done_before, todo, interval
+        # read when the ticker is made (not when the module loaded), so a setting of the constant takes effect
+        self.done_before, self.todo = done_before, todo
+        self.interval = PROGRESS_INTERVAL_S if interval is None else interval
         # passes per sample until one finishes: the worker's guess, else the source and each mutation
         guess = getattr(worker, "passes_per_sample_guess", None) or 1 + len(getattr(worker, "mutations", ()) or ())
         self.estimate = PassEstimate(todo, guess)

@@ -236,3 +236,17 @@ def test_an_upload_fills_the_start_form(tmp_path, monkeypatch):
     at.run()
     assert at.selectbox(key="runs_dataset").value == str(up.annotation)
     assert at.selectbox(key="runs_images").value == str(up.images)
+
+
+def test_a_finished_run_that_tested_nothing_is_a_warning_with_its_reasons(tmp_path, monkeypatch, colour_set):
+    from tests.analysis.test_tested_nothing import all_skipped_run
+
+    store = Store(tmp_path / "empty.db")
+    rid = all_skipped_run(store, colour_set, tmp_path / "noimages")
+    at = open_page(monkeypatch, tmp_path, store, who="rita", roles=(R.REVIEWER,))
+    warned = [w.value.replace("\\", "") for w in at.warning]
+    n = store.get_run(rid).n_skipped
+    assert any(f"Run {rid} (nested upload) finished but tested nothing: {n} skipped (missing-file" in w
+               for w in warned), warned
+    table = next(d.value for d in at.dataframe if "forward passes" in d.value.columns)   # the history
+    assert table.set_index("run").loc[rid, "status"] == "finished, tested nothing"

@@ -170,6 +170,10 @@ def test_quick_button_starts_a_separate_process(tmp_path):
         assert not any(str(job["pid"]) in i.value or str(tmp_path) in i.value for i in at.info)
         # it writes no count of its own: the time so far (and its log's last line once it has one)
         assert any(c.value.startswith("Running for ") for c in at.caption)
+        # and a bar from the start: its time so far against the time it is expected to take
+        bars = at.get("progress")
+        assert bars and bars[0].proto.text.endswith(" so far") and 0 <= bars[0].proto.value < 100
+        assert any("it takes 30 s to 1 min 00 s on two cores" in i.value for i in at.info)
     finally:
         os.kill(job["pid"], signal.SIGTERM)       # our own child: stop it rather than wait ~20 s
     deadline = time.time() + 20
@@ -196,3 +200,33 @@ def test_score_tables_and_quick_states(results_file, tmp_path):
     assert quick_state(gone, str(tmp_path)).state == FAILED
     (tmp_path / B.RESULTS_FILE).write_text("{}")
     assert quick_state(gone, str(tmp_path)) == QuickState(FINISHED, str(tmp_path / B.RESULTS_FILE))
+
+
+def test_the_quick_button_states_the_measured_time_then_the_last_one_here(tmp_path):
+    """The button's promise comes from the measured constants (30 s idle, 60 s busy on 2 cores), then from the
+    time the last quick benchmark took on this server, not from a fixed "30 s"."""
+    import json
+
+    from objrel.access import ANONYMOUS
+    from objrel.studies.shortcut import browse
+
+    at = signed_in(AppTest.from_file(PAGE, default_timeout=60), tmp_path, "olga", ["run-operator"]).run()
+    assert not at.exception
+    help_text = at.button(key="shortcut_run_quick").help
+    assert f"{browse.QUICK_IDLE_S} s to 1 min 00 s on two cores" in help_text and "progress shows here" in help_text
+    # a quick benchmark finished here: started at t, its results written 75 s later (its process is gone)
+    quick = tmp_path / "shortcut" / "quick"
+    quick.mkdir(parents=True)
+    t = time.time() - 600
+    (quick / "quick.lock").write_text(json.dumps({"pid": 2**22 + 12345, "by": "olga", "at": t}))
+    (quick / "results.json").write_text("{}")
+    os.utime(quick / "results.json", (t + 75, t + 75))
+    job = browse.quick_job(ANONYMOUS, tmp_path / "shortcut")
+    assert (job.state, job.seconds) == (browse.FINISHED, 75.0)
+    assert browse.quick_expected_s(ANONYMOUS, tmp_path / "shortcut") == (75.0, 75.0, True)
+    at.run()
+    assert "about 1 min 15 s (the last one here took that)" in at.button(key="shortcut_run_quick").help
+    running = browse.QuickJob("olga", 1000.0, browse.RUNNING)
+    assert browse.quick_time_share(running, (30.0, 60.0, False), now_ts=1030.0) == 0.5
+    assert browse.quick_time_share(running, (30.0, 60.0, False), now_ts=1300.0) == browse.QUICK_BAR_MAX
+    assert browse.quick_time_share(job, (75.0, 75.0, True)) == 1.0

@@ -171,6 +171,10 @@ def test_run_states_for_the_runs_page(tmp_path):
     from objrel.analysis.overview import run_history
 
     table = run_history(store.list_runs())
+    # four samples done, none tested: the history says so
+    assert table.loc[0, ["task", "status", "samples"]].tolist() == ["single", "finished, tested nothing", "4/4"]
+    store.update_run(rid, n_tested=3)
+    table = run_history(store.list_runs())
     assert table.loc[0, ["task", "status", "samples"]].tolist() == ["single", "finished", "4/4"]
 
 

@@ -121,8 +121,9 @@ def _slow(images):
 
 
 def test_run_writes_forward_passes_while_a_chunk_works(colour_set, store, monkeypatch):
-    """One chunk of all six samples: the samples count sits at 0 until it ends, the passes move."""
+    """One chunk of all the samples: the samples count sits at 0 until it ends, the passes move."""
     monkeypatch.setattr(loop, "PROGRESS_INTERVAL_S", 0.05)
+    monkeypatch.setattr(loop, "PROGRESS_COMMITS", 1)     # one commit: the run's samples in a single chunk
     model = CallableClassifier(_slow, CLASSES, name="slow-colour")
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3",
                     batch_size=1, lazy=False)
@@ -241,3 +242,41 @@ def test_a_run_reports_and_stores_its_time_by_step(tmp_path):
     out = io.StringIO()
     print_run_report(report, CLASSIFIER_WORDS, out)
     assert "time by step: forward" in out.getvalue()
+
+
+def test_a_small_run_shows_its_samples_count_moving_and_ends_at_n_of_n_without_an_eta(colour_set, store,
+                                                                                      monkeypatch):
+    """A run of fewer samples than a batch: the Runs page's line counts samples done (tested and skipped) while
+    it works, not 0/N until the end; once finished it reads N/N with every forward pass and no ETA."""
+    from objrel.engine import jobs
+
+    monkeypatch.setattr(loop, "PROGRESS_INTERVAL_S", 0.02)
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3",
+                    lazy=False)
+    engine = Engine(store, cfg, model=CallableClassifier(_slow, CLASSES, name="slow-colour"))
+    total = len(engine.samples)
+    assert total < engine.config.batch_size                  # one chunk before: the count sat at 0 until the end
+    rid = engine.create_run()
+    lines = []
+    engine.pass_progress = lambda *a: lines.append(jobs.progress_text(store.get_run(rid)))
+    report = engine.execute(run_id=rid)
+    counts = sorted({int(t.split("/")[0]) for t in lines if t.endswith("s") or "ETA" in t})
+    assert any(0 < c < total for c in counts), lines          # the count moved while the run worked
+    assert all("ETA" in t for t in lines if not t.startswith("finished"))
+    run = store.get_run(rid)
+    assert (run.status, run.n_done, run.n_total) == ("finished", total, total) and report.skipped
+    assert run.passes_done == run.passes_expected == report.forward_passes
+    final = jobs.progress_text(run)
+    assert final.startswith(f"finished: {total}/{total} samples, {report.forward_passes} forward passes in ")
+    assert "ETA" not in final and jobs.progress_share(run) == 1.0 and jobs.just_finished(run)
+
+
+def test_a_run_that_fits_in_one_batch_is_cut_into_progress_commits_chunks():
+    todo = [SimpleNamespace(sample_id=str(i)) for i in range(100)]
+    sizes = lambda n, b: [len(c) for c, _ in loop._chunks(todo[:n], {}, b)]   # noqa: E731
+    assert sizes(10, 16) == [4, 4, 2]              # 10 samples, a batch of 16: three commits, not one
+    assert sizes(16, 16) == [6, 6, 4]
+    assert sizes(10, 4) == [4, 4, 2] and sizes(8, 4) == [4, 4]   # larger runs keep batch_size chunks
+    assert sizes(20, 16) == [16, 4]
+    assert sizes(2, 16) == [1, 1] and sizes(1, 16) == [1]
+    assert sizes(100, 16) == [16] * 6 + [4]

@@ -9,6 +9,7 @@ from objrel.analysis.overview import detection_summary_table, run_history, strik
 from objrel.app import captions, run_captions
 from objrel.app.caches import cached_review_item, open_store
 from objrel.app.state import keep_choice
+from objrel.app.tables import frame
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.review.queue import ALL_FLAGGED, link_params
 
@@ -43,15 +44,15 @@ detection_headline = [row for row in detection_summary_table(store) if row["run"
 if headline:
     st.subheader("Headline per run")
     st.caption("Correct inferences flagged by the 2-of-3 colour vote; ratios over correct inferences.")
-    st.dataframe(pd.DataFrame(headline), hide_index=True, width="stretch", key="overview_summary")
+    frame(pd.DataFrame(headline), key="overview_summary")
 if detection_headline:
     st.subheader("Detection runs")
     st.caption("Units are ground-truth objects and unmatched detections; flagged units are those detected on the "
                "source (T = 1). Missing / incorrect detections count MR-2 verdicts (unit x mutation).")
-    st.dataframe(pd.DataFrame(detection_headline), hide_index=True, width="stretch", key="overview_detection_summary")
+    frame(pd.DataFrame(detection_headline), key="overview_detection_summary")
 
 st.subheader("Runs")
-st.dataframe(runs, hide_index=True, width="stretch", key="overview_runs")
+frame(runs, key="overview_runs")
 
 st.subheader("Striking examples")
 show_incorrect = st.toggle("Show incorrect inferences", key="overview_show_incorrect",

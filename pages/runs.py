@@ -14,6 +14,7 @@ from objrel.analysis.overview import run_history, runs_that_tested_nothing
 from objrel.app import captions, run_captions
 from objrel.app.caches import open_store
 from objrel.app.state import init_value, keep_choice
+from objrel.app.tables import frame
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.data import uploads
 from objrel.engine import jobs, manage
@@ -210,8 +211,7 @@ def issues_section() -> None:
     if not rows:
         st.info("Every sample of this run was tested, with every annotation.")
         return
-    st.dataframe(pd.DataFrame([asdict(r) for r in rows]),
-                 hide_index=True, width="stretch", key="runs_issues_table")
+    frame(pd.DataFrame([asdict(r) for r in rows]), key="runs_issues_table")
 
 
 @st.fragment(run_every=2)
@@ -230,7 +230,7 @@ def live():
             jobs.cancel(actor, store, r.id)
     for t in runs_that_tested_nothing(store, now):
         st.warning(run_captions.nothing_tested_text(t), icon=":material/warning:")
-    st.dataframe(run_history(now), hide_index=True, width="stretch", key="runs_table")
+    frame(run_history(now), key="runs_table")
 
 
 def resume_section(stopped: dict) -> None:

@@ -4,6 +4,7 @@ start with ``review_`` (or carry the run and sample where a value belongs to one
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from objrel.app import captions, charts
@@ -13,6 +14,7 @@ from objrel.access import Actor
 from objrel.app.captions import plain
 from objrel.app.formats import decimals, percent
 from objrel.app.state import init_value
+from objrel.app.tables import HALF_WIDTH_PX, frame
 from objrel.errors import NotAllowed, ObjrelError
 from objrel.relations.common import NOT_APPLICABLE
 from objrel.review.items import ItemCard, ReviewItem, draw_box, selection_box, thumbnail
@@ -67,14 +69,14 @@ def details(item: ReviewItem) -> None:
         t1, t2 = st.columns(2)
         if item.is_detection:
             t1.caption("source")
-            t1.dataframe(list(item.source.detections), hide_index=True, width="stretch", key="review_top5_src")
+            frame(pd.DataFrame(list(item.source.detections)), "review_top5_src", budget_px=HALF_WIDTH_PX, where=t1)
             t2.caption(choice)
-            t2.dataframe(list(chosen.detections), hide_index=True, width="stretch", key="review_top5_mut")
+            frame(pd.DataFrame(list(chosen.detections)), "review_top5_mut", budget_px=HALF_WIDTH_PX, where=t2)
         else:
-            t1.dataframe(_top_table(item.source), hide_index=True, width="stretch", key="review_top5_src")
-            t2.dataframe(_top_table(chosen), hide_index=True, width="stretch", key="review_top5_mut")
+            frame(pd.DataFrame(_top_table(item.source)), "review_top5_src", budget_px=HALF_WIDTH_PX, where=t1)
+            frame(pd.DataFrame(_top_table(chosen)), "review_top5_mut", budget_px=HALF_WIDTH_PX, where=t2)
         if item.others:
-            st.dataframe(item.others, hide_index=True, width="stretch", key="review_others")
+            frame(pd.DataFrame(item.others), "review_others")
 
 
 def lime(actor: Actor, store: Store, item: ReviewItem, called: bool = False) -> None:
@@ -175,11 +177,11 @@ def my_history(actor: Actor, store: Store, run_id: int, relation: str, sample_id
     if not versions:
         return
     st.markdown(f"**Your calls on this item** ({len(versions)} version{'s' if len(versions) != 1 else ''})")
-    st.dataframe([{"version": v.version, "call": review.VERDICT_LABELS.get(v.verdict, v.verdict),
+    frame(pd.DataFrame([{"version": v.version, "call": review.VERDICT_LABELS.get(v.verdict, v.verdict),
                    "reasons": captions.reason_words(v.reasons), "note": v.note or "",
                    "after the sample closed": "yes" if v.after_close else "no",
-                   "time (UTC)": v.created_at.strftime("%Y-%m-%d %H:%M:%S")} for v in reversed(versions)],
-                 hide_index=True, width="stretch", key="review_history")
+                   "time (UTC)": v.created_at.strftime("%Y-%m-%d %H:%M:%S")} for v in reversed(versions)]),
+          "review_history")
 
 
 def calibration(actor: Actor, store: Store, run_id: int, relation: str) -> None:

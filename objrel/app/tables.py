@@ -26,6 +26,12 @@ CSV_MIME = "text/csv"
 TEXT_COLUMN_MAX_PX = 220
 CHAR_PX = 7.5
 CELL_PADDING_PX = 24
+# The width a table may take: the main area at a 1,400 px window (938 px shown there, less a scrollbar's room),
+# and one of two side-by-side columns; a table whose columns would be wider gets every column a width that fits.
+FULL_WIDTH_PX = 900
+HALF_WIDTH_PX = 440
+# The narrowest a column is squeezed to (a short number and a little padding).
+MIN_COLUMN_PX = 48
 PNG_HINT = "Download a chart as PNG with the camera icon in its toolbar (top right of the chart)."
 
 
@@ -62,21 +68,51 @@ def _is_text(column: pd.Series) -> bool:
     return column.dtype == object or pd.api.types.is_string_dtype(column)
 
 
-def fitted_columns(df: pd.DataFrame, column_config: dict | None = None) -> dict:
+def _natural_px(df: pd.DataFrame, column, label: str) -> int:
+    """About how wide ``column`` is drawn when left to size itself: its longest cell or its label."""
+    cells = [len(str(v)) for v in df[column]] if not df.empty else []
+    return int(max([len(label), *cells]) * CHAR_PX + CELL_PADDING_PX)
+
+
+def _water_level(widths: list[int], budget: int) -> int:
+    """The largest cap ``c`` with ``sum(min(w, c)) <= budget`` (never below MIN_COLUMN_PX)."""
+    lo, hi = MIN_COLUMN_PX, max(widths)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(min(w, mid) for w in widths) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def fitted_columns(df: pd.DataFrame, column_config: dict | None = None, budget_px: int = FULL_WIDTH_PX) -> dict:
     """``readable_columns`` with each long text column capped at ``TEXT_COLUMN_MAX_PX`` (unless its settings
-    already give a width)."""
+    already give a width); when the columns would still be wider than ``budget_px`` together, the widest are
+    cut to one common width so that they fit (the full text stays in the cell and in the CSV)."""
     out = readable_columns(df, column_config)
+    natural = {}
     for c in df.columns:
-        if not _is_text(df[c]) or df.empty:
-            continue
-        longest = max(len(str(v)) for v in df[c])
-        if longest * CHAR_PX + CELL_PADDING_PX <= TEXT_COLUMN_MAX_PX:
-            continue
         cfg = out.get(c)
+        label = cfg.get("label") if isinstance(cfg, dict) and cfg.get("label") else str(c)
+        given = cfg.get("width") if isinstance(cfg, dict) and isinstance(cfg.get("width"), int) else None
+        natural[c] = given or _natural_px(df, c, label)
+        if _is_text(df[c]) and not df.empty and given is None and natural[c] > TEXT_COLUMN_MAX_PX:
+            natural[c] = TEXT_COLUMN_MAX_PX
+            if cfg is None:
+                out[c] = st.column_config.Column(width=TEXT_COLUMN_MAX_PX)
+            elif isinstance(cfg, dict) and not cfg.get("width"):
+                out[c] = {**cfg, "width": TEXT_COLUMN_MAX_PX}
+    if not natural or sum(natural.values()) <= budget_px:
+        return out
+    level = _water_level(list(natural.values()), budget_px)
+    for c, w in natural.items():
+        cfg = out.get(c)
+        width = min(w, level)
         if cfg is None:
-            out[c] = st.column_config.Column(width=TEXT_COLUMN_MAX_PX)
-        elif isinstance(cfg, dict) and not cfg.get("width"):
-            out[c] = {**cfg, "width": TEXT_COLUMN_MAX_PX}
+            out[c] = st.column_config.Column(width=width)
+        elif isinstance(cfg, dict):
+            out[c] = {**cfg, "width": width}
     return out
 
 
@@ -98,10 +134,12 @@ def shown_missing(df: pd.DataFrame, column_config: dict | None = None) -> pd.Dat
     return out
 
 
-def frame(df: pd.DataFrame, key: str, column_config: dict | None = None) -> None:
-    """``df`` as a table that fits its container (no CSV button); ``key`` is the widget key."""
-    st.dataframe(shown_missing(df, column_config), hide_index=True, width="stretch", key=key,
-                 column_config=fitted_columns(df, column_config))
+def frame(df: pd.DataFrame, key: str, column_config: dict | None = None, budget_px: int = FULL_WIDTH_PX,
+          where=None) -> None:
+    """``df`` as a table that fits its container (no CSV button) of ``budget_px``; ``key`` is the widget key;
+    ``where`` the container to draw in (a column; default the page)."""
+    (where or st).dataframe(shown_missing(df, column_config), hide_index=True, width="stretch", key=key,
+                            column_config=fitted_columns(df, column_config, budget_px))
 
 
 def table(df: pd.DataFrame, key: str, file_name: str, column_config: dict | None = None,

@@ -28,10 +28,6 @@ TABLE_WIDTH = 1400            # tables are checked at this width
 SLACK_PX = 1                  # rounding between scroll and client widths
 # (name, passphrase) of the demo accounts (objrel.engine.demo.DEMO_ACCOUNTS); the reviewer sees Review
 ADMIN = ("admin", "admin-demo-pass")
-# Pages whose tables are still drawn by a bare st.dataframe of every column (the run history and the detection
-# headline): they fit once the page draws them with objrel.app.tables.frame and a column selection, a change
-# on pages this test's author does not own.  Their buttons and metrics are checked like every page's.
-TABLES_PENDING = {"overview", "runs"}
 REVIEWER = ("alice", "alice-demo-pass")
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -171,7 +167,7 @@ def test_every_page_fits_at_1400_and_900_px(demo_server):
                 name = title.lower()
                 page.set_viewport_size({"width": width, "height": 1000})
                 go(page, path)
-                tables = width == TABLE_WIDTH and name not in TABLES_PENDING
+                tables = width == TABLE_WIDTH
                 problems += [f"{name} at {width} px: {p}" for p in page.evaluate(MEASURE, tables)]
                 full_screenshot(page, LAYOUT / f"{name}-{width}.png", width)
         browser.close()

@@ -21,7 +21,7 @@ from objrel.store import Store
 def cmd_explain_sample(args) -> int:
     from objrel.review import lime_ahead
 
-    if args.job is not None:
+    if args.job:
         return lime_ahead.run_child(args.job, args.samples)
     if args.run is None or args.relation is None:
         raise ValueError("explain-sample needs --run and --relation (the review sample to explain)")
@@ -47,7 +47,7 @@ def add_explain_command(sub) -> None:
     p.add_argument("--samples", type=int, default=AHEAD_SAMPLES,
                    help=f"LIME samples per image (default {AHEAD_SAMPLES}, what the Review page looks up)")
     p.add_argument("--background", action="store_true", help="start a background process and return")
-    p.add_argument("--job", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--job", type=int, action="append", help=argparse.SUPPRESS)
     add_store_option(p)
     p.set_defaults(fn=cmd_explain_sample)
 

@@ -31,6 +31,7 @@ from objrel.access import Actor
 from objrel.review.judgments import check_relation, check_run_id
 from objrel.review.lime_pair import SOURCE_KEY
 from objrel.store import Store, review_jobs
+from objrel.store import reviews as review_rows
 from objrel.store.leases import pid_alive, this_host
 from objrel.store.store import ENV_VAR, now
 
@@ -94,10 +95,10 @@ def _aware_age(t) -> float:
 
 
 def _is_dead(row: dict) -> bool:
-    """A queued or running job whose process is gone: a dead pid on this host, or no beat for
-    ``JOB_STALE_S`` (a queued job not yet given a process counts from its creation)."""
-    if row["pid"] is not None and row["host"] == this_host() and not pid_alive(row["pid"]):
-        return True
+    """A queued or running job whose process is gone: on this host, a pid that no longer runs; elsewhere
+    (or before a process was recorded), no beat for ``JOB_STALE_S``."""
+    if row["pid"] is not None and row["host"] == this_host():
+        return not pid_alive(row["pid"])
     return _aware_age(row["updated_at"]) > JOB_STALE_S
 
 
@@ -139,14 +140,13 @@ def explainable_run(store: Store, run_id: int) -> bool:
 
 def _check_explainable(store: Store, run_id: int, relation: str) -> list[str]:
     """The stored review sample's ids; ValueError for a detection run or a sample not drawn yet."""
-    from objrel.review.sampling import review_sample_info
-
     if not explainable_run(store, run_id):
         raise ValueError(f"LIME explains classifier outputs; run {run_id} is a detection run")
-    draw = review_sample_info(store, run_id, relation)
+    # read through the store, not objrel.review.sampling: its draw starts these jobs
+    draw = review_rows.review_sample(store, int(run_id), relation)
     if draw is None:
         raise ValueError(f"run {run_id} has no {relation} review sample drawn yet; draw it before explaining it")
-    return list(draw.sample_ids)
+    return list(draw["sample_ids"])
 
 
 def _job_dir() -> Path:
@@ -170,26 +170,39 @@ def start_lime_job(actor: Actor, store: Store | str, run_id: int, relation: str,
     standard error (the demo build), else to a log file in the temporary folder.  ValueError for a detection
     run or a sample not drawn yet.  A process that cannot be started makes the job failed (its status says
     why), never an exception."""
-    rid, relation = check_run_id(run_id), check_relation(relation)
-    A.authorize(actor, A.EXPLAIN, f"the {relation} review sample of run {rid}")
+    return start_lime_jobs(actor, store, [(run_id, relation)], num_samples, echo)[0]
+
+
+def start_lime_jobs(actor: Actor, store: Store | str, samples, num_samples: int = AHEAD_SAMPLES,
+                    echo: bool = False) -> list[JobStatus]:
+    """``start_lime_job`` for several review samples ``[(run id, relation), ...]`` at once: the ones without
+    a live job are explained by *one* background process, item by item across the samples (every sample's
+    first item first).  Returns each sample's status, in order."""
+    wanted = [(check_run_id(r), check_relation(rel)) for r, rel in samples]
+    for rid, relation in wanted:
+        A.authorize(actor, A.EXPLAIN, f"the {relation} review sample of run {rid}")
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 2:
         raise ValueError(f"num_samples must be an integer of at least 2; got {num_samples!r}")
     own = not isinstance(store, Store)
     st = Store(store) if own else store
     try:
-        _check_explainable(st, rid, relation)
-        row, new = review_jobs.claim_job(st, LIME_KIND, rid, relation, _is_dead, DIED_ERROR)
-        if not new:
-            return _status(row)
-        _spawn(st, row["id"], num_samples, echo)
-        return _status(review_jobs.job(st, row["id"]))
+        for rid, relation in wanted:
+            _check_explainable(st, rid, relation)
+        claimed = [review_jobs.claim_job(st, LIME_KIND, rid, relation, _is_dead, DIED_ERROR)
+                   for rid, relation in wanted]
+        new_ids = [row["id"] for row, new in claimed if new]
+        if new_ids:
+            _spawn(st, new_ids, num_samples, echo)
+        return [_status(review_jobs.job(st, row["id"]) if new else row) for row, new in claimed]
     finally:
         if own:
             st.dispose()
 
 
-def _spawn(store: Store, job_id: int, num_samples: int, echo: bool) -> None:
-    cmd = [sys.executable, *CHILD_ARGS, "--job", str(job_id), "--samples", str(num_samples)]
+def _spawn(store: Store, job_ids: list[int], num_samples: int, echo: bool) -> None:
+    cmd = [sys.executable, *CHILD_ARGS, "--samples", str(num_samples)]
+    for job_id in job_ids:
+        cmd += ["--job", str(job_id)]
     # The store's URL travels in the environment, not on the command line (a PostgreSQL URL may hold a
     # password that every user's `ps` would show).
     env = {**os.environ, ENV_VAR: store.url, "OMP_NUM_THREADS": str(JOB_THREADS),
@@ -201,14 +214,17 @@ def _spawn(store: Store, job_id: int, num_samples: int, echo: bool) -> None:
             proc = subprocess.Popen(cmd, stdout=2, stderr=2, stdin=subprocess.DEVNULL, env=env,
                                     start_new_session=True)
         else:
-            with open(_job_dir() / f"lime-{job_id}-{os.getpid()}.log", "wb") as log:
+            with open(_job_dir() / f"lime-{job_ids[0]}-{os.getpid()}.log", "wb") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         env=env, start_new_session=True)
     except OSError as exc:
-        review_jobs.finish_job(store, job_id, "failed", f"the LIME process could not start: {one_line_error(exc)}")
+        for job_id in job_ids:
+            review_jobs.finish_job(store, job_id, "failed",
+                                   f"the LIME process could not start: {one_line_error(exc)}")
         return
     _reap(proc)
-    review_jobs.set_process(store, job_id, proc.pid, this_host())
+    for job_id in job_ids:
+        review_jobs.set_process(store, job_id, proc.pid, this_host())
 
 
 def ensure_lime_job(actor: Actor, store: Store, run_id: int, relation: str,
@@ -220,10 +236,8 @@ def ensure_lime_job(actor: Actor, store: Store, run_id: int, relation: str,
     known = lime_job_status(store, rid, relation)
     if known is not None:
         return known
-    from objrel.review.sampling import review_sample_info
-
     if (not A.permits(actor, A.EXPLAIN) or not explainable_run(store, rid)
-            or review_sample_info(store, rid, relation) is None):
+            or review_rows.review_sample(store, rid, relation) is None):
         return None
     return start_lime_job(actor, store, rid, relation, num_samples)
 
@@ -239,20 +253,21 @@ def cancel_lime_job(actor: Actor, store: Store, run_id: int, relation: str) -> b
 
 
 class _Beater:
-    """Beats job ``job_id`` every ``JOB_BEAT_S`` from a daemon thread while the block runs, so a long image
-    does not make the job look dead."""
+    """Beats the jobs in ``job_ids`` every ``JOB_BEAT_S`` from a daemon thread while the block runs, so a
+    long image does not make them look dead."""
 
-    def __init__(self, store: Store, job_id: int):
-        self.store, self.job_id = store, job_id
+    def __init__(self, store: Store, job_ids: list[int]):
+        self.store, self.job_ids = store, list(job_ids)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._work, name="objrel-lime-beat", daemon=True)
 
     def _work(self) -> None:
         while not self._stop.wait(JOB_BEAT_S):
-            try:
-                review_jobs.beat(self.store, self.job_id)
-            except Exception:  # a busy store delays a beat; the next one tries again  # noqa: BLE001
-                continue
+            for job_id in self.job_ids:
+                try:
+                    review_jobs.beat(self.store, job_id)
+                except Exception:  # a busy store delays a beat; the next one tries again  # noqa: BLE001
+                    continue
 
     def __enter__(self) -> _Beater:
         self._thread.start()
@@ -274,69 +289,114 @@ def _go_easy() -> None:
     torch.set_num_threads(JOB_THREADS)
 
 
-def run_lime_job(store: Store, job_id: int, num_samples: int = AHEAD_SAMPLES, log=None, model=None) -> JobStatus:
-    """Do job ``job_id``'s work in this process: explain every item of its review sample in queue order,
-    recording progress after each image, until done or cancelled.  ``log``: a file for one line per image
-    (``LIME run 1 MR-2 3/12: 5.jpg mutant ... 4.1 s``).  ``model``: the run's classifier when the caller has
-    it loaded (else it is loaded here).  A failure marks the job failed with a one-line error and is raised
-    again."""
-    from objrel.explain import explanation_for
+@dataclass
+class _Work:
+    """One job's part of a process: its (sample id, key) steps, one list per item, in queue order."""
 
+    job_id: int
+    run_id: int
+    relation: str
+    items: list
+    total: int
+    done: int = 0
+    stopped: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"LIME run {self.run_id} {self.relation}"
+
+
+def _plan(store: Store, job_id: int) -> _Work:
     row = review_jobs.job(store, job_id)
     if row is None:
         raise ValueError(f"no review job {job_id} in the store")
     rid, relation = int(row["run_id"]), row["relation"]
-    label = f"LIME run {rid} {relation}"
-    try:
-        ids = _check_explainable(store, rid, relation)
-        steps = [(sid, key) for sid in ids for key in ahead_keys(store, rid, sid, relation)]
-        if not review_jobs.mark_running(store, job_id, os.getpid(), this_host(), len(steps)):
-            return _status(review_jobs.job(store, job_id))
-        if model is None:
-            from objrel.engine.retest import run_model
+    items = [[(sid, key) for key in ahead_keys(store, rid, sid, relation)]
+             for sid in _check_explainable(store, rid, relation)]
+    return _Work(job_id, rid, relation, items, sum(len(i) for i in items))
 
-            model = run_model(store, rid)
+
+def _fail(store: Store, job_ids, exc: BaseException) -> None:
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    for job_id in job_ids:
+        review_jobs.finish_job(store, job_id, "cancelled" if interrupted else "failed",
+                               None if interrupted else one_line_error(exc))
+
+
+def run_lime_jobs(store: Store, job_ids: list[int], num_samples: int = AHEAD_SAMPLES, log=None,
+                  models: dict | None = None) -> list[JobStatus]:
+    """Do the work of jobs ``job_ids`` in this process: every item of each job's review sample, the first
+    item of every job first, then the second, ...; progress is recorded after each image and a job that
+    was cancelled (or replaced) meanwhile is left where it stands.  ``log``: a file for one line per image
+    (``LIME run 1 MR-2 3/12: sample 5 source (4.1 s)``).  ``models``: {run id: the run's classifier} for
+    runs the caller has loaded (the others are loaded here).  A failure marks the unfinished jobs failed
+    with a one-line error and is raised again."""
+    from objrel.engine.retest import run_model
+    from objrel.explain import explanation_for
+
+    models = dict(models or {})
+    open_ids = list(job_ids)
+    try:
+        work = [_plan(store, job_id) for job_id in job_ids]
+        for w in work:
+            w.stopped = not review_jobs.mark_running(store, w.job_id, os.getpid(), this_host(), w.total)
         t0 = time.perf_counter()
-        with _Beater(store, job_id):
-            for done, (sid, key) in enumerate(steps, start=1):
-                t = time.perf_counter()
-                explanation_for(store, model, rid, sid, key, num_samples=num_samples)
-                if log is not None:
-                    print(f"{label} {done}/{len(steps)}: sample {sid} {key} ({time.perf_counter() - t:.1f} s)",
-                          file=log, flush=True)
-                if not review_jobs.set_progress(store, job_id, done):
-                    if log is not None:
-                        print(f"{label}: stopped (cancelled)", file=log, flush=True)
-                    return _status(review_jobs.job(store, job_id))
-        review_jobs.finish_job(store, job_id, "finished")
-        if log is not None:
-            print(f"{label}: {len(steps)} images explained in {time.perf_counter() - t0:.0f} s", file=log, flush=True)
+        with _Beater(store, job_ids):
+            for position in range(max((len(w.items) for w in work), default=0)):
+                for w in work:
+                    if w.stopped or position >= len(w.items):
+                        continue
+                    if w.run_id not in models:
+                        models[w.run_id] = run_model(store, w.run_id)
+                    for sid, key in w.items[position]:
+                        t = time.perf_counter()
+                        explanation_for(store, models[w.run_id], w.run_id, sid, key, num_samples=num_samples)
+                        w.done += 1
+                        if log is not None:
+                            print(f"{w.label} {w.done}/{w.total}: sample {sid} {key} "
+                                  f"({time.perf_counter() - t:.1f} s)", file=log, flush=True)
+                        if not review_jobs.set_progress(store, w.job_id, w.done):
+                            w.stopped = True
+                            if log is not None:
+                                print(f"{w.label}: stopped (cancelled)", file=log, flush=True)
+                            break
+                    if not w.stopped and w.done == w.total:
+                        review_jobs.finish_job(store, w.job_id, "finished")
+                        open_ids.remove(w.job_id)
+                        if log is not None:
+                            print(f"{w.label}: {w.total} images explained ({time.perf_counter() - t0:.0f} s since "
+                                  "the start)", file=log, flush=True)
+        for w in work:  # a job with nothing to explain
+            if not w.stopped and w.job_id in open_ids and w.done == w.total:
+                review_jobs.finish_job(store, w.job_id, "finished")
     except BaseException as exc:
-        review_jobs.finish_job(store, job_id, "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed",
-                               None if isinstance(exc, KeyboardInterrupt) else one_line_error(exc))
+        _fail(store, open_ids, exc)
         raise
-    return _status(review_jobs.job(store, job_id))
+    return [_status(review_jobs.job(store, job_id)) for job_id in job_ids]
 
 
 def explain_sample_now(actor: Actor, store: Store, run_id: int, relation: str, num_samples: int = AHEAD_SAMPLES,
                        log=None, model=None) -> JobStatus:
-    """Explain the review sample of (run, relation) in this process (the CLI, the demo build), as a job the
-    pages see like a background one.  When a live job already works on it, its status comes back."""
+    """Explain the review sample of (run, relation) in this process (the CLI), as a job the pages see like a
+    background one.  When a live job already works on it, its status comes back and nothing is computed."""
     rid, relation = check_run_id(run_id), check_relation(relation)
     A.authorize(actor, A.EXPLAIN, f"the {relation} review sample of run {rid}")
     _check_explainable(store, rid, relation)
     row, new = review_jobs.claim_job(store, LIME_KIND, rid, relation, _is_dead, DIED_ERROR)
     if not new:
         return _status(row)
-    return run_lime_job(store, row["id"], num_samples, log=log, model=model)
+    review_jobs.set_process(store, row["id"], os.getpid(), this_host())
+    return run_lime_jobs(store, [row["id"]], num_samples, log=log,
+                         models={rid: model} if model is not None else None)[0]
 
 
-def run_child(job_id: int, num_samples: int) -> int:
-    """The background process's body (``objrel explain-sample --job``): the store from the environment."""
+def run_child(job_ids: list[int], num_samples: int) -> int:
+    """The background process's body (``objrel explain-sample --job ID ...``): the store from the
+    environment; exit status 1 when a job failed."""
     _go_easy()
     store = Store(None)
     try:
-        status = run_lime_job(store, job_id, num_samples, log=sys.stdout)
+        statuses = run_lime_jobs(store, job_ids, num_samples, log=sys.stdout)
     finally:
         store.dispose()
-    return 0 if status.status in ("finished", "cancelled") else 1
+    return 1 if any(s.status == "failed" for s in statuses) else 0

@@ -11,7 +11,7 @@ from objrel.access import SERVER
 from objrel.review import lime_ahead as L
 from objrel.review.lime_pair import cached_pair
 from objrel.review.sampling import draw_review_sample
-from objrel.store import Store, review_jobs
+from objrel.store import review_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -11,7 +11,6 @@ from objrel import review as R
 from objrel.config import RunConfig
 from objrel.engine import demo
 from objrel.review import lime_ahead as L
-from objrel.store import Store
 
 from tests.conftest import write_flagged_set
 

@@ -14,17 +14,29 @@ SYSTEM_PACKAGES := chromium postgresql
 
 setup: $(STAMP)
 
+# Seconds between the lines a long step prints while it works (pip is silent for a minute installing torch).
+HEARTBEAT_S ?= 10
+# $(call step,what,command): say what starts, run the command with a line every HEARTBEAT_S seconds, then
+# say how long it took (or that it failed, with its exit status, which the step returns).
+define step
+	@echo "objrel: $(1) ..."; start=$$(date +%s); \
+	( while sleep $(HEARTBEAT_S); do echo "objrel:   ... still working, $$(( $$(date +%s) - start )) s"; done ) & beat=$$!; \
+	$(2); status=$$?; kill $$beat 2>/dev/null; wait $$beat 2>/dev/null; \
+	if [ $$status -eq 0 ]; then echo "objrel: done in $$(( $$(date +%s) - start )) s: $(1)"; \
+	else echo "objrel: failed (exit status $$status): $(1)"; fi; exit $$status
+endef
+
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	$(call step,[1/4] virtual environment $(VENV),test -x $(PY) || $(PYTHON) -m venv $(VENV))
+	$(call step,[2/4] installing packages (the first time: a few minutes),$(PY) -m pip install --disable-pip-version-check -e ".[dev]")
 	# MTCNN weights ship in facenet-pytorch, whose pins (torch<2.3, numpy<2) cannot be met: install it alone
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "facenet-pytorch==2.6.0"
+	$(call step,[3/4] installing facenet-pytorch without its pins,$(PY) -m pip install --disable-pip-version-check --no-deps "facenet-pytorch==2.6.0")
 	# irrCAC, the reference the agreement coefficients are tested against, pins scipy==1.12.0 and pandas<3
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps "irrCAC==0.4.4"
-	touch $(STAMP)
+	$(call step,[4/4] installing irrCAC without its pins,$(PY) -m pip install --disable-pip-version-check --no-deps "irrCAC==0.4.4")
+	@touch $(STAMP)
 
 demo: setup
-	$(PY) -m objrel demo --store $(DEMO_STORE)
+	$(call step,demo store $(DEMO_STORE),$(PY) -m objrel demo --store $(DEMO_STORE))
 
 run: demo
 	@echo "objrel: serving http://$(HOST):$(PORT) (store $(DEMO_STORE); bind elsewhere with make run HOST=0.0.0.0)"

@@ -78,6 +78,9 @@ SEGMENTERS = {
 POSITIVE_RGB = (0, 255, 0)
 NEGATIVE_RGB = (255, 0, 0)
 BOUNDARY_RGB = (255, 255, 0)
+# The target region's contour over an overlay: magenta stands out against the green, red and yellow above.
+TARGET_OUTLINE_RGB = (255, 0, 255)
+TARGET_OUTLINE_PX = 2  # one pixel inside the region and one outside (region_outline)
 # A 16-bit PNG holds segment ids up to this value.
 MAX_SEGMENT_ID = 65535
 
@@ -208,13 +211,16 @@ def object_share(segments: np.ndarray, weights: dict, region: np.ndarray) -> flo
 
 
 def overlay(image: np.ndarray, explanation: Explanation, top_k: int = 5, positive_only: bool = True,
-            alpha: float = 0.5) -> np.ndarray:
+            alpha: float = 0.5, outline: np.ndarray | None = None) -> np.ndarray:
     """The image with the ``top_k`` strongest positive superpixels tinted green and,
     when ``positive_only`` is False, the ``top_k`` strongest negative ones red; the
-    tinted superpixels' inner boundaries are drawn in yellow.
+    tinted superpixels' inner boundaries are drawn in yellow.  With ``outline`` (an
+    ``(H, W)`` bool target region) the region's contour is drawn last, in
+    :data:`TARGET_OUTLINE_RGB`, :data:`TARGET_OUTLINE_PX` pixels wide (:func:`region_outline`).
 
     ``image`` is ``(H, W, 3)`` uint8 of the explanation's size; returns a new
-    ``(H, W, 3)`` uint8 array.  Pixels outside the tinted superpixels are unchanged.
+    ``(H, W, 3)`` uint8 array.  Pixels outside the tinted superpixels (and the outline)
+    are unchanged.
     """
     from skimage.segmentation import find_boundaries
 
@@ -238,7 +244,34 @@ def overlay(image: np.ndarray, explanation: Explanation, top_k: int = 5, positiv
             shown[m] = sid + 1
     out = np.clip(np.rint(out), 0, 255).astype(np.uint8)
     out[find_boundaries(shown, mode="inner", background=0)] = BOUNDARY_RGB
+    if outline is not None:
+        out[region_outline(outline)] = TARGET_OUTLINE_RGB
     return out
+
+
+def region_outline(region: np.ndarray) -> np.ndarray:
+    """The ``(H, W)`` bool line along a region's contour: the pixels whose 3x3 neighbourhood holds both
+    region and non-region pixels, i.e. one pixel inside and one outside every edge
+    (:data:`TARGET_OUTLINE_PX` = 2 px wide).  The image border does not count as an edge."""
+    import cv2
+
+    reg = np.asarray(region)
+    if reg.ndim != 2 or reg.dtype != bool:
+        raise ValueError(f"an outline needs an (H, W) bool region, got {reg.shape} {reg.dtype}")
+    m = reg.astype(np.uint8)
+    kernel = np.ones((3, 3), np.uint8)
+    # Border pixels replicate outwards, so a region that reaches the image's edge has no line there.
+    grown = cv2.dilate(m, kernel, borderType=cv2.BORDER_REPLICATE)
+    shrunk = cv2.erode(m, kernel, borderType=cv2.BORDER_REPLICATE)
+    return grown != shrunk
+
+
+def resized(explanation: Explanation, shape: tuple[int, int]) -> Explanation:
+    """The same explanation with its segments resampled (nearest neighbour) to ``shape`` = (H, W): for
+    drawing it over a thumbnail, so the overlay's lines keep their width in the browser."""
+    return Explanation(label=explanation.label, segments=_upscale_nearest(explanation.segments, tuple(shape)),
+                       weights=explanation.weights, settings=explanation.settings,
+                       object_share=explanation.object_share)
 
 
 # ---------------------------------------------------------------- explaining
@@ -368,11 +401,41 @@ def explanation_for(store, model, run_id: int, sample_id: str, mutation_key: str
     from objrel.store import explanations as cache
 
     rid, sid, key = int(run_id), str(sample_id), str(mutation_key)
-    class_names = store.class_names(rid)
     n_model = getattr(model, "num_classes", None)
-    if n_model is not None and n_model != len(class_names):
+    n_run = len(store.class_names(rid))
+    if n_model is not None and n_model != n_run:
         raise ValueError(f"model {getattr(model, 'name', model)!r} has {n_model} classes, run {rid} was made "
-                         f"with {len(class_names)}; pass the run's model")
+                         f"with {n_run}; pass the run's model")
+    label = _label_of(store, rid, sid, key, label)
+    settings = settings_string(num_samples, segmenter, seed)
+    hit = cache.stored_explanation(store, rid, sid, key, label, settings)
+    if hit is not None:
+        return Explanation.from_row(hit)
+    rebuilt = rebuild_mutant(store, rid, sid, key)
+    image = rebuilt.image if rebuilt.mutant is None else rebuilt.mutant
+    exp = explain(model, image, label=label, region=rebuilt.target.region, num_samples=num_samples, seed=seed,
+                  segmenter=segmenter, progress=progress)
+    theirs = cache.add_explanation(store, rid, sid, key, exp.to_row())
+    return Explanation.from_row(theirs) if theirs is not None else exp
+
+
+def cached_explanation(store, run_id: int, sample_id: str, mutation_key: str = "source", label: int | None = None,
+                       num_samples: int = LIME_SAMPLES, seed: int = 0,
+                       segmenter: str = "quickshift") -> Explanation | None:
+    """The stored explanation :func:`explanation_for` would return with these arguments, or None when it
+    was not computed yet.  Never runs a model: a page may call it on every redraw."""
+    from objrel.store import explanations as cache
+
+    rid, sid, key = int(run_id), str(sample_id), str(mutation_key)
+    label = _label_of(store, rid, sid, key, label)
+    hit = cache.stored_explanation(store, rid, sid, key, label, settings_string(num_samples, segmenter, seed))
+    return Explanation.from_row(hit) if hit is not None else None
+
+
+def _label_of(store, rid: int, sid: str, key: str, label: int | None) -> int:
+    """The class to explain: ``label``, or the source's stored top-1 (so a source and its mutants explain
+    the same class); ValueError for a label outside the run's classes or a mutant that was not made."""
+    class_names = store.class_names(rid)
     preds = store.predictions(rid, sid)
     if label is None:
         source = (preds.get("source") or {}).get("prediction")
@@ -385,16 +448,7 @@ def explanation_for(store, model, run_id: int, sample_id: str, mutation_key: str
         raise ValueError(f"label {label} is not a class of run {rid} (0..{len(class_names) - 1})")
     if key != "source" and key in preds and preds[key].get("prediction") is None:
         raise ValueError(f"mutation {key!r} was not applicable to sample {sid!r} of run {rid}; nothing to explain")
-    settings = settings_string(num_samples, segmenter, seed)
-    hit = cache.stored_explanation(store, rid, sid, key, label, settings)
-    if hit is not None:
-        return Explanation.from_row(hit)
-    rebuilt = rebuild_mutant(store, rid, sid, key)
-    image = rebuilt.image if rebuilt.mutant is None else rebuilt.mutant
-    exp = explain(model, image, label=label, region=rebuilt.target.region, num_samples=num_samples, seed=seed,
-                  segmenter=segmenter, progress=progress)
-    theirs = cache.add_explanation(store, rid, sid, key, exp.to_row())
-    return Explanation.from_row(theirs) if theirs is not None else exp
+    return label
 
 
 # ---------------------------------------------------------------- helpers

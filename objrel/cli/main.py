@@ -9,6 +9,7 @@ a one-line message and exit status 2.
     objrel users add | list | grant | revoke                           (objrel.cli.users)
     objrel judgments export                                            (objrel.cli.judgments)
     objrel store version | upgrade                                     (objrel.cli.store)
+    objrel explain-sample                                              (objrel.cli.explain)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 
 from objrel.cli.bench import add_bench_command
 from objrel.cli.detect import add_detection_commands
+from objrel.cli.explain import add_explain_command
 from objrel.cli.inspect import add_inspect_command
 from objrel.cli.judgments import add_judgments_commands
 from objrel.cli.paper import add_paper_command
@@ -28,7 +30,8 @@ from objrel.errors import ObjrelError
 
 # Each adds its commands to the ``objrel`` sub-parsers, in the order ``--help`` lists them.
 COMMAND_GROUPS = (add_run_commands, add_inspect_command, add_detection_commands, add_bench_command,
-                  add_users_commands, add_judgments_commands, add_store_commands, add_paper_command)
+                  add_users_commands, add_judgments_commands, add_store_commands, add_paper_command,
+                  add_explain_command)
 # Exit status of a command refused for bad settings or input (argparse uses it for bad flags too).
 ERROR_EXIT = 2
 # Errors that are the user's to fix: reported in one line, without a traceback.

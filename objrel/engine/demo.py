@@ -5,6 +5,7 @@ every role so a newcomer can sign in and review at once."""
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 
 from objrel.analysis.sweep import run_sweep
@@ -20,6 +21,9 @@ from objrel.store import Store
 DEMO_STORE = "var/demo.db"
 # Least seconds between two progress lines the demo build prints per run.
 DEMO_PROGRESS_EVERY_S = 5.0
+# The demo's review samples get LIME started again when they have none yet or it stopped unfinished.
+DEMO_LIME_RESTART = ("none", "failed", "cancelled")
+RELATIONS = ("MR-1", "MR-2")
 
 
 class ProgressPrinter:
@@ -51,6 +55,14 @@ def _sample_lines(label: str, log):
 def _with_printer(engine, label: str, log):
     engine.pass_progress = ProgressPrinter(label, log)
     return engine
+
+
+@dataclass(frozen=True)
+class _NoJob:
+    status: str = "none"
+
+
+_NEVER = _NoJob()
 
 
 @dataclass(frozen=True)
@@ -148,9 +160,11 @@ def build_detection_demo(store: Store, force: bool = False, log=sys.stderr) -> S
     return store
 
 
-def build_demo_store(url: str | None = None, force: bool = False, log=sys.stderr) -> Store:
+def build_demo_store(url: str | None = None, force: bool = False, log=sys.stderr,
+                     explain_ahead: bool = True) -> Store:
     """Create the demo accounts, then the demo runs unless the store already holds finished runs of the
-    same names."""
+    same names; with ``explain_ahead``, draw the classifier runs' review samples and start their LIME in
+    the background (``start_demo_lime``)."""
     store = Store(url or DEMO_STORE, make_parents=True)
     ensure_demo_accounts(store, log=None)  # first, so the app can be signed into while the runs build
     have = _finished_names(store)
@@ -165,5 +179,66 @@ def build_demo_store(url: str | None = None, force: bool = False, log=sys.stderr
         print(f"demo run {report.run_id}: {cfg.name}: {report.tested} tested, {sum(report.skipped.values())} "
               f"skipped, {report.seconds:.1f} s", file=log)
     build_detection_demo(store, force=force, log=log)
+    if explain_ahead:
+        start_demo_lime(store, log=log)
     ensure_demo_accounts(store, log=log)  # printed last, where a newcomer looks
     return store
+
+
+def demo_review_samples(store: Store) -> list[tuple[int, str]]:
+    """(run id, relation) of every finished demo classifier run and relation with flagged inferences, their
+    review samples drawn (seed ``DEFAULT_REVIEW_SEED``, the one the Review page would draw with)."""
+    from objrel.access import SERVER
+    from objrel.review.lime_ahead import explainable_run
+    from objrel.review.sampling import draw_review_sample
+
+    names = {cfg.name for cfg in DEMO_RUNS}
+    out = []
+    for run in store.list_runs():
+        if run.name not in names or run.status != "finished" or not explainable_run(store, run.id):
+            continue
+        for relation in RELATIONS:
+            if store.flagged_sample_ids(run.id, relation):
+                draw_review_sample(SERVER, store, run.id, relation)
+                out.append((run.id, relation))
+    return out
+
+
+def _echo_safe() -> bool:
+    """Whether the background LIME process may write to this process's standard error: a terminal or a file,
+    not a pipe (a reader such as ``| tee`` would wait for the background process to close it)."""
+    import os
+    import stat
+
+    try:
+        mode = os.fstat(2).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode))
+
+
+def start_demo_lime(store: Store, log=sys.stderr) -> None:
+    """Draw the demo's review samples and start LIME for them in one background process, whose lines
+    (``LIME run 1 MR-2 3/12: ...``) go to this process's standard error while the app starts; samples
+    already explained (or being explained) are left alone."""
+    from objrel.access import SERVER
+    from objrel.review.lime_ahead import lime_job_status, start_lime_jobs
+
+    t0 = time.perf_counter()
+    samples = demo_review_samples(store)
+    todo = [s for s in samples if (lime_job_status(store, *s) or _NEVER).status in DEMO_LIME_RESTART]
+    if not todo:
+        if samples and log is not None:
+            print(f"demo LIME: the {len(samples)} review samples are explained already", file=log, flush=True)
+        return
+    echo = log is not None and _echo_safe()
+    statuses = start_lime_jobs(SERVER, store, todo, echo=echo)
+    if log is not None:
+        where = ", ".join(f"run {rid} {relation}" for rid, relation in todo)
+        lines = "its lines follow" if echo else "its lines go to a log file"
+        print(f"demo LIME: review samples of {where} drawn; their LIME runs in one background process "
+              f"(low priority, {lines}; the Review page shows its progress) "
+              f"[{time.perf_counter() - t0:.1f} s]", file=log, flush=True)
+        for (rid, relation), st in zip(todo, statuses):
+            if st.status == "failed":
+                print(f"demo LIME: run {rid} {relation} could not start: {st.error}", file=log, flush=True)

@@ -32,14 +32,15 @@ class ExplainedImage:
 
 
 def explain_pair(actor: Actor, store: Store, model, run_id: int, sample_id: str, mutation_key: str,
-                 num_samples: int, progress: PairProgress | None = None, side: int = THUMB_SIDE) -> list[ExplainedImage]:
+                 num_samples: int, progress: PairProgress | None = None, side: int = THUMB_SIDE,
+                 outline: bool = True) -> list[ExplainedImage]:
     """The source and ``mutation_key``'s mutant of a stored inference, explained with ``model`` (the run's).
 
     ``actor`` must hold the reviewer, adjudicator or admin role (NotAllowed otherwise): LIME costs
-    minutes of model time and writes its result to the store's cache."""
+    minutes of model time and writes its result to the store's cache.  With ``outline`` the target
+    region's contour is drawn over each overlay."""
     A.authorize(actor, A.EXPLAIN, f"{sample_id!r} of run {int(run_id)}")
-    from objrel.explain import explanation_for, overlay
-    from objrel.mutations.rebuild import rebuild_mutant
+    from objrel.explain import explanation_for
 
     keys = (SOURCE_KEY, mutation_key)
     out = []
@@ -53,7 +54,40 @@ def explain_pair(actor: Actor, store: Store, model, run_id: int, sample_id: str,
 
         explanation = explanation_for(store, model, run_id, sample_id, key, num_samples=num_samples,
                                       progress=report)
-        rebuilt = rebuild_mutant(store, run_id, sample_id, key)
-        image = rebuilt.image if key == SOURCE_KEY else rebuilt.mutant
-        out.append(ExplainedImage(key, thumbnail(overlay(image, explanation), side), explanation.object_share))
+        out.append(_drawn(store, run_id, sample_id, key, explanation, side, outline))
     return out
+
+
+def cached_pair(store: Store, run_id: int, sample_id: str, mutation_key: str, num_samples: int,
+                side: int = THUMB_SIDE, outline: bool = True) -> list[ExplainedImage] | None:
+    """What ``explain_pair`` returns for the source and ``mutation_key``'s mutant, drawn from the store's
+    cache, or None while either explanation is not computed yet.  Never runs a model (a page may call it
+    on every redraw); needs no role, as it only reads what a reviewer or the job ahead stored."""
+    from objrel.explain import cached_explanation
+
+    found = [(key, cached_explanation(store, run_id, sample_id, key, num_samples=num_samples))
+             for key in (SOURCE_KEY, mutation_key)]
+    if any(e is None for _, e in found):
+        return None
+    return [_drawn(store, run_id, sample_id, key, e, side, outline) for key, e in found]
+
+
+def _drawn(store: Store, run_id: int, sample_id: str, key: str, explanation, side: int,
+           outline: bool) -> ExplainedImage:
+    """One explained image as the page shows it: the image rebuilt from its recipe, shrunk to a thumbnail,
+    the explanation (resampled to the thumbnail) tinted over it and, with ``outline``, the target region's
+    contour drawn at the thumbnail's scale (so the line is 2 px in the browser whatever the photo's size)."""
+    import cv2
+
+    from objrel.explain import overlay, resized
+    from objrel.mutations.rebuild import rebuild_mutant
+
+    rebuilt = rebuild_mutant(store, run_id, sample_id, key)
+    image = rebuilt.image if key == SOURCE_KEY else rebuilt.mutant
+    small = thumbnail(image, side)
+    h, w = small.shape[:2]
+    region = None
+    if outline:
+        region = cv2.resize(rebuilt.target.region.astype(np.uint8), (w, h), interpolation=cv2.INTER_NEAREST) > 0
+    drawn = overlay(small, resized(explanation, (h, w)), outline=region)
+    return ExplainedImage(key, drawn, explanation.object_share)

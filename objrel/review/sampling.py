@@ -112,7 +112,7 @@ def _seed_mismatch(draw: SampleDraw, seed: int) -> ValueError:
 
 
 def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, seed: int = DEFAULT_REVIEW_SEED,
-                       redraw: bool = False) -> list[str]:
+                       redraw: bool = False, explain_ahead: bool = False) -> list[str]:
     """The review sample of a run's flagged inferences for ``relation``, drawn once and stored.
 
     The first call draws ``cochran_sample_size(N)`` of the N flagged sample ids (sorted, then
@@ -124,6 +124,10 @@ def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, s
 
     ``actor`` must hold a reviewing role (reviewer, adjudicator, admin) to draw; only an admin may redraw
     (NotAllowed otherwise): replacing a draw changes every reviewer's queue.
+
+    ``explain_ahead`` (the app passes True): once a sample of a classifier run is drawn here, its LIME
+    starts in a background process (``objrel.review.lime_ahead.start_lime_job``); a stored draw returned
+    as it is starts nothing.
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)
@@ -147,20 +151,28 @@ def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, s
     draw = _draw(rid, relation, review_rows.store_review_sample(store, rid, relation, seed, pick, replace=redraw))
     if draw.seed != seed:  # a concurrent caller drew first, with another seed
         raise _seed_mismatch(draw, seed)
+    if explain_ahead and draw.sample_ids:
+        from objrel.review.lime_ahead import explainable_run, start_lime_job
+
+        if explainable_run(store, rid):
+            start_lime_job(actor, store, rid, relation)
     return list(draw.sample_ids)
 
 
-def review_queue(actor: Actor, store: Store, run_id: int, relation: str) -> list[QueueItem]:
+def review_queue(actor: Actor, store: Store, run_id: int, relation: str,
+                 explain_ahead: bool = False) -> list[QueueItem]:
     """The drawn items in draw order, each with ``actor``'s own call (if any).
 
     Blind by construction: only ``actor``'s judgments are read.  When nothing was drawn yet
-    the sample is drawn with ``DEFAULT_REVIEW_SEED`` (and stored) first, which needs a reviewing role.
+    the sample is drawn with ``DEFAULT_REVIEW_SEED`` (and stored) first, which needs a reviewing role;
+    ``explain_ahead`` then starts its LIME in the background (``draw_review_sample``).
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)
     who = check_name(actor.name, "reviewer name")
     draw = review_sample_info(store, rid, relation)
-    ids = list(draw.sample_ids) if draw else draw_review_sample(actor, store, rid, relation, DEFAULT_REVIEW_SEED)
+    ids = list(draw.sample_ids) if draw else draw_review_sample(actor, store, rid, relation, DEFAULT_REVIEW_SEED,
+                                                                explain_ahead=explain_ahead)
     mine = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=who)}
     out = []
     for pos, sid in enumerate(ids):

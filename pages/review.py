@@ -9,7 +9,8 @@ from objrel.app.captions import plain
 from objrel.app.caches import cached_flagged, cached_review_item, open_store
 from objrel.app.state import arrival_params, init_value, keep_choice, remember_selection
 from objrel.app.widgets import page_sidebar, signed_in, use_app_navigation
-from objrel.errors import NotAllowed
+from objrel.errors import NotAllowed, ObjrelError
+from objrel.review.lime_ahead import ensure_lime_job
 from objrel.review.roles import actor_of
 from objrel.review.my_work import my_work
 from objrel.review.queue import ALL_FLAGGED, QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
@@ -130,6 +131,12 @@ except NotAllowed as exc:
     st.stop()
 if mode == REVIEW_SAMPLE:
     st.caption(captions.queue_caption(queue))
+    # LIME of the sample is computed ahead by one background process (started once per sample; a detection run,
+    # or an account that may not explain, starts nothing); the LIME panel shows its progress.
+    try:
+        ensure_lime_job(actor, store, run_id, relation)
+    except (ValueError, ObjrelError):
+        pass
 
 pos_key = f"review_pos_{run_id}_{relation}_{mode}"
 if pos_key not in st.session_state:

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from objrel.store import Store
+from objrel.review.lime_ahead import AHEAD_ENV
 
 from tests.fixtures.colour_model import factory
 from tests.fixtures.pg_server import pg_bindir, postgres_server
@@ -139,6 +140,24 @@ def pg_url():
         pytest.skip("PostgreSQL server binaries not installed (make test installs Debian's postgresql)")
     with postgres_server() as url:
         yield url
+
+
+# The tests open review samples by the hundred: no LIME job is started ahead for them (the app's servers the
+# browser tests start inherit this) unless a test turns it on for its own server.
+os.environ.setdefault(AHEAD_ENV, "0")
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory) -> Path:
+    """The demo store (``objrel demo``: the real pretrained models on the bundled photos), built once per test
+    session without its background LIME; copy it before writing (``shutil.copyfile``)."""
+    import io
+
+    from objrel.engine import demo
+
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    demo.build_demo_store(str(path), log=io.StringIO(), explain_ahead=False).dispose()
+    return path
 
 
 @pytest.fixture

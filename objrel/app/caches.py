@@ -165,8 +165,9 @@ def ranked_tables(key: tuple, _result):
 LIME_CACHED_SAMPLES = (1000, 300, 100)
 
 
-def _stored_lime(store: Store, run_id: int, sample_id: str, key: str):
-    """The stored explanation row of one image (source top-1 label, the default segmenter and seed), or None."""
+def _stored_lime_samples(store: Store, run_id: int, sample_id: str, keys: tuple[str, ...]) -> int | None:
+    """The LIME sample count (of LIME_CACHED_SAMPLES, most first) at which every image of ``keys`` is in the
+    store's cache for the source's top-1 label, or None while one is missing."""
     from objrel.explain import settings_string
     from objrel.store.explanations import stored_explanation
 
@@ -175,32 +176,25 @@ def _stored_lime(store: Store, run_id: int, sample_id: str, key: str):
         return None
     label = int(source["top_labels"][0])
     for n in LIME_CACHED_SAMPLES:
-        row = stored_explanation(store, run_id, sample_id, key, label, settings_string(n))
-        if row is not None:
-            return row
+        if all(stored_explanation(store, run_id, sample_id, k, label, settings_string(n)) is not None for k in keys):
+            return n
     return None
 
 
-def cached_lime_overlays(store: Store, run_id: int, sample_id: str, mutation_key: str) -> list:
+def cached_lime_overlays(store: Store, run_id: int, sample_id: str, mutation_key: str, outline: bool = True) -> list:
     """LIME overlays (``objrel.review.lime_pair.ExplainedImage``) of the source and ``mutation_key``'s mutant,
-    only when both are already in the store's cache ([] otherwise): a lookup, never a LIME computation."""
-    rows = [_stored_lime(store, int(run_id), str(sample_id), k) for k in ("source", mutation_key)]
-    if any(r is None for r in rows):
+    the target region outlined unless ``outline`` is False, only when both are already in the store's cache
+    ([] otherwise): a lookup, never a LIME computation."""
+    keys = ("source", str(mutation_key))
+    n = _stored_lime_samples(store, int(run_id), str(sample_id), keys)
+    if n is None:
         return []
+    return _lime_overlays(store.url, int(run_id), str(sample_id), str(mutation_key), n, bool(outline), store)
 
-    @st.cache_data(max_entries=REVIEW_ITEM_CACHE, show_spinner=False)
-    def _overlays(url: str, run_id: int, sample_id: str, mutation_key: str, ids: tuple) -> list:
-        from objrel.explain import Explanation, overlay
-        from objrel.mutations.rebuild import rebuild_mutant
-        from objrel.review.items import thumbnail
-        from objrel.review.lime_pair import ExplainedImage
 
-        out = []
-        for key, row in zip(("source", mutation_key), rows):
-            rebuilt = rebuild_mutant(store, run_id, sample_id, key)
-            image = rebuilt.image if key == "source" else rebuilt.mutant
-            explanation = Explanation.from_row(row)
-            out.append(ExplainedImage(key, thumbnail(overlay(image, explanation)), explanation.object_share))
-        return out
+@st.cache_data(max_entries=REVIEW_ITEM_CACHE, show_spinner=False)
+def _lime_overlays(url: str, run_id: int, sample_id: str, mutation_key: str, num_samples: int, outline: bool,
+                   _store: Store) -> list:
+    from objrel.review.lime_pair import cached_pair
 
-    return _overlays(store.url, int(run_id), str(sample_id), str(mutation_key), tuple(r["id"] for r in rows))
+    return cached_pair(_store, run_id, sample_id, mutation_key, num_samples, outline=outline) or []

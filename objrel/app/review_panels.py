@@ -94,16 +94,11 @@ def lime(actor: Actor, store: Store, item: ReviewItem, called: bool = False) -> 
     if after_call and not called:
         st.caption("LIME appears once you have made your call on this item (your setting below).")
     else:
-        shown = st.toggle("Show LIME", value=True, key="review_lime_show")
+        t1, t2 = st.columns(2)
+        shown = t1.toggle("Show LIME", value=True, key="review_lime_show")
+        outline = t2.toggle("Outline the target", value=True, key="review_lime_outline")
         if shown:
-            overlays = cached_lime_overlays(store, item.run_id, item.sample_id,
-                                            item.violating_mutant(item.relation).key)
-            if not overlays:
-                st.caption(LIME_NOT_COMPUTED)
-            else:
-                for col, explained in zip(st.columns(PANEL_COLUMNS), overlays):
-                    col.image(explained.image, caption=f"LIME {explained.key}", width="stretch")
-                    col.metric("LIME object share", percent(explained.object_share))
+            _lime_overlays(store, item, outline)
         st.caption("LIME fits a local linear model over superpixels (fixed random state, cached in the store). "
                    "The object share is the part of the positive LIME weight inside the target region: a model "
                    "that looks at the object puts most of it there.")
@@ -114,6 +109,34 @@ def lime(actor: Actor, store: Store, item: ReviewItem, called: bool = False) -> 
 
 
 LIME_NOT_COMPUTED = "LIME not computed yet."
+# Seconds between looks at the store while the LIME job ahead is still explaining this item.
+LIME_POLL_S = 3
+
+
+def _lime_overlays(store: Store, item: ReviewItem, outline: bool) -> None:
+    """The item's cached overlays; while the background job ahead has not reached them, its progress, looked
+    at again every LIME_POLL_S seconds (only this part of the page reruns, nothing blocks)."""
+    from objrel.review.lime_ahead import lime_job_status
+
+    key = item.violating_mutant(item.relation).key
+
+    def draw() -> None:
+        overlays = cached_lime_overlays(store, item.run_id, item.sample_id, key, outline)
+        if overlays:
+            for col, explained in zip(st.columns(PANEL_COLUMNS), overlays):
+                col.image(explained.image, caption=f"LIME {explained.key}", width="stretch")
+                col.metric("LIME object share", percent(explained.object_share))
+            return
+        job = lime_job_status(store, item.run_id, item.relation)
+        if job is not None and not job.finished:
+            st.progress(job.share, text=plain(job.text()) + " - this item's overlays appear here when ready")
+        else:
+            st.caption(LIME_NOT_COMPUTED + (f" {plain(job.text())}" if job is not None else ""))
+
+    job = lime_job_status(store, item.run_id, item.relation)
+    waiting = (job is not None and not job.finished
+               and not cached_lime_overlays(store, item.run_id, item.sample_id, key, outline))
+    st.fragment(draw, run_every=LIME_POLL_S if waiting else None)()
 
 
 def _lime_after_call(actor: Actor, store: Store) -> bool:

@@ -1,7 +1,7 @@
 """The app's layout in a real browser (Debian's chromium through Playwright) at 1,400 and 900 px.
 
-A copy of the demo store (/work/demo/demo.db, or $OBJREL_DEMO_STORE) is served by `streamlit run app.py`; an
-admin (and, for the Review page, the reviewer alice) visits every page of the top bar at each width.  A
+A copy of the demo store (built once per test session: tests/conftest.py demo_db) is served by
+`streamlit run app.py`; an admin (and, for the Review page, the reviewer alice) visits every page of the top bar at each width.  A
 screenshot of the whole page is saved as test-artifacts/layout/<page>-<width>.png.  Checked on every page:
 
 - at 1,400 px no table (``stDataFrame`` / ``stTable``) is wider than its container, neither its box nor its
@@ -21,7 +21,6 @@ import pytest
 
 from tests.e2e.test_e2e_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PAGES, ROOT, free_port, settled
 
-DEMO_STORE = Path(os.environ.get("OBJREL_DEMO_STORE", "/work/demo/demo.db"))
 LAYOUT = ARTIFACTS / "layout"
 WIDTHS = (1400, 900)
 TABLE_WIDTH = 1400            # tables are checked at this width
@@ -81,15 +80,14 @@ MEASURE = """(checkTables) => {
 
 
 @pytest.fixture
-def demo_server(tmp_path):
+def demo_server(tmp_path, demo_db):
     import subprocess
     import sys
     import time
     import urllib.request
 
-    assert DEMO_STORE.exists(), f"expected the demo store at {DEMO_STORE} (make demo builds it)"
     db = tmp_path / "demo.db"
-    shutil.copyfile(DEMO_STORE, db)
+    shutil.copyfile(demo_db, db)
     cwd = tmp_path / "srv"
     cwd.mkdir()
     shutil.copytree(ROOT / ".streamlit", cwd / ".streamlit")

@@ -16,10 +16,11 @@ from objrel.app.captions import plain
 from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent
 from objrel.app.state import arrival_params, keep_choice, remember_selection, remembered_selection
-from objrel.app.tables import decimal_columns, percent_columns, table
+from objrel.app.tables import decimal_columns, frame, percent_columns, table
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import NotAllowed
 from objrel.review.agreement import pair_kappas, precision_summary
+from objrel.review.coefficients import COEFFICIENT_LABELS, COEFFICIENTS
 from objrel.review.my_work import my_work
 
 use_app_navigation()
@@ -51,13 +52,17 @@ def adjudication_form(d, run_id, relation, name_a, name_b, actor):
                                  format_func=review.REASON_LABELS.get)
         note = st.text_area("Note (required with the reason \u201cother\u201d)", value=d.resolved_note or "",
                             key=f"adj_note_{key}", height=68)
+        validity = st.radio("Is the mutant a valid test?", review.VALIDITY, key=f"adj_validity_{key}",
+                            horizontal=True, format_func=review.VALIDITY_LABELS.get,
+                            index=(review.VALIDITY.index(d.resolved_validity)
+                                   if getattr(d, "resolved_validity", None) in review.VALIDITY else None))
         submitted = st.form_submit_button("Save decision", key=f"adj_submit_{key}")
     if submitted:
         if verdict is None:
             st.error(f"{plain(d.sample_id)}: choose a decision first.")
             return
         try:
-            review.adjudicate(actor, store, run_id, d.sample_id, relation, verdict, reasons, note)
+            review.adjudicate(actor, store, run_id, d.sample_id, relation, verdict, reasons, note, validity)
         except (ValueError, NotAllowed) as exc:
             st.error(f"{plain(d.sample_id)}: {plain(exc)}")
             return
@@ -107,6 +112,19 @@ for rel in review.RELATIONS:
     with st.expander(f"Full {rel} table: reasons, uncertain, unresolved and pending items"):
         table(precision, f"agreement_precision_full_{rel}", f"precision_{rel}.csv",
               percent_columns(precision, PERCENT_COLUMNS))
+
+# ---------------------------------------------------------------- judgments export
+
+if access.permits(actor, access.EXPORT_JUDGMENTS):
+    with st.expander("Export judgments (one row per item and reviewer, with the adjudication)"):
+        st.caption("Adjudicators and admins export every call; a reviewer exports their own calls, and the pair's "
+                   "once both closed the sample. Also on the server: `objrel judgments export`.")
+        rows = review.judgment_export(actor, store)
+        e1, e2 = st.columns(2)
+        e1.download_button(f"Download CSV ({len(rows)} rows)", review.to_csv(rows), file_name="judgments.csv",
+                           mime="text/csv", key="agreement_export_csv", on_click="ignore")
+        e2.download_button(f"Download JSON ({len(rows)} rows)", review.to_json(rows), file_name="judgments.json",
+                           mime="application/json", key="agreement_export_json", on_click="ignore")
 
 if not access.permits(actor, access.SEE_CALLS):
     if actor.signed_in and selection.get("run", "").isdigit() and selection.get("relation") in review.RELATIONS:
@@ -228,6 +246,35 @@ st.caption(f"Observed agreement p_o = {percent(k.observed)}, chance agreement p_
 if k.kappa is None:
     st.caption("Kappa is undefined: both reviewers gave every item the same single call, so chance alone explains "
                "their agreement (p_e = 1).")
+
+# Beyond kappa: AC1 and PABAK stay meaningful when one call dominates (kappa's paradox), with the prevalence.
+coef = review.agreement_coefficients([a for _, a, _ in ag.pairs], [b for _, _, b in ag.pairs])
+st.markdown("**Beyond kappa** (each with its 95% interval; Gwet's AC1 and PABAK stay meaningful when one call "
+            "dominates, where kappa drops although the reviewers agree)")
+frame(captions.coefficient_frame(coef), "agreement_coefficients")
+st.caption(captions.prevalence_text(coef))
+validity = review.validity_agreement(store, run_id, relation, name_a, name_b)
+if validity.n:
+    st.markdown(f"**Is the mutant a valid test?** Agreement on the second question ({validity.n} items both "
+                "answered); items decided invalid are left out of precision and counted apart.")
+    frame(captions.coefficient_frame(validity), "agreement_validity")
+with st.expander("Plan a sample: how many items does a chosen interval width need?"):
+    pc = st.columns(3)
+    which = pc[0].selectbox("Coefficient", COEFFICIENTS, format_func=COEFFICIENT_LABELS.get,
+                            key="agreement_plan_coefficient")
+    width = pc[1].number_input("Interval width (hi - lo)", min_value=0.02, max_value=2.0, value=0.2, step=0.02,
+                               key="agreement_plan_width")
+    expected = pc[2].number_input("Expected value", min_value=-0.9, max_value=0.99, value=0.6, step=0.05,
+                                  key="agreement_plan_expected")
+    share = st.slider("Share of true positives among the calls (prevalence)", 0.05, 0.95, 0.7, 0.05,
+                      key="agreement_plan_prevalence")
+    try:
+        needed = review.items_for_width(float(width), which, float(expected), prevalence=float(share))
+        st.markdown(f"**{needed} items** give a {COEFFICIENT_LABELS[which]} interval at most "
+                    f"{decimals(width, 2)} wide, if it comes out near {decimals(expected, 2)} with "
+                    f"{percent(share, 0)} true positives (asymptotic variance; t quantile for AC1 and PABAK).")
+    except ValueError as exc:
+        st.warning(plain(exc))
 
 st.markdown(f"**Calls of the two reviewers** (rows: {plain(name_a)}, columns: {plain(name_b)})")
 st.dataframe(k.confusion_frame(name_a, name_b), width="content", key="agreement_confusion")

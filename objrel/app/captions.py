@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from objrel.app.formats import MISSING
+from objrel.app.formats import MISSING, decimals, percent
 
 # The reviewer's own call as the Review page names it.
 CALL_LABELS = {"tp": "True positive", "fp": "False positive", "uncertain": "Uncertain"}
@@ -319,3 +319,36 @@ def shortcut_summary(results: dict) -> str:
     return (f"**{'Quick' if cfg['quick'] else 'Full'} run**: {len(results['seeds'])} seed(s), K = {cfg['n_classes']} "
             f"classes, rho = {cfg['rho']} vs 1/K, {cfg['n_train']} training / {cfg['n_test']} test scenes, "
             f"plan `{cfg['plan']}`. Times: {times}")
+
+
+# ---------------------------------------------------------------- agreement beyond kappa
+
+
+def coefficient_frame(coef):
+    """One row per coefficient of ``coef`` (``objrel.review.AgreementCoefficients``): value, interval, and
+    why a value or interval is missing ("undefined", never a zero-width interval)."""
+    import pandas as pd
+
+    rows = []
+    for c in coef.coefficients:
+        rows.append({"coefficient": c.label,
+                     "value": decimals(c.value) if c.defined else "undefined",
+                     f"{percent(coef.confidence, 0)} interval": (f"[{decimals(c.lo)}, {decimals(c.hi)}]"
+                                                                if c.has_interval else MISSING),
+                     "interval": c.method or MISSING,
+                     "note": c.note or ""})
+    return pd.DataFrame(rows)
+
+
+def prevalence_text(coef) -> str:
+    """The calls' spread, which kappa depends on: the dominant call's share and Byrt's prevalence index."""
+    from objrel import review
+
+    p = coef.prevalence
+    if p.dominant is None:
+        return "No items both called yet."
+    shares = ", ".join(f"{review.VERDICT_LABELS.get(s.category, s.category)} {percent(s.pooled)}" for s in p.shares)
+    index = "" if p.index is None else (f"; prevalence index {decimals(p.index)}, bias index "
+                                        f"{decimals(p.bias_index)} (Byrt, Bishop & Carlin 1993)")
+    return (f"Calls over {coef.n} items both judged: {shares}; observed agreement {percent(coef.observed)}{index}. "
+            "When one call dominates, kappa is low even with high agreement: read it beside AC1 and PABAK.")

@@ -254,3 +254,24 @@ def test_the_kappa_interval_help_names_the_variance_the_number_uses(judged_store
     at = run_page("carol")
     ci = next(m for m in at.metric if m.label.endswith("CI"))
     assert "Fleiss, Cohen & Everitt (1969)" in ci.help and "sqrt(p_o (1 - p_o)" not in ci.help
+
+
+def test_ac1_pabak_and_the_prevalence_sit_beside_kappa(judged_store):
+    # The same 10 calls (p_o = 0.8; both reviewers: tp 6/10, fp 4/10, uncertain 0), by hand over the three
+    # declared calls (q = 3):
+    #   PABAK = (q p_o - 1) / (q - 1) = (2.4 - 1) / 2 = 0.700
+    #   Gwet's AC1: pi = (0.6, 0.4, 0); p_e = sum pi (1 - pi) / (q - 1) = (0.24 + 0.24) / 2 = 0.24,
+    #   AC1 = (0.8 - 0.24) / (1 - 0.24) = 0.56 / 0.76 = 0.737
+    at = run_page("carol")
+    coef = table_with(at, "coefficient").set_index("coefficient")["value"].to_dict()
+    assert coef == {"Cohen's kappa": "0.583", "Gwet's AC1": "0.737", "PABAK": "0.700"}
+    prevalence = " ".join(c.value for c in at.caption)
+    assert "True positive 60.0%" in prevalence or "true positive 60.0%" in prevalence.lower()
+    # the planner answers for the width asked
+    assert any("items** give a" in m.value for m in at.markdown)
+
+
+def test_the_export_offers_every_call_to_the_adjudicator(judged_store):
+    at = run_page("carol")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Download CSV (20 rows)" in labels and "Download JSON (20 rows)" in labels

@@ -191,13 +191,14 @@ saved_reasons, saved_note = queue.my_saved(sample_id)
 # a revisited item shows the stored reasons and note (what the reviewer typed since stays)
 init_value(f"review_reasons_{suffix}", list(saved_reasons))
 init_value(f"review_note_{suffix}", saved_note)
+init_value(f"review_validity_{suffix}", queue.my_validity_call(sample_id))
 j1, j2, j3 = st.columns([2, 3, 2])
 j1.multiselect("False-positive reasons", list(review.FP_REASONS), key=f"review_reasons_{suffix}",
                format_func=review.REASON_LABELS.get,
                help="seed 000 s5.1: several target objects; the object was not completely removed; "
                     "other (say why in the note)")
 j2.text_input("Note", key=f"review_note_{suffix}")
-j3.radio("Is the mutant a valid test?", VALIDITY, index=None, key=f"review_validity_{suffix}", horizontal=True,
+j3.radio("Is the mutant a valid test?", VALIDITY, key=f"review_validity_{suffix}", horizontal=True,
          format_func=lambda v: VALIDITY_LABELS.get(v, v),
          help="Valid: the object really removed (MR-1) or the background really replaced (MR-2), with no "
               "artefact. Invalid mutants are counted apart.")

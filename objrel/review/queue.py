@@ -113,6 +113,7 @@ class Queue:
     mode: str = REVIEW_SAMPLE
     my_reasons: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # sample id -> stored fp reasons
     my_notes: Mapping[str, str] = field(default_factory=dict)               # sample id -> stored note
+    my_validity: Mapping[str, str] = field(default_factory=dict)            # sample id -> stored validity call
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -156,6 +157,10 @@ class Queue:
         """The reasons and note stored with this reviewer's call on ``sample_id`` (empty when none)."""
         return tuple(self.my_reasons.get(sample_id, ())), self.my_notes.get(sample_id) or ""
 
+    def my_validity_call(self, sample_id: str) -> str | None:
+        """This reviewer's stored answer to "is the mutant a valid test?" on ``sample_id``, or None."""
+        return self.my_validity.get(sample_id)
+
     @property
     def n_open(self) -> int:
         """Items of the queue this reviewer has not judged yet."""
@@ -184,11 +189,13 @@ def open_queue(actor: Actor, store: Store, run_id: int, relation: str, mode: str
         judged = [q for q in items if q.judged_by_me]
         return Queue(tuple(q.sample_id for q in items), {q.sample_id: q.my_verdict for q in judged},
                      len(flagged), mode, {q.sample_id: tuple(q.my_reasons) for q in judged},
-                     {q.sample_id: q.my_note for q in judged if q.my_note})
+                     {q.sample_id: q.my_note for q in judged if q.my_note},
+                     {q.sample_id: q.my_validity for q in judged if q.my_validity})
     in_queue = set(flagged)
     mine = [j for j in review.judgments(store, run_id, relation, reviewer=actor.name) if j.sample_id in in_queue]
     return Queue(tuple(flagged), {j.sample_id: j.verdict for j in mine}, len(flagged), mode,
-                 {j.sample_id: tuple(j.reasons) for j in mine}, {j.sample_id: j.note for j in mine if j.note})
+                 {j.sample_id: tuple(j.reasons) for j in mine}, {j.sample_id: j.note for j in mine if j.note},
+                 {j.sample_id: j.validity for j in mine if j.validity})
 
 
 def record_call(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str, verdict: str,

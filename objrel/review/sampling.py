@@ -60,6 +60,7 @@ class QueueItem:
     my_verdict: str | None
     my_reasons: tuple[str, ...] = ()
     my_note: str | None = None
+    my_validity: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -179,5 +180,5 @@ def review_queue(actor: Actor, store: Store, run_id: int, relation: str,
         j = mine.get(sid)
         out.append(QueueItem(sample_id=sid, position=pos, judged_by_me=j is not None,
                              my_verdict=j.verdict if j else None, my_reasons=j.reasons if j else (),
-                             my_note=j.note if j else None))
+                             my_note=j.note if j else None, my_validity=j.validity if j else None))
     return out

@@ -347,7 +347,8 @@ def test_a_revisited_item_shows_its_reasons_note_and_versions(monkeypatch, flagg
     review.create_reviewer(store, "alice", "alice-passphrase")
     alice = actor_of(store, "alice")
     review.record_judgment(alice, store, run_id, "2", "MR-2", "tp")
-    review.record_judgment(alice, store, run_id, "2", "MR-2", "fp", reasons=["incomplete-removal"], note="half left")
+    review.record_judgment(alice, store, run_id, "2", "MR-2", "fp", reasons=["incomplete-removal"], note="half left",
+                           validity="invalid")
     at = page(monkeypatch, store, "alice")
     at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
     at.run()
@@ -357,6 +358,7 @@ def test_a_revisited_item_shows_its_reasons_note_and_versions(monkeypatch, flagg
     assert reasons.value == ["incomplete-removal"]
     assert "incomplete removal" in reasons.options and "incomplete-removal" not in reasons.options  # words
     assert at.text_input(key=f"review_note_{suffix}").value == "half left"
+    assert at.radio(key=f"review_validity_{suffix}").value == "invalid"          # the second question too
     history = next(df.value for df in at.dataframe if "version" in df.value.columns)
     assert list(history["version"]) == [2, 1] and list(history["call"]) == ["false positive", "true positive"]
     assert list(history["reasons"]) == ["incomplete removal", ""]

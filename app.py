@@ -3,6 +3,7 @@
 import streamlit as st
 
 from objrel.app.icon import page_icon
+from objrel.app.style import apply_style
 
 # The icon is an image drawn here and served by this server: a ":material/...:" or emoji icon would make the
 # browser fetch the favicon from a font or emoji CDN.
@@ -34,5 +35,5 @@ PAGES = [
     st.Page("pages/users.py", title="Users", url_path="users", icon=":material/group:"),
     st.Page(overview_alias, title="Overview", url_path="overview", visibility="hidden"),
 ]
-from objrel.app.style import apply_style; apply_style()  # noqa: E702 (the app's CSS, once per run)
+apply_style()  # the app's CSS (narrow windows), once per run
 st.navigation(PAGES, position="top").run()

@@ -149,14 +149,17 @@ os.environ.setdefault(AHEAD_ENV, "0")
 
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory) -> Path:
-    """The demo store (``objrel demo``: the real pretrained models on the bundled photos), built once per test
-    session without its background LIME; copy it before writing (``shutil.copyfile``)."""
+    """The demo store as ``make run`` leaves it (``objrel demo``: the real pretrained models on the bundled
+    photos, its review samples drawn), built once per test session without its background LIME; copy it
+    before writing (``shutil.copyfile``)."""
     import io
 
     from objrel.engine import demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.db"
-    demo.build_demo_store(str(path), log=io.StringIO(), explain_ahead=False).dispose()
+    store = demo.build_demo_store(str(path), log=io.StringIO(), explain_ahead=False)
+    demo.demo_review_samples(store)
+    store.dispose()
     return path
 
 

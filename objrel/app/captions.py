@@ -205,7 +205,7 @@ def calibration_lines(cal) -> list[str]:
     a, b = getattr(cal, "reviewer_a", "A"), getattr(cal, "reviewer_b", "B")
     coefficients = getattr(cal, "verdicts", None)
     if coefficients is not None:
-        shown = [f"{c.name} **{decimals(c.value)}**" for c in getattr(coefficients, "coefficients", ())
+        shown = [f"{getattr(c, 'label', c.name)} **{decimals(c.value)}**" for c in getattr(coefficients, "coefficients", ())
                  if getattr(c, "value", None) is not None]
         if shown:
             band = getattr(coefficients, "kappa_band", "")

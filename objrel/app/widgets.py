@@ -6,8 +6,8 @@ Only drawing and session state live here; every figure comes from objrel functio
 A password sign-in opens a lasting session (``objrel.review.sessions``): its random token goes to the browser in
 the ``COOKIE_NAME`` cookie, so a reload or a new tab is still signed in, and only the token's hash is stored.
 The cookie is read from the request (``st.context.cookies``) and written or cleared by extra-streamlit-components'
-CookieManager, a component that runs in the browser after the script: the write is repeated on each run until
-the browser reports the cookie back.  Every run checks the token against the store again, so a session ended
+CookieManager, a component that runs in the browser after the script: it is drawn on each run until it
+answers that the browser did it.  Every run checks the token against the store again, so a session ended
 elsewhere (sign-out in another tab, everywhere, a change of roles, expiry) signs this tab out at its next run.
 """
 
@@ -130,33 +130,26 @@ def _https() -> bool:
 
 
 def _sync_cookie() -> None:
-    """Draw the cookie component while a write or clear asked for by ``_want_cookie`` is not yet seen done in
-    the browser's cookies (the component reruns the script when it has read or written them)."""
+    """Draw the cookie component while the write or clear asked for by ``_want_cookie`` is not yet done in the
+    browser.  The component does it after the script run and answers True, which reruns the script; the answer
+    is this widget's value in the session state, and once it is there the component is no longer drawn."""
     op = st.session_state.get(COOKIE_OP_KEY)
     if not op:
         return
-    import extra_streamlit_components as stx
-
     from objrel.review.sessions import SESSION_LIFETIME, token_hash
 
     kind, token, expires = op
     tag = token_hash(token)[:COOKIE_TAG_CHARS]
+    done_key = f"objrel_cookie_{kind}_{tag}"
+    if st.session_state.get(done_key) is True:
+        st.session_state.pop(COOKIE_OP_KEY, None)
+        return
+    import extra_streamlit_components as stx
+
     manager = stx.CookieManager(key=f"objrel_cookie_read_{kind}_{tag}")
-    seen = manager.cookies or {}
-    if kind == "set":
-        if seen.get(COOKIE_NAME) == token:
-            st.session_state.pop(COOKIE_OP_KEY, None)
-            return
-        manager.set(COOKIE_NAME, token, key=f"objrel_cookie_set_{tag}", path="/",
-                    expires_at=dt.datetime.fromisoformat(expires), max_age=SESSION_LIFETIME.total_seconds(),
-                    secure=_https() or None, same_site="strict")
-    else:
-        if seen and seen.get(COOKIE_NAME) != token:
-            st.session_state.pop(COOKIE_OP_KEY, None)
-            return
-        manager.set(COOKIE_NAME, "", key=f"objrel_cookie_clear_{tag}", path="/",
-                    expires_at=dt.datetime.fromisoformat(expires), max_age=0, secure=_https() or None,
-                    same_site="strict")
+    value, max_age = (token, SESSION_LIFETIME.total_seconds()) if kind == "set" else ("", 0)
+    manager.set(COOKIE_NAME, value, key=done_key, path="/", expires_at=dt.datetime.fromisoformat(expires),
+                max_age=max_age, secure=_https() or None, same_site="strict")
 
 
 def _sign_out(store: Store, who: str, everywhere: bool) -> None:

@@ -113,6 +113,10 @@ def wait_for_cookie(context, present: bool) -> dict | None:
                          f"got {session_cookie(context)!r}")
 
 
+def cookie_frames_leave(page) -> None:
+    page.wait_for_function("!document.querySelector('iframe[src*=\"cookie_manager\"]')", timeout=TIMEOUT_MS)
+
+
 def store_bytes(db_file: Path) -> bytes:
     """Every byte of the SQLite store: the file and its write-ahead log."""
     return b"".join(p.read_bytes() for p in sorted(db_file.parent.glob(db_file.name + "*")))
@@ -130,6 +134,7 @@ def test_sign_in_survives_reload_and_new_tabs_and_sign_out_ends_it_everywhere(se
     tab1 = open_app(context, base)
     sign_in(tab1, "alice")                               # the first click signs in
     cookie = wait_for_cookie(context, present=True)
+    cookie_frames_leave(tab1)                            # the browser reported it back: the component is gone
     assert cookie["path"] == "/" and cookie["sameSite"] == "Strict", cookie
     assert cookie["expires"] > time.time() + sessions.SESSION_LIFETIME.total_seconds() - 600, cookie
     token = cookie["value"]
@@ -146,6 +151,7 @@ def test_sign_in_survives_reload_and_new_tabs_and_sign_out_ends_it_everywhere(se
     tab2.get_by_role("button", name="Sign out", exact=True).click()
     expect_signed_out(tab2)
     wait_for_cookie(context, present=False)              # the cookie is cleared in the browser ...
+    cookie_frames_leave(tab2)
     assert review.session_user(store, token) is None     # ... and the session ended in the store
     reload(tab1)
     expect_signed_out(tab1)

@@ -33,6 +33,10 @@ SESSION_KEY = "session_token"
 DEAD_COOKIE_KEY = "session_dead_cookie"
 COOKIE_OP_KEY = "session_cookie_op"
 ENDED_KEY = "session_ended_note"
+# Session-state keys the sign-in and sign-out callbacks leave for the run: a refused sign-in's message; a
+# sign-out that must also end the single sign-on login.
+SIGN_IN_ERROR_KEY = "signin_error"
+OIDC_LOGOUT_KEY = "signout_oidc"
 # Characters of the token's hash that name the cookie components of one session (never the token itself).
 COOKIE_TAG_CHARS = 12
 # A cleared cookie's expiry: long past.
@@ -172,6 +176,28 @@ def _sign_out(store: Store, who: str, everywhere: bool) -> None:
     st.session_state.pop(REVIEWER_KEY, None)
 
 
+def _sign_in(store: Store) -> None:
+    """The sign-in form's callback: check the name and passphrase; on success open a session.  It runs before
+    the script, so a rerun that a cookie component's answer starts at the same moment cannot drop the press."""
+    from objrel import review
+
+    result = review.verify_reviewer(store, st.session_state.get("signin_name", ""),
+                                    st.session_state.get("signin_pass", ""), client=client_id())
+    if not result.ok:
+        st.session_state[SIGN_IN_ERROR_KEY] = result.message
+        return
+    token = review.start_session(store, result.name)
+    st.session_state[REVIEWER_KEY] = result.name
+    st.session_state[SESSION_KEY] = token
+    _want_cookie("set", token)
+
+
+def _sign_out_pressed(store: Store, who: str, everywhere: bool) -> None:
+    """The sign-out buttons' callback (before the script, like ``_sign_in``)."""
+    _sign_out(store, who, everywhere)
+    st.session_state[OIDC_LOGOUT_KEY] = True
+
+
 def sign_in_box(store: Store) -> str | None:
     """Sidebar sign-in: name + passphrase (stored hashed), or the configured OIDC provider.
 
@@ -183,24 +209,23 @@ def sign_in_box(store: Store) -> str | None:
     from objrel import review
 
     with st.sidebar:
-        if oidc_configured() and getattr(st.user, "is_logged_in", False):
+        oidc_user = oidc_configured() and getattr(st.user, "is_logged_in", False)
+        if st.session_state.pop(OIDC_LOGOUT_KEY, False) and oidc_user:
+            st.logout()
+        if oidc_user:
             name = st.user.get("email") or st.user.get("name") or "oidc-user"
             account = review.ensure_oidc_reviewer(store, name, st.user.get("sub") or name)
             st.session_state[REVIEWER_KEY] = account.name  # the stored name, stable for this subject
         _resume_session(store)
-        _sync_cookie()
+        with st.container():  # always there, so the cookie component coming and going never moves the form
+            _sync_cookie()
         who = signed_in()
         if who:
             roles = review.roles_of(store, who)
             st.text(f"Signed in as {who} ({', '.join(roles) if roles else 'no role yet'})")
-            out = st.button("Sign out", key="signout_btn")
-            everywhere = st.button("Sign out everywhere", key="signout_all_btn",
-                                   help="Ends your sessions in every browser and tab")
-            if out or everywhere:
-                _sign_out(store, who, everywhere)
-                if oidc_configured() and getattr(st.user, "is_logged_in", False):
-                    st.logout()
-                st.rerun()
+            st.button("Sign out", key="signout_btn", on_click=_sign_out_pressed, args=(store, who, False))
+            st.button("Sign out everywhere", key="signout_all_btn", on_click=_sign_out_pressed,
+                      args=(store, who, True), help="Ends your sessions in every browser and tab")
             return who
         if st.session_state.pop(ENDED_KEY, False):
             st.info("Your session ended (signed out elsewhere, or your roles changed); sign in again.")
@@ -208,19 +233,13 @@ def sign_in_box(store: Store) -> str | None:
         if oidc_configured():
             st.button("Log in with single sign-on", key="oidc_login_btn", on_click=st.login)
         with st.form("signin_form", clear_on_submit=False):
-            name = st.text_input("Name", key="signin_name")
-            passphrase = st.text_input("Passphrase", type="password", key="signin_pass")
-            submitted = st.form_submit_button("Sign in", key="signin_submit")
+            st.text_input("Name", key="signin_name")
+            st.text_input("Passphrase", type="password", key="signin_pass")
+            st.form_submit_button("Sign in", key="signin_submit", on_click=_sign_in, args=(store,))
         st.caption("No account? An admin invites you (Users page).")
-        if submitted:
-            result = review.verify_reviewer(store, name, passphrase, client=client_id())
-            if result.ok:
-                token = review.start_session(store, result.name)
-                st.session_state[REVIEWER_KEY] = result.name
-                st.session_state[SESSION_KEY] = token
-                _want_cookie("set", token)
-                st.rerun()
-            st.error(result.message)
+        error = st.session_state.pop(SIGN_IN_ERROR_KEY, None)
+        if error:
+            st.error(error)
     return None
 
 

@@ -28,7 +28,7 @@ CLIENT_ID_BYTES = 16
 # The browser cookie that carries the session token (path /, SameSite=Strict, Secure over https).
 COOKIE_NAME = "objrel_session"
 # Session-state keys: this tab's session token; a cookie token found ended (not looked up again); the cookie
-# write or clear still to be seen done in the browser; a note that the session ended elsewhere.
+# write or clear still to be seen done in the browser; a note that the session ended (expired, or elsewhere).
 SESSION_KEY = "session_token"
 DEAD_COOKIE_KEY = "session_dead_cookie"
 COOKIE_OP_KEY = "session_cookie_op"
@@ -109,9 +109,9 @@ def _resume_session(store: Store) -> None:
         st.session_state[REVIEWER_KEY] = who
         st.session_state[SESSION_KEY] = token
         return
-    if st.session_state.pop(SESSION_KEY, None) is not None:
-        st.session_state[ENDED_KEY] = True
+    st.session_state.pop(SESSION_KEY, None)
     st.session_state.pop(REVIEWER_KEY, None)
+    st.session_state[ENDED_KEY] = True
     if cookie == token:
         st.session_state[DEAD_COOKIE_KEY] = cookie
         _want_cookie("clear", token)
@@ -187,6 +187,7 @@ def _sign_in(store: Store) -> None:
         st.session_state[SIGN_IN_ERROR_KEY] = result.message
         return
     token = review.start_session(store, result.name)
+    st.session_state.pop(ENDED_KEY, None)
     st.session_state[REVIEWER_KEY] = result.name
     st.session_state[SESSION_KEY] = token
     _want_cookie("set", token)
@@ -224,11 +225,11 @@ def sign_in_box(store: Store) -> str | None:
             roles = review.roles_of(store, who)
             st.text(f"Signed in as {who} ({', '.join(roles) if roles else 'no role yet'})")
             st.button("Sign out", key="signout_btn", on_click=_sign_out_pressed, args=(store, who, False))
-            st.button("Sign out everywhere", key="signout_all_btn", on_click=_sign_out_pressed,
-                      args=(store, who, True), help="Ends your sessions in every browser and tab")
+            st.button("End all my sessions", key="signout_all_btn", on_click=_sign_out_pressed,
+                      args=(store, who, True), help="Signs you out in every browser and tab")
             return who
-        if st.session_state.pop(ENDED_KEY, False):
-            st.info("Your session ended (signed out elsewhere, or your roles changed); sign in again.")
+        if st.session_state.get(ENDED_KEY):  # until the next sign-in: the cookie's clearing reruns the page
+            st.info("Your session ended (it expired, you signed out elsewhere, or your roles changed); sign in again.")
         st.markdown("**Sign in**")
         if oidc_configured():
             st.button("Log in with single sign-on", key="oidc_login_btn", on_click=st.login)

@@ -58,7 +58,7 @@ def test_a_sign_in_opens_a_session_and_asks_the_browser_to_keep_its_cookie(store
 
 def test_a_session_ended_elsewhere_signs_the_tab_out_at_its_next_run(store):
     at = sign_in("alice")
-    R.end_sessions(store, "alice", sessions.SIGN_OUT_EVERYWHERE)    # e.g. "sign out everywhere" in another tab
+    R.end_sessions(store, "alice", sessions.SIGN_OUT_EVERYWHERE)    # e.g. "End all my sessions" in another tab
     at.run()
     assert not signed_in_as(at, "alice")
     assert W.REVIEWER_KEY not in at.session_state and W.SESSION_KEY not in at.session_state

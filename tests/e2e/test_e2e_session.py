@@ -177,6 +177,7 @@ def test_a_role_change_signs_the_person_out_at_the_next_reload(server, browser):
     review.grant_roles(admin, store, "alice", review.ADJUDICATOR)
     reload(page)
     expect_signed_out(page)
+    page.get_by_text("Your session ended").wait_for(timeout=TIMEOUT_MS)
     assert review.live_sessions(store, "alice") == 0
     sign_in(page, "alice")                               # a fresh sign-in carries the new roles
     page.get_by_text("Signed in as alice (adjudicator, reviewer)").wait_for(timeout=TIMEOUT_MS)

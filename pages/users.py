@@ -1,7 +1,8 @@
 """Users: admins invite accounts, grant and revoke roles, and register models for the Runs page.
 
 Every change goes through objrel.review (``invite``, ``grant_roles``, ``revoke_role``) and
-objrel.engine.run_form (``allow_model``), which check the signed-in account's admin role themselves.
+objrel.engine.run_form (``allow_model``), which check the signed-in account's admin role themselves.  A change
+of someone's roles ends their signed-in sessions (objrel.review.roles); the message says so.
 """
 
 import streamlit as st
@@ -62,13 +63,19 @@ with st.form("users_roles"):
     action = c3.radio("Action", ["grant", "revoke"], key="users_action", horizontal=True)
     changed = st.form_submit_button("Apply", key="users_roles_btn")
 if changed:
+    before, open_sessions = review.roles_of(store, target), review.live_sessions(store, target)
     try:
         now = (review.grant_roles(actor, store, target, role) if action == "grant"
                else review.revoke_role(actor, store, target, role))
     except (ValueError, KeyError, NotAllowed) as exc:
         st.error(str(exc))
     else:
-        done(f"{target}: {', '.join(now) or 'no role'}.")
+        ended = ""
+        if now != before and open_sessions:  # a change of roles ends the account's sessions (review.roles)
+            ended = (" You are signed out: sign in again to act with your new roles." if target == actor.name else
+                     f" Their {open_sessions} signed-in session{'s' if open_sessions > 1 else ''} ended: "
+                     "they sign in again to act with the new roles.")
+        done(f"{target}: {', '.join(now) or 'no role'}.{ended}")
 
 st.subheader("Models the Runs page offers")
 with st.form("users_models"):

@@ -2,10 +2,18 @@
 the store the app reads) and the reviewer sign-in box.
 
 Only drawing and session state live here; every figure comes from objrel functions.
+
+A password sign-in opens a lasting session (``objrel.review.sessions``): its random token goes to the browser in
+the ``COOKIE_NAME`` cookie, so a reload or a new tab is still signed in, and only the token's hash is stored.
+The cookie is read from the request (``st.context.cookies``) and written or cleared by extra-streamlit-components'
+CookieManager, a component that runs in the browser after the script: it is drawn on each run until it
+answers that the browser did it.  Every run checks the token against the store again, so a session ended
+elsewhere (sign-out in another tab, everywhere, a change of roles, expiry) signs this tab out at its next run.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 
 import streamlit as st
@@ -17,6 +25,22 @@ REVIEWER_KEY = "reviewer"
 # Session-state key of this browser session's sign-in client id, and the id's random bytes.
 CLIENT_KEY = "signin_client"
 CLIENT_ID_BYTES = 16
+# The browser cookie that carries the session token (path /, SameSite=Strict, Secure over https).
+COOKIE_NAME = "objrel_session"
+# Session-state keys: this tab's session token; a cookie token found ended (not looked up again); the cookie
+# write or clear still to be seen done in the browser; a note that the session ended (expired, or elsewhere).
+SESSION_KEY = "session_token"
+DEAD_COOKIE_KEY = "session_dead_cookie"
+COOKIE_OP_KEY = "session_cookie_op"
+ENDED_KEY = "session_ended_note"
+# Session-state keys the sign-in and sign-out callbacks leave for the run: a refused sign-in's message; a
+# sign-out that must also end the single sign-on login.
+SIGN_IN_ERROR_KEY = "signin_error"
+OIDC_LOGOUT_KEY = "signout_oidc"
+# Characters of the token's hash that name the cookie components of one session (never the token itself).
+COOKIE_TAG_CHARS = 12
+# A cleared cookie's expiry: long past.
+COOKIE_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 def use_app_navigation() -> None:
@@ -59,43 +83,164 @@ def client_id() -> str:
     return cid
 
 
+def cookie_token() -> str | None:
+    """The session token the browser sent with this session's connection (None without one).  The request's
+    cookies are those of the page load: a cookie written later shows here only after a reload."""
+    try:
+        token = st.context.cookies.get(COOKIE_NAME)
+    except Exception:  # no request behind this run
+        return None
+    return token if isinstance(token, str) and token else None  # a script test's stand-in request has no text
+
+
+def _resume_session(store: Store) -> None:
+    """Set this tab's signed-in name from its session token, or from the cookie's when the tab has neither a
+    name nor a token yet; forget both when the session has ended (then the cookie is cleared too)."""
+    from objrel import review
+
+    token = st.session_state.get(SESSION_KEY)
+    cookie = cookie_token()
+    if token is None and signed_in() is None and cookie and cookie != st.session_state.get(DEAD_COOKIE_KEY):
+        token = cookie
+    if token is None:
+        return
+    who = review.session_user(store, token)
+    if who:
+        st.session_state[REVIEWER_KEY] = who
+        st.session_state[SESSION_KEY] = token
+        return
+    st.session_state.pop(SESSION_KEY, None)
+    st.session_state.pop(REVIEWER_KEY, None)
+    st.session_state[ENDED_KEY] = True
+    if cookie == token:
+        st.session_state[DEAD_COOKIE_KEY] = cookie
+        _want_cookie("clear", token)
+
+
+def _want_cookie(op: str, token: str) -> None:
+    """Ask the browser to hold ``token`` in the cookie (``op`` "set", at sign-in) or to drop it ("clear")."""
+    from objrel.review.sessions import SESSION_LIFETIME
+
+    expires = dt.datetime.now(dt.timezone.utc) + SESSION_LIFETIME if op == "set" else COOKIE_EPOCH
+    st.session_state[COOKIE_OP_KEY] = (op, token, expires.isoformat())
+
+
+def _https() -> bool:
+    try:
+        url = st.context.url
+    except Exception:
+        return False
+    return isinstance(url, str) and url.startswith("https://")
+
+
+def _sync_cookie() -> None:
+    """Draw the cookie component while the write or clear asked for by ``_want_cookie`` is not yet done in the
+    browser.  The component does it after the script run and answers True, which reruns the script; the answer
+    is this widget's value in the session state, and once it is there the component is no longer drawn."""
+    op = st.session_state.get(COOKIE_OP_KEY)
+    if not op:
+        return
+    from objrel.review.sessions import SESSION_LIFETIME, token_hash
+
+    kind, token, expires = op
+    tag = token_hash(token)[:COOKIE_TAG_CHARS]
+    done_key = f"objrel_cookie_{kind}_{tag}"
+    if st.session_state.get(done_key) is True:
+        st.session_state.pop(COOKIE_OP_KEY, None)
+        return
+    import extra_streamlit_components as stx
+
+    manager = stx.CookieManager(key=f"objrel_cookie_read_{kind}_{tag}")
+    value, max_age = (token, SESSION_LIFETIME.total_seconds()) if kind == "set" else ("", 0)
+    manager.set(COOKIE_NAME, value, key=done_key, path="/", expires_at=dt.datetime.fromisoformat(expires),
+                max_age=max_age, secure=_https() or None, same_site="strict")
+
+
+def _sign_out(store: Store, who: str, everywhere: bool) -> None:
+    """End this tab's session (or, ``everywhere``, every session of ``who``), forget the name, clear the cookie."""
+    from objrel import review
+    from objrel.review import sessions
+
+    token = st.session_state.pop(SESSION_KEY, None)
+    cookie = cookie_token()
+    if everywhere:
+        review.end_sessions(store, who, sessions.SIGN_OUT_EVERYWHERE)
+    else:
+        for t in {token, cookie} - {None}:
+            if t == token or review.session_user(store, t) == who:
+                review.end_session(store, t)
+    if cookie:
+        st.session_state[DEAD_COOKIE_KEY] = cookie
+    if token or cookie:
+        _want_cookie("clear", token or cookie)
+    st.session_state.pop(REVIEWER_KEY, None)
+
+
+def _sign_in(store: Store) -> None:
+    """The sign-in form's callback: check the name and passphrase; on success open a session.  It runs before
+    the script, so a rerun that a cookie component's answer starts at the same moment cannot drop the press."""
+    from objrel import review
+
+    result = review.verify_reviewer(store, st.session_state.get("signin_name", ""),
+                                    st.session_state.get("signin_pass", ""), client=client_id())
+    if not result.ok:
+        st.session_state[SIGN_IN_ERROR_KEY] = result.message
+        return
+    token = review.start_session(store, result.name)
+    st.session_state.pop(ENDED_KEY, None)
+    st.session_state[REVIEWER_KEY] = result.name
+    st.session_state[SESSION_KEY] = token
+    _want_cookie("set", token)
+
+
+def _sign_out_pressed(store: Store, who: str, everywhere: bool) -> None:
+    """The sign-out buttons' callback (before the script, like ``_sign_in``)."""
+    _sign_out(store, who, everywhere)
+    st.session_state[OIDC_LOGOUT_KEY] = True
+
+
 def sign_in_box(store: Store) -> str | None:
     """Sidebar sign-in: name + passphrase (stored hashed), or the configured OIDC provider.
 
-    Accounts are made by an admin (Users page) or on the server (``objrel users add``), never here.
+    Accounts are made by an admin (Users page) or on the server (``objrel users add``), never here.  A password
+    sign-in lasts (see the module's notes): the name comes from this tab's state, else from the session
+    cookie, and is checked against the store's live sessions on every run.
     Returns the signed-in account's name, or None.
     """
     from objrel import review
 
     with st.sidebar:
-        if oidc_configured() and getattr(st.user, "is_logged_in", False):
+        oidc_user = oidc_configured() and getattr(st.user, "is_logged_in", False)
+        if st.session_state.pop(OIDC_LOGOUT_KEY, False) and oidc_user:
+            st.logout()
+        if oidc_user:
             name = st.user.get("email") or st.user.get("name") or "oidc-user"
             account = review.ensure_oidc_reviewer(store, name, st.user.get("sub") or name)
             st.session_state[REVIEWER_KEY] = account.name  # the stored name, stable for this subject
+        _resume_session(store)
+        with st.container():  # always there, so the cookie component coming and going never moves the form
+            _sync_cookie()
         who = signed_in()
         if who:
             roles = review.roles_of(store, who)
             st.text(f"Signed in as {who} ({', '.join(roles) if roles else 'no role yet'})")
-            if st.button("Sign out", key="signout_btn"):
-                st.session_state.pop(REVIEWER_KEY, None)
-                if oidc_configured() and getattr(st.user, "is_logged_in", False):
-                    st.logout()
-                st.rerun()
+            st.button("Sign out", key="signout_btn", on_click=_sign_out_pressed, args=(store, who, False))
+            st.button("End all my sessions", key="signout_all_btn", on_click=_sign_out_pressed,
+                      args=(store, who, True), help="Signs you out in every browser and tab")
             return who
+        if st.session_state.get(ENDED_KEY):  # until the next sign-in: the cookie's clearing reruns the page
+            st.info("Your session ended (it expired, you signed out elsewhere, or your roles changed); sign in again.")
         st.markdown("**Sign in**")
         if oidc_configured():
             st.button("Log in with single sign-on", key="oidc_login_btn", on_click=st.login)
         with st.form("signin_form", clear_on_submit=False):
-            name = st.text_input("Name", key="signin_name")
-            passphrase = st.text_input("Passphrase", type="password", key="signin_pass")
-            submitted = st.form_submit_button("Sign in", key="signin_submit")
+            st.text_input("Name", key="signin_name")
+            st.text_input("Passphrase", type="password", key="signin_pass")
+            st.form_submit_button("Sign in", key="signin_submit", on_click=_sign_in, args=(store,))
         st.caption("No account? An admin invites you (Users page).")
-        if submitted:
-            result = review.verify_reviewer(store, name, passphrase, client=client_id())
-            if result.ok:
-                st.session_state[REVIEWER_KEY] = result.name
-                st.rerun()
-            st.error(result.message)
+        error = st.session_state.pop(SIGN_IN_ERROR_KEY, None)
+        if error:
+            st.error(error)
     return None
 
 

@@ -39,6 +39,8 @@ from objrel.review.roles import (ADJUDICATOR, ADMIN, REVIEWER, ROLE_LABELS, ROLE
                                  grant_roles, revoke_role, roles_of)
 from objrel.review.sampling import (DEFAULT_REVIEW_SEED, QueueItem, SampleDraw, cochran_sample_size,
                                     draw_review_sample, review_queue, review_sample_info)
+from objrel.review.sessions import (SESSION_LIFETIME, end_session, end_sessions, live_sessions, session_user,
+                                    start_session)
 
 __all__ = [
     # accounts
@@ -47,6 +49,8 @@ __all__ = [
     # roles
     "REVIEWER", "ADJUDICATOR", "RUN_OPERATOR", "ADMIN", "ROLES", "ROLE_LABELS", "roles_of", "actor_of",
     "grant_roles", "revoke_role",
+    # sessions
+    "SESSION_LIFETIME", "start_session", "session_user", "end_session", "end_sessions", "live_sessions",
     # judgments
     "RELATIONS", "VERDICTS", "FP_REASONS", "VERDICT_LABELS", "REASON_LABELS", "VALIDITY", "VALIDITY_LABELS",
     "Judgment", "JudgedRun", "JudgmentVersion", "record_judgment", "judgments", "judged_runs", "judgment_history",

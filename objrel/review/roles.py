@@ -3,15 +3,20 @@
 An account holds any of ``objrel.access.ROLES`` (several at once).  What each role permits is declared in
 ``objrel.access.ACTIONS`` and checked by ``objrel.access.authorize``; this module reads and changes the
 stored roles (``objrel.store.accounts``) and turns a signed-in name into the ``Actor`` the gate checks.
+
+Every change of an account's roles ends that account's sign-in sessions (``objrel.review.sessions``, because
+``role-change``): whoever holds them signs in again and starts afresh with the new roles.  A grant of roles the
+account already holds, or a revoke of one it does not hold, changes nothing and ends nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from objrel import access as A
 from objrel.access import ADJUDICATOR, ADMIN, REVIEWER, ROLE_LABELS, ROLES, RUN_OPERATOR, Actor
 from objrel.errors import NotAllowed
+from objrel.review import sessions
 from objrel.store import Store
 from objrel.store import accounts as account_rows
 
@@ -45,11 +50,21 @@ def actor_of(store: Store, who: str | None) -> Actor:
     return Actor(who, frozenset(account_rows.roles(store, who)))
 
 
+def _changed(store: Store, name: str, change: Callable[[], tuple[str, ...]]) -> tuple[str, ...]:
+    """Run ``change`` (it returns ``name``'s roles after it); when the roles differ from before, end every
+    sign-in session of ``name``."""
+    before = account_rows.roles(store, name)
+    after = change()
+    if after != before:
+        sessions.end_sessions(store, name, sessions.ROLE_CHANGE)
+    return after
+
+
 def grant_roles(actor: Actor, store: Store, name: str, roles: Iterable[str] | str) -> tuple[str, ...]:
     """``actor`` (an admin) gives ``name`` the ``roles``; returns ``name``'s roles."""
     roles = check_roles(roles)
     A.authorize(actor, A.GRANT_ROLE, f"to {name!r}")
-    return account_rows.grant_roles(store, name, roles, granted_by=actor.name)
+    return _changed(store, name, lambda: account_rows.grant_roles(store, name, roles, granted_by=actor.name))
 
 
 def revoke_role(actor: Actor, store: Store, name: str, role: str) -> tuple[str, ...]:
@@ -60,15 +75,16 @@ def revoke_role(actor: Actor, store: Store, name: str, role: str) -> tuple[str, 
     if name == actor.name and role == ADMIN:
         raise NotAllowed(actor.name, "revoke their own admin role", A.MANAGE_ROLES, tuple(sorted(actor.roles)),
                          reason="another admin must do it, so the app never loses its last admin by accident")
-    return account_rows.revoke_role(store, name, role)
+    return _changed(store, name, lambda: account_rows.revoke_role(store, name, role))
 
 
 def grant_as_operator(store: Store, name: str, roles: Iterable[str] | str) -> tuple[str, ...]:
     """The server operator (the ``objrel users`` command, the demo build) gives ``name`` the ``roles``."""
-    return account_rows.grant_roles(store, name, check_roles(roles), granted_by=None)
+    roles = check_roles(roles)
+    return _changed(store, name, lambda: account_rows.grant_roles(store, name, roles, granted_by=None))
 
 
 def revoke_as_operator(store: Store, name: str, role: str) -> tuple[str, ...]:
     """The server operator takes ``role`` from ``name``; returns ``name``'s roles."""
     (role,) = check_roles(role)
-    return account_rows.revoke_role(store, name, role)
+    return _changed(store, name, lambda: account_rows.revoke_role(store, name, role))

@@ -64,9 +64,10 @@ OTHER_REVIEWER = "bob"       # the second reviewer of the fixture; never crawls
 NOTES = {"alice": "alice-note-x7q", "bob": "bob-note-k2w"}   # each reviewer's own words on the disagreement
 HOSTILE_TEXT = ("/etc/passwd", "../../x", "py:os:system")
 MAX_CLICKS = 14              # presses per pass of one page as one role
-SKIPPED_BUTTONS = {"signout_btn", "oidc_login_btn"}          # would change who is crawling, not what they may do
+SKIPPED_BUTTONS = {"signout_btn", "signout_all_btn", "oidc_login_btn"}  # would change who crawls, not what they may
 SIGN_IN_BUTTON = "signin_submit"
-SIGN_IN_TABLES = {"sign_in_failures"}   # a failed sign-in is counted for throttling: public by nature, no action
+# A failed sign-in is counted for throttling, a good one opens a session: public by nature, no action.
+SIGN_IN_TABLES = {"sign_in_failures", "app_sessions"}
 PATH_ROLES = {"run-operator", "admin"}  # may see server paths (log files, run processes)
 LOG_ACTIONS = {A.READ_LOG, A.START_RUN, A.RESUME_RUN, A.START_BENCHMARK}
 PROCESS_EVENTS = {"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.exec", "os.spawn",

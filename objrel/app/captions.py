@@ -195,7 +195,7 @@ def work_choice(entry) -> str:
     return f"Run {entry.run_id} {entry.relation}: {entry.open} open disagreements"
 
 
-def calibration_lines(cal) -> list[str]:
+def calibration_lines(cal, files: dict[str, str] | None = None) -> list[str]:
     """Markdown lines for a closed sample's calibration (``objrel.review.calibration``): kappa (with AC1 and
     PABAK where given), then each disagreement with both calls and the adjudication with its note, or that it
     is not adjudicated yet.  Fields a calibration lacks are left out."""
@@ -219,7 +219,9 @@ def calibration_lines(cal) -> list[str]:
     items = list(getattr(cal, "disagreements", ()) or ())
     lines.append(f"Disagreements: {len(items)}" + ("" if items else " (you agreed on every item)"))
     for d in items:
-        text = f"- **{plain(d.sample_id)}**: {plain(a)} {call_text(d.verdict_a, d.reasons_a, d.note_a)}; " \
+        name = (files or {}).get(d.sample_id)
+        item = f"{plain(name)} (sample {plain(d.sample_id)})" if name else plain(d.sample_id)
+        text = f"- **{item}**: {plain(a)} {call_text(d.verdict_a, d.reasons_a, d.note_a)}; " \
                f"{plain(b)} {call_text(d.verdict_b, d.reasons_b, d.note_b)}"
         if getattr(d, "validity_a", None) or getattr(d, "validity_b", None):
             text += f"; mutant: {plain(d.validity_a or '-')} / {plain(d.validity_b or '-')}"

@@ -223,7 +223,9 @@ def calibration(actor: Actor, store: Store, run_id: int, relation: str) -> None:
     if cal is None:
         return
     st.markdown(f"**Calibration: run {int(run_id)}, {plain(relation)}**")
-    for line in captions.calibration_lines(cal):
+    from objrel.store.reviews import item_files
+
+    for line in captions.calibration_lines(cal, item_files(store, int(run_id))):
         st.markdown(line)
 
 

@@ -176,8 +176,10 @@ def test_calibration_lines_name_both_calls_and_the_adjudication_with_its_note():
     kappa = SimpleNamespace(name="Cohen's kappa", value=0.5)
     cal = SimpleNamespace(reviewer_a="alice", reviewer_b="bob", disagreements=(decided, open_one),
                           verdicts=SimpleNamespace(n=10, coefficients=(kappa,), kappa_band="moderate"))
-    lines = calibration_lines(cal)
+    lines = calibration_lines(cal, {"s1": "cat.jpg"})
     assert "Cohen's kappa **0.500**" in lines[0] and "moderate" in lines[0]
     assert lines[1] == "Disagreements: 2"
     assert "incomplete removal" in lines[2] and "half the cat is left" in lines[2] and "carol" in lines[2]
+    # the item is named by its file (markdown-escaped), not by a bare id
+    assert lines[2].startswith("- **cat\\.jpg (sample s1)**")
     assert lines[3].endswith("Not adjudicated yet.")

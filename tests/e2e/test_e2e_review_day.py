@@ -266,7 +266,7 @@ def test_a_review_day(day_server, tmp_path):
         top_bar(carol, "Agreement")
         carol.get_by_text("Export judgments").first.click()
         with carol.expect_download() as download:
-            carol.get_by_role("button", name=re.compile(r"Download CSV")).click()
+            carol.get_by_role("button", name=re.compile(r"^Download CSV \(\d+ rows\)")).click()
         rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
         exported = {(r["reviewer"], r["item"]): r["call"] for r in rows if r["run"] == str(RUN)
                     and r["relation"] == RELATION}

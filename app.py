@@ -10,13 +10,12 @@ from objrel.app.style import apply_style
 st.set_page_config(page_title="objrel", page_icon=page_icon(), layout="wide")
 
 # The default page is served at "/" whatever its url_path says (its url_path only names it inside
-# Streamlit), so "/overview" gets a hidden page of its own that hands over to it.  Signed-in people land on
-# their own work; visitors on the Overview.
-SIGNED_IN = bool(st.session_state.get("reviewer"))
-OVERVIEW = st.Page("pages/overview.py", title="Overview", url_path="home", default=not SIGNED_IN,
-                   icon=":material/dashboard:")
-MY_WORK = st.Page("pages/my_work.py", title="My work", url_path="my-work", default=SIGNED_IN,
-                  icon=":material/assignment_ind:")
+# Streamlit), so "/overview" gets a hidden page of its own that hands over to it.  The default never changes
+# with the sign-in: a reload happens before the sign-in is read back from its cookie, and a default that moved
+# would leave a reloaded URL naming a page that no longer exists.  Signed-in people find their work one click
+# away (My work, and a pointer on the Overview).
+OVERVIEW = st.Page("pages/overview.py", title="Overview", url_path="home", default=True, icon=":material/dashboard:")
+MY_WORK = st.Page("pages/my_work.py", title="My work", url_path="my-work", icon=":material/assignment_ind:")
 
 
 def overview_alias() -> None:

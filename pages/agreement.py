@@ -39,7 +39,7 @@ def adjudication_form(d, run_id, relation, name_a, name_b, actor):
     key = f"{run_id}_{relation}_{d.sample_id}"
     card = cached_item_card(store, run_id, d.sample_id, relation)
     with st.form(key=f"adj_form_{key}"):
-        st.markdown(captions.disagreement_heading(d))
+        st.markdown(captions.disagreement_heading(d, card.rel_path))
         review_panels.item_card(card)
         st.markdown(captions.disagreement_calls(d, name_a, name_b))
         if d.resolved:
@@ -129,8 +129,9 @@ if access.permits(actor, access.EXPORT_JUDGMENTS):
 if not access.permits(actor, access.SEE_CALLS):
     if actor.signed_in and selection.get("run", "").isdigit() and selection.get("relation") in review.RELATIONS:
         review_panels.calibration(actor, store, int(selection["run"]), selection["relation"])
-    st.info("The two reviewers' calls, their kappa and their disagreements are shown to adjudicators and admins "
-            "only: review stays blind. Sign in (sidebar) with such an account to see them.")
+    st.info("While a review sample is open, the reviewers' calls, their kappa and their disagreements are shown to "
+            "adjudicators and admins only (review stays blind); a reviewer sees them here as calibration once both "
+            "have judged every item of the sample.")
     st.stop()
 
 # ---------------------------------------------------------------- run, relation, reviewers
@@ -217,6 +218,10 @@ except NotAllowed as exc:
     st.error(str(exc))
     st.stop()
 ag, state = view.agreement, view.state
+waiting = sum(1 for d in view.disagreements if not d.resolved)
+if waiting and actor.name not in (name_a, name_b) and access.permits(actor, access.ADJUDICATE):
+    st.warning(f"{waiting} open disagreement{'s' if waiting != 1 else ''} of run {run_id}, {plain(relation)} "
+               "wait for your decision: [go to them](#disagreements)")
 if state.closed:
     st.caption(f"The review sample ({state.drawn} items) is closed: {plain(', '.join(state.closed_by))} judged every item. "
                "Changes from now on are kept as new versions.")
@@ -283,7 +288,7 @@ with st.expander(f"Every item both judged ({ag.n_both})"):
 
 # ---------------------------------------------------------------- disagreements
 
-st.subheader("Disagreements")
+st.subheader("Disagreements", anchor="disagreements")
 dis = list(view.disagreements)
 open_items = [d for d in dis if not d.resolved]
 done_items = [d for d in dis if d.resolved]

@@ -21,7 +21,10 @@ st.caption("Does the model look at the object, or at the background? MR-1 corrup
            "Correct inferences that break a relation were made for reasons other than the object.")
 
 store = open_store()
-page_sidebar(store)
+actor = page_sidebar(store)
+if actor.signed_in:
+    st.page_link("pages/my_work.py", label=f"My work: {actor.name}'s review queues and open disagreements",
+                 icon=":material/assignment_ind:")
 runs = run_history(store.list_runs())
 if runs.empty:
     st.info("No runs yet. Start one on the Runs page, with `objrel run --dataset demo`, or `make run`.")

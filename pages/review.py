@@ -7,6 +7,7 @@ from objrel.analysis.overview import tested_runs
 from objrel.app import captions, review_panels
 from objrel.app.captions import plain
 from objrel.app.caches import cached_flagged, cached_review_item, open_store
+from objrel.app.style import scroll_to_top
 from objrel.app.state import arrival_params, init_value, keep_choice, remember_selection
 from objrel.app.widgets import page_sidebar, signed_in, use_app_navigation
 from objrel.errors import NotAllowed, ObjrelError
@@ -156,7 +157,8 @@ remember_selection(written)
 
 if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))
-nav = st.columns([1.4, 1.2, 4, 2])
+    scroll_to_top(f"{run_id}-{relation}-{sample_id}-{queue.n_judged}")   # the next item opens in view
+nav = st.columns([1.8, 1.5, 4, 2.2])
 nav[0].button("Previous", key="review_prev", on_click=move, args=(-1,), shortcut="P", disabled=queue.is_first(pos))
 nav[1].button("Next", key="review_next", on_click=move, args=(1,), shortcut="N", disabled=queue.is_last(pos))
 nav[2].progress(queue.judged_share, text=captions.queue_progress(queue, pos))
@@ -185,7 +187,8 @@ review_panels.size_histogram(store, item, relation)
 review_panels.box_retest(actor, store, item)
 
 st.divider()
-st.markdown("**Your judgment** (blind: the other reviewer's call is never shown here)")
+st.markdown("**Your judgment** (blind: the other reviewer's call is shown only as calibration, once both of you "
+            "have judged every item of the sample)")
 suffix = f"{run_id}_{relation}_{sample_id}"
 saved_reasons, saved_note = queue.my_saved(sample_id)
 # a revisited item shows the stored reasons and note (what the reviewer typed since stays)
@@ -235,12 +238,20 @@ b = st.columns(3)
 # Streamlit shows each shortcut as a badge on its button; without the reviewer role the buttons are off
 # (objrel.review refuses the write anyway).
 call = (run_id, relation, sample_id, item.rel_path)
-b[0].button("True positive", key="judge_tp", on_click=judge, args=("tp", *call), shortcut="T", type="primary",
+saved = queue.my_call(sample_id)
+
+
+def kind(verdict: str) -> str:
+    """The saved call's button is marked; no button is before a call (a highlighted one would nudge)."""
+    return "primary" if saved == verdict else "secondary"
+
+
+b[0].button("True positive", key="judge_tp", on_click=judge, args=("tp", *call), shortcut="T", type=kind("tp"),
             disabled=not can_judge)
-b[1].button("False positive", key="judge_fp", on_click=judge, args=("fp", *call), shortcut="F",
+b[1].button("False positive", key="judge_fp", on_click=judge, args=("fp", *call), shortcut="F", type=kind("fp"),
             disabled=not can_judge)
 b[2].button("Uncertain", key="judge_uncertain", on_click=judge, args=("uncertain", *call), shortcut="U",
-            disabled=not can_judge)
+            type=kind("uncertain"), disabled=not can_judge)
 if st.session_state.get(ERROR_KEY):
     st.error(st.session_state[ERROR_KEY])
 if can_judge and queue.my_call(sample_id) is not None:

@@ -155,10 +155,10 @@ def queue_end(queue, position: int) -> str | None:
     """What the reviewer should know at the end of the queue: that every item is judged, or how many are
     still open when the last item is reached; None elsewhere."""
     if queue.done:
-        return (f"You have judged all {len(queue)} items of this queue. The Agreement page compares your calls with "
-                "the other reviewer's once they have judged theirs.")
-    if queue.is_last(position):
-        return f"End of the queue: {queue.n_open} of {len(queue)} items still wait for your call."
+        return (f"You have judged every item of this queue ({len(queue)}). Once the other reviewer has judged theirs, "
+                "your calibration (agreement, disagreements, decisions) appears below and on the Agreement page.")
+    if queue.is_last(position) and len(queue) > 1:
+        return f"Last item of the queue: {queue.n_open} of {len(queue)} items still wait for your call."
     return None
 
 
@@ -258,9 +258,10 @@ def call_text(verdict: str, reasons, note: str | None) -> str:
     return text
 
 
-def disagreement_heading(d) -> str:
+def disagreement_heading(d, rel_path: str | None = None) -> str:
     where = f"#{d.position + 1} of the review sample" if d.position is not None else "outside the review sample"
-    return f"**{plain(d.sample_id)}** ({where}; they differ in the {d.kind})"
+    item = f"{plain(rel_path)} (sample {plain(d.sample_id)})" if rel_path else plain(d.sample_id)
+    return f"**{item}** ({where}; they differ in the {d.kind})"
 
 
 def disagreement_calls(d, name_a: str, name_b: str) -> str:
@@ -337,7 +338,7 @@ def coefficient_frame(coef):
                      "value": decimals(c.value) if c.defined else "undefined",
                      f"{percent(coef.confidence, 0)} interval": (f"[{decimals(c.lo)}, {decimals(c.hi)}]"
                                                                 if c.has_interval else MISSING),
-                     "interval": c.method or MISSING,
+                     "how the interval is made": (c.method or MISSING).replace("-+", "\u00b1"),
                      "note": c.note or ""})
     return pd.DataFrame(rows)
 

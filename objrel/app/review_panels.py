@@ -73,7 +73,9 @@ def details(item: ReviewItem) -> None:
             t2.caption(choice)
             frame(pd.DataFrame(list(chosen.detections)), "review_top5_mut", budget_px=HALF_WIDTH_PX, where=t2)
         else:
+            t1.caption("source: top-5")
             frame(pd.DataFrame(_top_table(item.source)), "review_top5_src", budget_px=HALF_WIDTH_PX, where=t1)
+            t2.caption(f"{choice}: top-5")
             frame(pd.DataFrame(_top_table(chosen)), "review_top5_mut", budget_px=HALF_WIDTH_PX, where=t2)
         if item.others:
             frame(pd.DataFrame(item.others), "review_others")
@@ -202,6 +204,7 @@ def my_history(actor: Actor, store: Store, run_id: int, relation: str, sample_id
     st.markdown(f"**Your calls on this item** ({len(versions)} version{'s' if len(versions) != 1 else ''})")
     frame(pd.DataFrame([{"version": v.version, "call": review.VERDICT_LABELS.get(v.verdict, v.verdict),
                    "reasons": captions.reason_words(v.reasons), "note": v.note or "",
+                   "mutant": review.VALIDITY_LABELS.get(v.validity, v.validity or ""),
                    "after the sample closed": "yes" if v.after_close else "no",
                    "time (UTC)": v.created_at.strftime("%Y-%m-%d %H:%M:%S")} for v in reversed(versions)]),
           "review_history")
@@ -217,7 +220,11 @@ def calibration(actor: Actor, store: Store, run_id: int, relation: str) -> None:
         return
     try:
         cal = calibrate(actor, store, run_id, relation)
-    except (ValueError, NotAllowed) as exc:
+    except NotAllowed:
+        st.caption("Your calibration (agreement with the other reviewer, the disagreements and their decisions) "
+                   "appears here once both reviewers have judged every item of this sample.")
+        return
+    except ValueError as exc:
         st.caption(plain(exc))
         return
     if cal is None:

@@ -27,6 +27,8 @@ button [data-testid="stMarkdownContainer"], button [data-testid="stMarkdownConta
 @media (max-width: {NARROW_PX}px) {{
   [data-testid="stMainBlockContainer"] {{ padding-left: 1.5rem; padding-right: 1.5rem; }}
   button kbd {{ display: none; }}
+  [data-testid="stBaseButton-secondary"], [data-testid="stBaseButton-primary"] {{ min-width: max-content; }}
+  button [data-testid="stMarkdownContainer"] p {{ word-break: keep-all; overflow-wrap: normal; }}
   [data-testid="stMetricValue"] {{ font-size: 1.5rem; }}
 }}
 </style>
@@ -36,3 +38,21 @@ button [data-testid="stMarkdownContainer"], button [data-testid="stMarkdownConta
 def apply_style() -> None:
     """Add the app's CSS to the page (once per script run, before the page draws)."""
     st.html(CSS)
+
+
+# Scrolls the app's main area (and the window) to the top from a zero-height component: Streamlit keeps the
+# scroll position across reruns, so after a save at the bottom of a long page the next item would open out of
+# sight.  The token makes the component's HTML differ each time, so the script runs again.
+SCROLL_TOP_HTML = """<script>/* {token} */
+const doc = window.parent.document;
+const main = doc.querySelector('[data-testid="stMain"]') || doc.querySelector('section.main');
+if (main) {{ main.scrollTo({{top: 0}}); }}
+window.parent.scrollTo(0, 0);
+</script>"""
+
+
+def scroll_to_top(token: str) -> None:
+    """Bring the top of the page into view (once per distinct ``token``, e.g. the item just opened)."""
+    import streamlit.components.v1 as components
+
+    components.html(SCROLL_TOP_HTML.format(token=token), height=0)

@@ -134,10 +134,39 @@ def shown_missing(df: pd.DataFrame, column_config: dict | None = None) -> pd.Dat
     return out
 
 
+def _number_text(value, fmt: str | None) -> str:
+    """One number as its column would show it: Streamlit's ``percent`` format, a printf format, or plain."""
+    if is_missing(value):
+        return MISSING
+    if fmt == "percent":
+        return f"{100 * value:.1f}%"
+    if fmt and fmt.startswith("%"):
+        return fmt % value
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def missing_numbers_as_text(df: pd.DataFrame, column_config: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """Streamlit draws a missing number as "None": each number column with a missing value becomes text, in its
+    own format, with ``MISSING`` in the gaps (the CSV keeps the numbers)."""
+    config = dict(column_config or {})
+    gaps = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+            and df[c].isna().any()]
+    if not gaps:
+        return df, config
+    out = df.copy()
+    for c in gaps:
+        cfg = config.get(c) if isinstance(config.get(c), dict) else {}
+        fmt = (cfg.get("type_config") or {}).get("format")
+        out[c] = [_number_text(v, fmt) for v in df[c]]
+        config[c] = st.column_config.TextColumn(cfg.get("label"), width=cfg.get("width"), help=cfg.get("help"))
+    return out, config
+
+
 def frame(df: pd.DataFrame, key: str, column_config: dict | None = None, budget_px: int = FULL_WIDTH_PX,
           where=None) -> None:
     """``df`` as a table that fits its container (no CSV button) of ``budget_px``; ``key`` is the widget key;
-    ``where`` the container to draw in (a column; default the page)."""
+    ``where`` the container to draw in (a column; default the page).  Every missing value shows as ``MISSING``."""
+    df, column_config = missing_numbers_as_text(df, column_config)
     (where or st).dataframe(shown_missing(df, column_config), hide_index=True, width="stretch", key=key,
                             column_config=fitted_columns(df, column_config, budget_px))
 

@@ -64,14 +64,22 @@ class ExportRow:
 EXPORT_COLUMNS = tuple(f.name for f in fields(ExportRow))
 
 
-def _visible(actor: Actor, store: Store, run_id: int, relation: str, full: bool) -> tuple[set[str] | None, bool]:
-    """(reviewers whose calls ``actor`` may export, None for all; whether the adjudications may be shown)."""
+def _visible(actor: Actor, store: Store, run_id: int, relation: str, full: bool,
+             mine: set[str]) -> tuple[set[str] | None, set[str] | None]:
+    """(reviewers whose calls ``actor`` may export, None for all; the items on which other reviewers' calls and
+    the adjudications may be shown, None for all).  ``mine``: the items ``actor`` has judged.
+
+    A reviewer who closed the review sample sees the other closers' calls and the adjudications only on items
+    of the drawn sample that they judged themselves (what calibration shows them): never on a flagged item
+    outside the sample that they may still judge blind.  Anyone else sees only their own calls."""
     if full:
-        return None, True
+        return None, None
     state = sample_state(store, run_id, relation)
     if state.closed and actor.name in state.closed_by:
-        return set(state.closed_by), True
-    return {actor.name}, state.closed
+        draw = review_rows.review_sample(store, run_id, relation)
+        drawn = set(draw["sample_ids"]) if draw else set()
+        return set(state.closed_by), drawn & mine
+    return {actor.name}, set()
 
 
 def judgment_export(actor: Actor, store: Store, run_ids=None, relation: str | None = None) -> list[ExportRow]:
@@ -101,12 +109,16 @@ def judgment_export(actor: Actor, store: Store, run_ids=None, relation: str | No
         files = review_rows.item_files(store, rid)
         versions = review_rows.current_versions(store, rid)
         for rel in relations:
-            who, show_adjudication = _visible(actor, store, rid, rel, full)
-            adjudications = review_rows.adjudications(store, rid, rel) if show_adjudication else {}
-            for j in judgments(store, rid, rel):
+            calls = judgments(store, rid, rel)
+            mine = {j.sample_id for j in calls if j.reviewer == actor.name}
+            who, shared = _visible(actor, store, rid, rel, full, mine)
+            adjudications = review_rows.adjudications(store, rid, rel) if shared is None or shared else {}
+            for j in calls:
                 if who is not None and j.reviewer not in who:
                     continue
-                adj = adjudications.get(j.sample_id)
+                if shared is not None and j.reviewer != actor.name and j.sample_id not in shared:
+                    continue
+                adj = adjudications.get(j.sample_id) if shared is None or j.sample_id in shared else None
                 out.append(ExportRow(
                     run=rid, run_name=run.name, relation=rel, item=j.sample_id, file=files.get(j.sample_id),
                     reviewer=j.reviewer, call=j.verdict, reasons=j.reasons, note=j.note, validity=j.validity,

@@ -1,4 +1,4 @@
-"""AppTest of the My work page (pages/my_work.py) through app.py: a signed-in person lands on it."""
+"""AppTest of the My work page (pages/my_work.py) through app.py's navigation."""
 
 from __future__ import annotations
 
@@ -38,10 +38,13 @@ def team(flagged_store, monkeypatch):
 
 
 def open_app(name: str | None) -> AppTest:
+    """The app as ``name`` opens it, then its My work page (from the top bar)."""
     at = AppTest.from_file(APP, default_timeout=60)
     if name:
         at.session_state["reviewer"] = name
     at.run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/my_work.py").run()
     assert not at.exception, at.exception
     return at
 
@@ -51,7 +54,7 @@ def shown(at: AppTest) -> str:
                     for e in kind).replace("\\", "")
 
 
-def test_a_reviewer_lands_on_their_queues_with_judged_of_total(team):
+def test_a_reviewer_sees_their_queues_with_judged_of_total(team):
     store, run_id, ids = team
     at = open_app("alice")
     assert at.title[0].value == "My work"

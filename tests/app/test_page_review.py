@@ -123,10 +123,10 @@ def test_the_end_of_the_queue_says_so_and_links_to_agreement(monkeypatch, flagge
         review.record_judgment(actor_of(store, "eve"), store, run_id, sid, "MR-2", "tp")
     at = page(monkeypatch, store, "eve").run()
     assert at.query_params["item"] == ids[-1]
-    assert any("End of the queue: 1 of" in i.value for i in at.info)
+    assert any("Last item of the queue: 1 of" in i.value for i in at.info)
     at.button(key="judge_tp").click().run()
     assert not at.exception
-    assert any(f"judged all {len(ids)} items" in s.value for s in at.success)
+    assert any(f"judged every item of this queue ({len(ids)})" in s.value for s in at.success)
     assert any("[Agreement page](agreement)" in m.value for m in at.markdown)
 
 

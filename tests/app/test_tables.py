@@ -40,3 +40,16 @@ def test_columns_are_never_squeezed_below_the_floor():
     df = pd.DataFrame({f"c{i}": ["w" * 20] for i in range(40)})
     widths = _widths(fitted_columns(df, budget_px=900))
     assert set(widths.values()) == {MIN_COLUMN_PX}
+
+
+def test_a_missing_number_shows_the_missing_mark_not_none():
+    from objrel.app.formats import MISSING
+    from objrel.app.tables import missing_numbers_as_text, percent_columns, share_columns
+
+    # a precision with nothing decided yet (NaN) beside a decided one: 62.5% and 0.25 as a share
+    df = pd.DataFrame({"run": [1, 2], "precision": [float("nan"), 62.5], "share": [0.25, None]})
+    shown, cfg = missing_numbers_as_text(df, {**percent_columns(df, ["precision"]), **share_columns(df, ["share"])})
+    assert list(shown["precision"]) == [MISSING, "62.5%"]
+    assert list(shown["share"]) == ["25.0%", MISSING]
+    assert list(shown["run"]) == [1, 2] and cfg["precision"]["type_config"]["type"] == "text"
+    assert not df["precision"].isna().sum() == 0     # the frame given is left as it was (the CSV keeps numbers)

@@ -79,7 +79,25 @@ def day_server(tmp_path, demo_db):
     yield base, store
     proc.terminate()
     proc.wait(timeout=20)
+    stop_lime_jobs(store)
     store.dispose()
+
+
+def stop_lime_jobs(store: Store) -> None:
+    """The LIME processes the app started ahead outlive the app (they are detached): stop this store's."""
+    import signal
+
+    from sqlalchemy import select
+
+    from objrel.store import schema as S
+
+    with store.engine.connect() as c:
+        pids = [p for (p,) in c.execute(select(S.review_jobs.c.pid).where(S.review_jobs.c.pid.is_not(None)))]
+    for pid in set(pids):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def shot(page, name: str) -> None:

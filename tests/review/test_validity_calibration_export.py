@@ -264,3 +264,33 @@ def test_cli_exports_csv_and_json(store, tmp_path, capsys):
 def test_planner_and_coefficients_are_exported_from_the_package():
     assert R.items_for_width(0.4, "ac1", 0.7, prevalence=0.8) > 0
     assert not math.isnan(R.agreement_coefficients(["tp", "fp"], ["tp", "tp"]).ac1.value)
+
+
+def test_a_closed_sample_shows_no_call_outside_it_and_no_decision_to_a_third_reviewer(store):
+    """Found by a hostile visitor: once a sample closed, alice's export held bob's call on a flagged item
+    outside the drawn sample (which she could still judge blind in the 'All flagged' queue), and dave, a third
+    reviewer who did not close the sample, got carol's decision on an item he judged."""
+    from sqlalchemy import delete
+
+    from objrel.store import schema as S
+
+    R.create_reviewer(store, "dave", "dave-passphrase", roles=[R.REVIEWER])
+    for name, roles in (("alice", [R.REVIEWER]), ("bob", [R.REVIEWER]), ("carol", [R.ADJUDICATOR])):
+        R.create_reviewer(store, name, f"{name}-passphrase", roles=roles)
+    who = {n: actor_of(store, n) for n in ("alice", "bob", "carol", "dave")}
+    rid = make_run(store, mr1=[*ITEMS, "z999"])
+    R.draw_review_sample(SERVER, store, rid, REL)
+    # a large run's draw leaves flagged items out (Cochran); here one is taken out of a small draw
+    with store.engine.begin() as c:
+        c.execute(delete(S.review_samples).where((S.review_samples.c.run_id == rid)
+                                                 & (S.review_samples.c.sample_id == "z999")))
+    _judge_all(store, rid, who)                                   # alice and bob close the six drawn items
+    record_call(who["bob"], store, rid, "z999", REL, "fp", ["other"], "BOB-SECRET")   # outside the draw
+    R.adjudicate(who["carol"], store, rid, "a003", REL, "fp", ["incomplete-removal"], "CAROL-DECISION")
+    record_call(who["dave"], store, rid, "a003", REL, "tp")
+    alice = judgment_export(who["alice"], store)
+    assert ("bob", "z999") not in {(r.reviewer, r.item) for r in alice} and "BOB-SECRET" not in to_csv(alice)
+    assert {r.adjudication_note for r in alice if r.item == "a003"} == {"CAROL-DECISION"}   # hers to see
+    dave = judgment_export(who["dave"], store)
+    assert [(r.reviewer, r.item, r.adjudicator) for r in dave] == [("dave", "a003", None)]
+    assert "CAROL-DECISION" not in to_json(dave)

@@ -125,9 +125,22 @@ def url_run(page) -> str | None:
     return m.group(1) if m else None
 
 
-def top_bar(page, title: str) -> None:
-    """Switch page through the app's top bar (as a person does; the query string is dropped by Streamlit)."""
-    page.get_by_role("link", name=re.compile(rf"{title}$")).first.click()
+# The top bar's pages the test visits: title -> url path.
+URL_PATHS = {"My work": "my-work", "Review": "review", "Agreement": "agreement", "Runs": "runs"}
+
+
+def top_bar(page, title: str, attempts: int = 3) -> None:
+    """Switch page through the app's top bar (as a person does; the query string is dropped by Streamlit).
+    A click that lands while the page reruns can be lost: then click again."""
+    for attempt in range(attempts):
+        settled(page)
+        page.get_by_role("link", name=re.compile(rf"{title}$")).first.click()
+        try:
+            page.wait_for_url(re.compile(rf"/{URL_PATHS[title]}(\?|$)"), timeout=15_000)
+            break
+        except Exception:
+            if attempt == attempts - 1:
+                raise
     page.wait_for_timeout(300)
     settled(page)
 
@@ -309,6 +322,8 @@ def test_a_review_day(day_server, tmp_path):
         sign_in(admin, base, "admin")
         runs_before = {r.id for r in store.list_runs()}
         top_bar(admin, "Runs")
+        admin.get_by_role("heading", name="Runs").first.wait_for()
+        shot(admin, "08-admin-runs")
         admin.get_by_text("Bring your own data").click()
         admin.get_by_label("Name (letters, digits, _ . -)").fill("discs")
         admin.get_by_label("Name (letters, digits, _ . -)").press("Tab")

@@ -123,6 +123,21 @@ def sign_in(page, base: str, name: str) -> None:
     page.get_by_text(f"Signed in as {name}").wait_for(timeout=60_000)
 
 
+def sign_out(page) -> None:
+    """Sign out and wait until the sign-in form is back (the session ended); a click that lands while the
+    page reruns can be lost: then click again."""
+    for attempt in range(3):
+        settled(page)
+        page.get_by_role("button", name="Sign out").click()
+        try:
+            page.get_by_label("Passphrase").wait_for(timeout=20_000)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
+    settled(page)
+
+
 def judge_all(page, calls: dict) -> None:
     for n in range(len(calls)):
         page.locator("h3", has_text="(sample ").first.wait_for(timeout=60_000)
@@ -226,7 +241,7 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         page.screenshot(path=str(ARTIFACTS / "review-page.png"))
         page.set_viewport_size({"width": 1400, "height": 1000})
         judge_all(page, ALICE)
-        page.get_by_role("button", name="Sign out").click()
+        sign_out(page)
 
         sign_in(page, base, "bob")
         # blind: bob's first item shows no call of alice's
@@ -236,12 +251,14 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         stored = {(j.reviewer, j.sample_id): j.verdict for j in review.judgments(store, run_id, "MR-2")}
         assert stored == {**{("alice", k): v for k, v in ALICE.items()}, **{("bob", k): v for k, v in BOB.items()}}
 
-        page.get_by_role("button", name="Sign out").click()
+        sign_out(page)
 
         # the adjudicator: neither alice nor bob (a party never decides its own disagreement)
         sign_in(page, base, "carol")
-        # through the app's navigation, so the session (and carol's sign-in) carries over
-        page.locator('a[href$="/agreement"]').first.click()
+        # from her own list (My work, in the app's navigation, so the session carries over) to the run and
+        # relation where her disagreements wait
+        page.locator('a[href$="/my-work"]').first.click()
+        page.locator(f".st-key-home_dispute_{run_id}_MR-2 button").click()
         kappa = page.locator('[data-testid="stMetric"]', has_text="Cohen's kappa")
         kappa.wait_for()
         assert EXPECTED_KAPPA in kappa.inner_text()
@@ -266,7 +283,7 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         # the four agreed items count as consensus too
         assert len(review.consensus(store, run_id, "MR-2")) == 5
         page.screenshot(path=str(ARTIFACTS / "agreement-page.png"), full_page=True)
-        page.get_by_role("button", name="Sign out").click()
+        sign_out(page)
 
         # a run operator brings her own data and starts a run on it
         ann, zpath = make_upload(tmp_path / "byod")
@@ -314,7 +331,9 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         deadline = time.time() + 300
         while time.time() < deadline:
             text = page.locator('[data-testid="stMain"]').inner_text()
-            m = PROGRESS.search(text)
+            # this run's line (an earlier run's "finished" line may still show above it)
+            line = next((t for t in text.splitlines() if "byod discs" in t and PROGRESS.search(t)), "")
+            m = PROGRESS.search(line)
             if m:
                 passes = int(m.group(3))
                 if not seen or seen[-1] != passes:
@@ -323,7 +342,8 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
                     page.locator('[data-testid="stProgress"]').first.scroll_into_view_if_needed()
                     page.screenshot(path=str(ARTIFACTS / "runs-progress-live.png"))
                     shot = True
-            if store.get_run(run_new).status in ("finished", "failed", "cancelled"):
+            # over: the line stays on the page as "finished: N/N samples, P forward passes" (its last count)
+            if store.get_run(run_new).status in ("failed", "cancelled") or (m and "finished:" in line):
                 break
             time.sleep(0.25)
         final = store.get_run(run_new)
@@ -331,7 +351,7 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         assert len(seen) >= 2 and seen == sorted(seen) and seen[-1] > seen[0], seen
         assert seen[-1] <= final.passes_done
         assert final.n_total == N_UPLOADED and final.model == "efficientnet-lite0"
-        page.get_by_role("button", name="Sign out").click()
+        sign_out(page)
 
         # every page of the top bar, as an admin, at 1,400 px width
         sign_in(page, base, "dave")

@@ -510,7 +510,11 @@ def check_step(crawl: Crawl, step: Step, v: Verdicts) -> None:
         if why:
             v.hole(step, why)
     # what the page shows
-    may_see = {name for name in NOTES if A.permits(actor, A.SEE_CALLS, A.Target(owner=name))}
+    # an adjudicator sees every call; a reviewer who closed a review sample sees the other closer's calls as
+    # calibration (make_world: alice and bob close every drawn sample)
+    closers = {"alice", OTHER_REVIEWER}
+    may_see = {name for name in NOTES if A.permits(actor, A.SEE_CALLS, A.Target(owner=name))
+               or (actor.name in closers and A.permits(actor, A.SEE_CALIBRATION))}
     for name, note in NOTES.items():
         if note in step.shown and name not in may_see:
             v.hole(step, f"shows {name}'s note on the disagreement ({note!r})")

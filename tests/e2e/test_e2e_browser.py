@@ -14,17 +14,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from objrel import review
+from tests.e2e.app_server import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OBJREL_TEST_ARTIFACTS", ROOT / "test-artifacts"))
@@ -42,12 +39,6 @@ BUTTON = {"tp": "True positive", "fp": "False positive", "uncertain": "Uncertain
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
                                 reason="Debian chromium is not installed (.ci/run installs it)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # The accounts of the test: made on the server (as `objrel users add` does), never from the browser.
@@ -70,35 +61,9 @@ def server(flagged_store, tmp_path):
     store, run_id = flagged_store
     for name, roles in ACCOUNTS.items():
         review.create_reviewer(store, name, passphrase(name), roles=roles)
-    port = free_port()
-    # The server runs in a folder of its own, so uploads land in <tmp>/srv/var/uploads (the app's uploads
-    # folder is var/uploads under the working directory), never in the repository's var/.
-    cwd = tmp_path / "srv"
-    (cwd / "var" / "uploads").mkdir(parents=True)
-    shutil.copytree(ROOT / ".streamlit", cwd / ".streamlit")
-    from objrel.engine import run_form
-    roots = os.pathsep.join([str(run_form.DEMO_ASSETS), str(cwd / "var" / "uploads")])
-    env = {**os.environ, "OBJREL_STORE": store.url, "OBJREL_LOG_DIR": str(tmp_path / "logs"),
-           "PYTHONPATH": str(ROOT), run_form.DATA_ROOTS_ENV: roots}
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).status == 200:
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + (tmp_path / "streamlit.log").read_text())
-    yield base, store, run_id
-    proc.terminate()
-    proc.wait(timeout=20)
+    # the server runs in a folder of its own, so uploads land in <tmp>/srv/var/uploads
+    with serving(tmp_path, store.url, data_roots=True) as base:
+        yield base, store, run_id
 
 
 def settled(page, images: int = 0) -> None:

@@ -12,14 +12,14 @@ screenshot of the whole page is saved as test-artifacts/layout/<page>-<width>.pn
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_e2e_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PAGES, ROOT, free_port, settled
+from tests.e2e.app_server import serving
+from tests.e2e.test_e2e_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PAGES, settled
 
 LAYOUT = ARTIFACTS / "layout"
 WIDTHS = (1400, 900)
@@ -81,37 +81,10 @@ MEASURE = """(checkTables) => {
 
 @pytest.fixture
 def demo_server(tmp_path, demo_db):
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
     db = tmp_path / "demo.db"
     shutil.copyfile(demo_db, db)
-    cwd = tmp_path / "srv"
-    cwd.mkdir()
-    shutil.copytree(ROOT / ".streamlit", cwd / ".streamlit")
-    port = free_port()
-    env = {**os.environ, "OBJREL_STORE": str(db), "OBJREL_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(ROOT)}
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).status == 200:
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + (tmp_path / "streamlit.log").read_text())
-    yield base
-    proc.terminate()
-    proc.wait(timeout=20)
+    with serving(tmp_path, str(db)) as base:
+        yield base
 
 
 def sign_in(page, base: str, account: tuple[str, str]) -> None:

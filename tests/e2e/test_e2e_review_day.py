@@ -19,9 +19,7 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -30,7 +28,8 @@ import pytest
 from objrel import review
 from objrel.review.lime_ahead import AHEAD_ENV
 from objrel.store import Store
-from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, choose, free_port, settled
+from tests.e2e.app_server import serving
+from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, choose, settled
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OBJREL_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "review-day"
@@ -48,37 +47,11 @@ WIDTHS = (1400, 900)
 @pytest.fixture
 def day_server(tmp_path, demo_db):
     """The app on a copy of the demo store, with an uploads folder of its own and LIME computed ahead."""
-    from objrel.engine import run_form
-
     db = tmp_path / "demo.db"
     shutil.copyfile(demo_db, db)
-    cwd = tmp_path / "srv"
-    (cwd / "var" / "uploads").mkdir(parents=True)
-    shutil.copytree(ROOT / ".streamlit", cwd / ".streamlit")
-    roots = os.pathsep.join([str(run_form.DEMO_ASSETS), str(cwd / "var" / "uploads")])
-    env = {**os.environ, "OBJREL_STORE": str(db), "OBJREL_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(ROOT),
-           run_form.DATA_ROOTS_ENV: roots, AHEAD_ENV: "1"}
-    port = free_port()
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).status == 200:
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + (tmp_path / "streamlit.log").read_text())
     store = Store(str(db))
-    yield base, store
-    proc.terminate()
-    proc.wait(timeout=20)
+    with serving(tmp_path, str(db), data_roots=True, env={AHEAD_ENV: "1"}) as base:
+        yield base, store
     stop_lime_jobs(store)
     store.dispose()
 

@@ -8,12 +8,7 @@ browser.  An admin changing Alice's roles ends her sessions: her next reload sho
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,7 +18,8 @@ from objrel.app.widgets import COOKIE_NAME
 from objrel.review import sessions
 from objrel.store import Store
 
-from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, free_port, passphrase, settled
+from tests.e2e.app_server import serving
+from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, passphrase, settled
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 60_000
@@ -37,30 +33,8 @@ def server(tmp_path):
     store = Store(tmp_path / "session.db")
     review.create_reviewer(store, "alice", passphrase("alice"), roles=(review.REVIEWER,))
     review.create_reviewer(store, "dave", passphrase("dave"), roles=(review.ADMIN,))
-    port = free_port()
-    cwd = tmp_path / "srv"
-    cwd.mkdir()
-    shutil.copytree(ROOT / ".streamlit", cwd / ".streamlit")
-    env = {**os.environ, "OBJREL_STORE": store.url, "OBJREL_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(ROOT)}
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).status == 200:
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + (tmp_path / "streamlit.log").read_text())
-    yield base, store, tmp_path / "session.db"
-    proc.terminate()
-    proc.wait(timeout=20)
+    with serving(tmp_path, store.url) as base:
+        yield base, store, tmp_path / "session.db"
 
 
 @pytest.fixture

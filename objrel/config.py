@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import ClassVar
 
-from objrel.constants import DEFAULT_BATCH_SIZE, MULTI_LABEL_THRESHOLD
+from objrel.constants import AUTO_RUNTIME, DEFAULT_BATCH_SIZE, MULTI_LABEL_THRESHOLD, RUNTIMES
 from objrel.errors import ConfigError
 from objrel.mutations import ERASE_NOISE, PRESETS, Plan, canonical_preset, plan_from_operators, preset, \
     preset_with_operators
@@ -111,6 +111,9 @@ class RunConfig(_Codec):
                 equal the full evaluation's; the skipped mutations are stored as ``not evaluated`` and the
                 continuous scores S_p / S_r / S as None).  False: every mutation runs and S is stored.
     compile:    run a torch model through ``torch.compile`` (once per process; the first batch pays).
+    runtime:    what runs the forward pass: ``torch``, ``onnxruntime`` or ``openvino`` (the model exported once
+                to ONNX, cached), or ``auto`` (the fastest whose outputs match torch's, measured on this
+                machine); the run's model record says which one ran.
     engine:     ``local`` (this process) or ``ray`` (Ray Data, an actor pool with one model per actor;
                 the cluster at $RAY_ADDRESS, else a local Ray started for the run).
     workers:    actors of a Ray run (one model and one CPU each).
@@ -139,6 +142,7 @@ class RunConfig(_Codec):
     name: str | None = None
     lazy: bool = True
     compile: bool = False
+    runtime: str = AUTO_RUNTIME
     engine: str = "local"
     workers: int = DEFAULT_RAY_WORKERS
 
@@ -148,6 +152,8 @@ class RunConfig(_Codec):
             raise ConfigError(f"task must be one of {CLASSIFIER_TASKS}, got {self.task!r}")
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.runtime not in RUNTIMES:
+            raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
         if self.workers < 1:
             raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
 

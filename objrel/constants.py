@@ -44,6 +44,15 @@ DEFAULT_ERASE_RATIO = 0.5
 # Default number of images the engine sends through the model at once.
 DEFAULT_BATCH_SIZE = 16
 
+# What runs a model's forward pass (``objrel.models.runtimes``): torch itself, or the model exported once to
+# ONNX and run by ONNX Runtime or OpenVINO (f32 forced).  ``auto`` takes the fastest runtime whose outputs
+# match torch's, measured once per model on this machine and remembered beside the exported file.
+AUTO_RUNTIME = "auto"
+TORCH_RUNTIME = "torch"
+ONNXRUNTIME = "onnxruntime"
+OPENVINO = "openvino"
+RUNTIMES = (AUTO_RUNTIME, TORCH_RUNTIME, ONNXRUNTIME, OPENVINO)
+
 # Images larger than this many pixels are refused as probable decompression bombs: by the upload check (from
 # the header, before decoding) and by every run (objrel.data.images), so an upload never holds an image runs skip.
 MAX_IMAGE_PIXELS = 89_478_485

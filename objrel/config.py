@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import ClassVar
 
-from objrel.constants import AUTO_RUNTIME, DEFAULT_BATCH_SIZE, MULTI_LABEL_THRESHOLD, RUNTIMES
+from objrel.constants import AUTO_RUNTIME, DEFAULT_BATCH_SIZE, MULTI_LABEL_THRESHOLD, RUNTIMES, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.mutations import ERASE_NOISE, PRESETS, Plan, canonical_preset, plan_from_operators, preset, \
     preset_with_operators
@@ -154,6 +154,13 @@ class RunConfig(_Codec):
             raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.runtime not in RUNTIMES:
             raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
+        if self.compile and self.runtime not in (AUTO_RUNTIME, TORCH_RUNTIME):
+            raise ConfigError(f"compile is torch.compile, for runtime {TORCH_RUNTIME}; got runtime={self.runtime!r}")
+
+    @property
+    def model_runtime(self) -> str:
+        """The runtime to load the model with: ``torch`` when the run asks for ``torch.compile``."""
+        return TORCH_RUNTIME if self.compile else self.runtime
         if self.workers < 1:
             raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
 

@@ -21,6 +21,7 @@ from objrel.engine import jobs, manage
 from objrel.engine.run_form import (CLASSIFIER, DETECTOR, MAX_DILATE_PX, MAX_SEED, MAX_VOTE_K, TASK_LABELS, TASKS,
                                     RunForm, base_config, choice_label, extra_operator_choices, root_choices,
                                     stored_config, task_of, web_models)
+from objrel.constants import RUNTIMES
 from objrel.mutations import PRESETS
 
 use_app_navigation()
@@ -31,7 +32,7 @@ BASE_KEY, TASK_KEY = "runs_base", "runs_task"
 FIELD_KEYS = {"weights": "runs_weights", "dataset": "runs_dataset", "images": "runs_images", "plan": "runs_plan",
               "operators": "runs_ops", "vote_k": "runs_vote_k", "dilate": "runs_dilate", "test_all": "runs_all",
               "detected_only": "runs_detected_only", "seed": "runs_seed", "limit": "runs_limit",
-              "name": "runs_name"}
+              "name": "runs_name", "runtime": "runs_runtime"}
 MODEL_KEYS = {CLASSIFIER: "runs_model", DETECTOR: "runs_detector"}
 
 store = open_store()
@@ -111,6 +112,10 @@ def start_form() -> None:
             c5.toggle("Test incorrect inferences too", key="runs_all")
         c5.number_input("Seed", 0, MAX_SEED, key="runs_seed")
         c4.number_input("Limit (0 = every sample)", 0, None, key="runs_limit")
+        c5.selectbox("Runtime", RUNTIMES, key="runs_runtime",
+                     help="What runs the model: torch, or the model exported once to ONNX and run by ONNX Runtime "
+                          "or OpenVINO (same outputs within 1e-5). auto takes the fastest that matches torch "
+                          "on this machine; the run's record says which one ran.")
         st.text_input("Name (optional)", key="runs_name")
         go = st.form_submit_button("Start run", type="primary", key="runs_start")
     if go:

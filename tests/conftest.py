@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from PIL import Image
 
 from objrel.store import Store
 from objrel.review.lime_ahead import AHEAD_ENV
+from objrel.models.runtimes import MODEL_CACHE_ENV
 
 from tests.fixtures.colour_model import factory
 from tests.fixtures.pg_server import pg_bindir, postgres_server
@@ -145,6 +147,10 @@ def pg_url():
 # The tests open review samples by the hundred: no LIME job is started ahead for them (the app's servers the
 # browser tests start inherit this) unless a test turns it on for its own server.
 os.environ.setdefault(AHEAD_ENV, "0")
+
+# Exported networks and auto's runtime measurements go to a folder of this test session (the processes and
+# servers the tests start inherit it), not the user's ~/.cache: every session exports and measures afresh.
+os.environ.setdefault(MODEL_CACHE_ENV, tempfile.mkdtemp(prefix="objrel-test-models-"))
 
 
 @pytest.fixture(scope="session")

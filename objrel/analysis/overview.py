@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from objrel.constants import TORCH_RUNTIME
 from objrel.analysis.summary import summarize
 from objrel.progress import run_estimate
 from objrel.store import RunRecord, Store
@@ -19,7 +20,7 @@ MR1, MR2, BOTH = "MR-1", "MR-2", "MR-1&2"
 # Striking examples shown by default.
 STRIKING_EXAMPLES = 4
 # The run history's columns (Overview and Runs pages).
-HISTORY_COLUMNS = ("run", "name", "task", "model", "dataset", "status", "samples", "tested", "forward passes",
+HISTORY_COLUMNS = ("run", "name", "task", "model", "runtime", "dataset", "status", "samples", "tested", "forward passes",
                    "passes/s", "skipped", "created")
 # The history's status of a finished run with samples done and none tested.
 TESTED_NOTHING = "finished, tested nothing"
@@ -51,7 +52,9 @@ def run_history(runs: list[RunRecord]) -> pd.DataFrame:
             status = TESTED_NOTHING
         passes = (f"{e.passes_done}/{e.passes_expected}" if status == "running" and e.passes_expected is not None
                   else str(e.passes_done))
-        rows.append({"run": r.id, "name": r.name, "task": r.task, "model": r.model, "dataset": r.dataset,
+        runtime = (r.model_config or {}).get("runtime", TORCH_RUNTIME)  # runs stored before it was recorded: torch
+        rows.append({"run": r.id, "name": r.name, "task": r.task, "model": r.model, "runtime": runtime,
+                     "dataset": r.dataset,
                      "status": status, "samples": f"{e.samples_done}/{e.samples_total}", "tested": r.n_tested,
                      "forward passes": passes, "passes/s": passes_per_second(r), "skipped": r.n_skipped,
                      "created": r.created_at.strftime("%Y-%m-%d %H:%M")})

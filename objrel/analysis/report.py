@@ -96,13 +96,27 @@ def _gallery(store: Store, run_id: int, relation: str) -> str:
     return "".join(parts)
 
 
+def runtime_phrase(model_config: dict) -> str:
+    """Which runtime ran a run's model, from its stored model record: ``onnxruntime 1.32.0, f32 (auto: fastest
+    matching runtime ...)``; runs stored before the runtime was recorded ran on torch."""
+    runtime = model_config.get("runtime", "torch")
+    words = " ".join(str(p) for p in (runtime, model_config.get("runtime_version")) if p)
+    if model_config.get("precision"):
+        words += f", {model_config['precision']}"
+    choice = model_config.get("runtime_choice")
+    if isinstance(choice, dict) and choice.get("reason"):
+        words += f" (auto: {choice['reason']})"
+    return words
+
+
 def build_report(store: Store, run_id: int) -> str:
     """The report as one HTML string."""
     run = store.get_run(run_id)
     s = summarize(store, run_id)
     head = pd.DataFrame([s.table_row()])
     sections = [f"<h1>objrel report: run {run_id}</h1>",
-                f"<p class='sub'>{html.escape(run.name)} - model <b>{html.escape(run.model)}</b> on "
+                f"<p class='sub'>{html.escape(run.name)} - model <b>{html.escape(run.model)}</b> run by "
+                f"{html.escape(runtime_phrase(run.model_config))} on "
                 f"<b>{html.escape(run.dataset)}</b>, seed {run.seed}, generated "
                 f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC</p>",
                 "<p>MR-1 corrupts the annotated object and expects the prediction to change or lose certainty; "

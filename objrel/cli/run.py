@@ -19,6 +19,7 @@ from objrel.analysis.summary import summarize
 from objrel.cli.common import (CLASSIFIER_WORDS, add_store_option, comma_list, execute_with_progress,
                                print_run_report, stored_config)
 from objrel.config import RunConfig
+from objrel.constants import RUNTIMES
 from objrel.data import FORMATS
 from objrel.engine.demo import build_demo_store
 from objrel.engine.runs import engine_for
@@ -32,7 +33,7 @@ RUN_OVERRIDES = (
     ("dataset", "dataset"), ("images", "images"), ("fmt", "format"), ("padding", "padding"),
     ("synset_mapping", "synset_mapping"), ("plan", "plan"), ("vote_k", "vote_k"), ("dilate", "dilate"),
     ("seed", "seed"), ("batch_size", "batch_size"), ("limit", "limit"), ("name", "name"),
-    ("engine", "engine"), ("workers", "workers"),
+    ("engine", "engine"), ("workers", "workers"), ("runtime", "runtime"),
 )
 
 
@@ -148,6 +149,9 @@ def add_run_commands(subparsers) -> None:
     p.add_argument("--no-lazy", action="store_true",
                    help="run every mutation even when the votes are already decided (stores S_p/S_r/S)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (once; first batch pays)")
+    p.add_argument("--runtime", choices=RUNTIMES,
+                   help="what runs the model: torch, onnxruntime or openvino (exported once to ONNX, cached), or "
+                        "auto (default: the fastest whose outputs match torch's, measured once on this machine)")
     p.add_argument("--engine", choices=["local", "ray"],
                    help="run here (default) or on Ray: the cluster at $RAY_ADDRESS, else a local one")
     p.add_argument("--workers", type=int, help="actors of a Ray run, one model and one CPU each (default 2)")

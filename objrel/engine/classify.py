@@ -147,7 +147,7 @@ class Engine:
         self.store = store
         self.config = config
         self.model = model or load_classifier(config.model, config.weights, task=config.task,
-                                              threshold=config.threshold)
+                                              threshold=config.threshold, runtime=config.model_runtime)
         if self.model.task != config.task:
             self.config = config = config.replace(task=self.model.task)
         if config.compile and hasattr(self.model, "enable_compile"):

@@ -48,7 +48,7 @@ def primary_plan(run_plan: dict) -> Plan:
 def run_model(store: Store, run_id: int) -> Classifier:
     """Load the model a run used (by its stored name and weights)."""
     cfg = RunConfig.from_dict(store.get_run(run_id).config)
-    return load_classifier(cfg.model, cfg.weights, task=cfg.task, threshold=cfg.threshold)
+    return load_classifier(cfg.model, cfg.weights, task=cfg.task, threshold=cfg.threshold, runtime=cfg.model_runtime)
 
 
 def retest_with_box(actor: Actor, store: Store, run_id: int, sample_id: str, box,

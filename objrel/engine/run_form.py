@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from objrel.config import DetectionConfig, RunConfig, config_from_dict
-from objrel.constants import THREE_COLOUR_VOTE_K
+from objrel.constants import AUTO_RUNTIME, RUNTIMES, THREE_COLOUR_VOTE_K
 from objrel.data.uploads import WEIGHT_ARCHITECTURES
 from objrel.errors import ConfigError
 from objrel import access as A
@@ -229,6 +229,7 @@ class RunForm:
     model:        classifier name for a classifier run, detector name for a detection run.
     test_all:     classifier runs: test incorrect inferences too.
     detected_only: detection runs: test only objects detected on the source.
+    runtime:      what runs the forward pass (``RUNTIMES``; ``auto``: the fastest that matches torch here).
     """
 
     task: str = CLASSIFIER
@@ -245,6 +246,7 @@ class RunForm:
     seed: int = 0
     limit: int = 0
     name: str = ""
+    runtime: str = AUTO_RUNTIME
 
     @classmethod
     def from_config(cls, config: AnyConfig) -> RunForm:
@@ -255,7 +257,7 @@ class RunForm:
                    plan=config.plan, operators=tuple(config.operators), vote_k=config.vote_k or THREE_COLOUR_VOTE_K,
                    dilate=config.dilate, test_all=False if detection else config.test_all,
                    detected_only=config.detected_only if detection else False, seed=config.seed,
-                   limit=config.limit)
+                   limit=config.limit, runtime=getattr(config, "runtime", AUTO_RUNTIME))
 
     def to_config(self, base: AnyConfig | None = None) -> AnyConfig:
         """The run's configuration: these fields over ``base`` (when it is a run of the same task) or the
@@ -271,6 +273,10 @@ class RunForm:
                    "plan": self.plan or start.plan, "operators": tuple(self.operators), "vote_k": int(self.vote_k),
                    "dilate": int(self.dilate), "seed": int(self.seed), "limit": int(self.limit),
                    "name": self.name.strip() or None}
+        if self.runtime not in RUNTIMES:
+            raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
+        if hasattr(start, "runtime"):
+            changes["runtime"] = self.runtime
         if self.task == DETECTOR:
             changes |= {"detector": model, "detected_only": bool(self.detected_only)}
         else:

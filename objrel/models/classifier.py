@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from objrel.constants import MULTI_LABEL_THRESHOLD
+from objrel.constants import MULTI_LABEL_THRESHOLD, TORCH_RUNTIME
 from objrel.relations.classify import TASKS
 from objrel.models.preprocess import FillBasis, PaintedInput, Preprocess
 from objrel.models.inputs import check_rgb_batch
@@ -27,6 +27,11 @@ from objrel.models.threads import configure_inference_threads
 
 class Classifier:
     """Base adapter.  Subclasses implement ``_probabilities``."""
+
+    # What runs the forward pass (``objrel.models.runtimes``), and what ``auto`` measured when it chose
+    # (a ``RuntimeChoice``); both go into the run's model record.
+    runtime = TORCH_RUNTIME
+    runtime_choice = None
 
     def __init__(self, name: str, class_names: Sequence[str], task: str = "single",
                  threshold: float = MULTI_LABEL_THRESHOLD, config: dict | None = None):
@@ -83,8 +88,11 @@ class Classifier:
         raise NotImplementedError
 
     def describe(self) -> dict:
-        return {"name": self.name, "task": self.task, "threshold": self.threshold,
-                "num_classes": self.num_classes, **self.config}
+        out = {"name": self.name, "task": self.task, "threshold": self.threshold,
+               "num_classes": self.num_classes, **self.config, "runtime": self.runtime}
+        if self.runtime_choice is not None:
+            out["runtime_choice"] = self.runtime_choice.to_dict()
+        return out
 
 
 # Compiled forms of modules (``torch.compile``), made once per process per module and reused by every
@@ -172,6 +180,8 @@ class TorchClassifier(Classifier):
 
 class CallableClassifier(Classifier):
     """Any Python function ``fn(list of (H, W, 3) uint8) -> (N, C) probabilities``."""
+
+    runtime = "python"
 
     def __init__(self, fn: Callable, class_names, task: str = "single",
                  threshold: float = MULTI_LABEL_THRESHOLD, name: str | None = None):

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import torch
 
-from objrel.constants import MULTI_LABEL_THRESHOLD
+from objrel.constants import MULTI_LABEL_THRESHOLD, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
 from objrel.models.detector import CallableDetector, CombinedDetector, Detector
@@ -38,6 +38,7 @@ from objrel.models.efficientnet import LITE_SIZES, efficientnet_lite
 from objrel.models.mtcnn import MTCNNDetector
 from objrel.models.opencv import HaarCascadeDetector, HOGPeopleDetector, haar_cascades
 from objrel.models.preprocess import Preprocess
+from objrel.models.runtimes import with_runtime
 from objrel.models.torchvision import detection_architectures, torchvision_classifier, torchvision_detector
 
 DEFAULT_MODEL = "efficientnet-lite0"
@@ -84,8 +85,15 @@ def _python_classifier(spec: str, weights: str | None = None, **kw) -> Classifie
 
 def load_classifier(name: str = DEFAULT_MODEL, weights: str | None = None, task: str = "single",
                     threshold: float = MULTI_LABEL_THRESHOLD, preprocess: Preprocess | None = None,
-                    class_names=None, num_classes: int | None = None) -> Classifier:
-    """Build a classifier adapter from its name (see the module docstring)."""
+                    class_names=None, num_classes: int | None = None, runtime: str = TORCH_RUNTIME) -> Classifier:
+    """Build a classifier adapter from its name (see the module docstring), run by ``runtime`` (``torch``,
+    ``onnxruntime``, ``openvino`` or ``auto``: ``objrel.models.runtimes.with_runtime``)."""
+    return with_runtime(_named_classifier(name, weights, task, threshold, preprocess, class_names, num_classes),
+                        runtime)
+
+
+def _named_classifier(name: str, weights: str | None, task: str, threshold: float, preprocess: Preprocess | None,
+                      class_names, num_classes: int | None) -> Classifier:
     kw = {"task": task, "threshold": threshold}
     if name.startswith(PYTHON_PREFIX):
         if class_names:

@@ -1,0 +1,411 @@
+"""What runs a classifier's forward pass: torch itself, or its network exported once to ONNX and run by
+ONNX Runtime or OpenVINO.
+
+On the 2-core build machine ONNX Runtime runs EfficientNet-Lite0 at about 2.5-3x torch's speed and OpenVINO
+close to it, with probabilities equal to torch's within 1e-6 (``benchmarks/throughput.py`` measures it).
+
+* ``export_onnx``: the network plus its output head (softmax or sigmoid) written once per (architecture,
+  weights, input size, head) to the model cache (``$OBJREL_MODEL_CACHE``, default
+  ``~/.cache/objrel/models``), named by a hash of those, so every later run and process reuses the file.
+* ``ExportedClassifier``: a ``TorchClassifier`` whose ``forward`` runs the exported file.  Preprocessing and
+  the one-colour fill mixing are the torch adapter's own, so every mutant reaches both runtimes as the same
+  tensor.  OpenVINO is forced to f32 (its default on CPUs with bf16 differs from torch by ~3e-2).
+* ``with_runtime(model, runtime)``: the adapter for a ``--runtime`` choice; ``auto`` takes the fastest
+  runtime whose outputs match torch's within ``MATCH_TOLERANCE``, timed once per model and thread count on
+  this machine and remembered beside the exported file (``choose_runtime``).
+
+Only a plain ``TorchClassifier`` is exported: a subclass or a Python callable may do work outside its
+``nn.Module`` that an exported graph would silently drop, so it runs on torch (``auto``) or is refused with
+one line naming why (an explicit runtime).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from objrel.constants import AUTO_RUNTIME, DEFAULT_BATCH_SIZE, ONNXRUNTIME, OPENVINO, RUNTIMES, TORCH_RUNTIME
+from objrel.errors import ConfigError
+from objrel.models.classifier import Classifier, TorchClassifier
+from objrel.models.threads import configure_inference_threads
+
+# Where exported networks and runtime measurements are kept (one folder per user by default).
+MODEL_CACHE_ENV = "OBJREL_MODEL_CACHE"
+DEFAULT_MODEL_CACHE = Path.home() / ".cache" / "objrel" / "models"
+# ONNX operator set of the exported graphs: 17 is read by every ONNX Runtime and OpenVINO release of the
+# last three years and has every operator torchvision's and EfficientNet's classifiers use.
+ONNX_OPSET = 17
+# Largest difference between a runtime's probabilities and torch's on the same batch for it to count as
+# the same model (``auto`` never picks a runtime outside it; the tests hold each runtime to it).
+MATCH_TOLERANCE = 1e-5
+# ``auto``'s measurement: one warm-up batch, then this many timed batches per runtime, of this size.
+CHOICE_TIMED_BATCHES = 3
+CHOICE_BATCH_SIZE = DEFAULT_BATCH_SIZE
+# Seed of the random images the runtimes' outputs are compared with torch's on, and how many every exported
+# adapter is checked on when it is built (a faithful export differs by ~1e-6; a broken one by far more).
+CHOICE_SEED = 0
+CHECK_IMAGES = 4
+# The runtimes that run an exported file, with the Python package each needs.
+EXPORTED_RUNTIMES = {ONNXRUNTIME: "onnxruntime", OPENVINO: "openvino"}
+
+
+class RuntimeUnavailable(ConfigError):
+    """A runtime cannot run this model here (not installed, or the model cannot be exported)."""
+
+
+def model_cache_dir() -> Path:
+    """The folder of exported networks: ``$OBJREL_MODEL_CACHE`` or ``~/.cache/objrel/models`` (created)."""
+    path = Path(os.environ.get(MODEL_CACHE_ENV) or DEFAULT_MODEL_CACHE)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def installed_runtimes() -> tuple[str, ...]:
+    """The runtimes this Python can run: torch always, then each exported runtime whose package imports."""
+    found = [TORCH_RUNTIME]
+    for runtime, package in EXPORTED_RUNTIMES.items():
+        try:
+            importlib.import_module(package)
+        except ImportError:
+            continue
+        found.append(runtime)
+    return tuple(found)
+
+
+def runtime_version(runtime: str) -> str:
+    """The installed version of ``runtime``'s package."""
+    package = "torch" if runtime == TORCH_RUNTIME else EXPORTED_RUNTIMES[runtime]
+    return str(getattr(importlib.import_module(package), "__version__", "?"))
+
+
+def _head(model: TorchClassifier) -> str:
+    """What the exported graph applies to the network's output: softmax, sigmoid or nothing."""
+    if model.outputs != "logits":
+        return "identity"
+    return "softmax" if model.task == "single" else "sigmoid"
+
+
+class _WithHead(torch.nn.Module):
+    """The network and its output head, as one graph to export."""
+
+    def __init__(self, module: torch.nn.Module, head: str):
+        super().__init__()
+        self.module = module
+        self.head = head
+
+    def forward(self, x):
+        out = self.module(x)
+        if self.head == "softmax":
+            return out.softmax(dim=1)
+        if self.head == "sigmoid":
+            return out.sigmoid()
+        return out
+
+
+def export_key(model: TorchClassifier) -> str:
+    """The cache name of ``model``'s exported graph: a hash of its architecture (the module's class and
+    printed layers), every weight and buffer, the input size, the head, the opset and torch's version."""
+    h = hashlib.sha256()
+    module = model.module
+    h.update(f"{type(module).__module__}.{type(module).__qualname__}\n{module!r}\n".encode())
+    for name, tensor in sorted(module.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}\n".encode())
+        h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())
+    h.update(f"size={model.preprocess.size} head={_head(model)} opset={ONNX_OPSET} torch={torch.__version__}".encode())
+    return h.hexdigest()[:24]
+
+
+@contextlib.contextmanager
+def _silenced():
+    """Standard output and error sent to nothing for the block, at the file-descriptor level (the exporter's
+    C++ side prints the whole traced graph when it fails)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
+def export_onnx(model: TorchClassifier) -> Path:
+    """``model``'s network and head as an ONNX file in the model cache, exported on first use (atomically:
+    two processes exporting at once each write their own file and the last rename wins).  Raises
+    ``RuntimeUnavailable`` naming why when the network cannot be exported."""
+    key = export_key(model)
+    folder = model_cache_dir()
+    path = folder / f"{key}.onnx"
+    if path.is_file():
+        return path
+    size = model.preprocess.size
+    graph = _WithHead(model.module, _head(model)).eval()
+    example = torch.zeros(2, 3, size, size, dtype=torch.float32, device=model.device)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}-", suffix=".onnx")
+    os.close(fd)
+    try:
+        # the exporter's deprecation and tracer notes, and the graph it prints when it fails, are not the user's
+        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad(), _silenced():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(graph, (example,), tmp, input_names=["input"], output_names=["probabilities"],
+                              dynamic_axes={"input": {0: "batch"}, "probabilities": {0: "batch"}},
+                              opset_version=ONNX_OPSET, dynamo=False)
+        os.replace(tmp, path)
+    except Exception as exc:  # any failure of the tracer or exporter: one line, and the runtime that works
+        Path(tmp).unlink(missing_ok=True)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise RuntimeUnavailable(f"model {model.name} cannot be exported to ONNX ({type(exc).__name__}: {first}); "
+                                 f"run it with --runtime {TORCH_RUNTIME}") from exc
+    (folder / f"{key}.json").write_text(json.dumps(
+        {"model": model.name, "size": size, "head": _head(model), "opset": ONNX_OPSET,
+         "torch": torch.__version__, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+    return path
+
+
+def _require(runtime: str) -> None:
+    if runtime not in installed_runtimes():
+        raise RuntimeUnavailable(f"runtime {runtime} is not installed (pip install {EXPORTED_RUNTIMES[runtime]}); "
+                                 f"--runtime {TORCH_RUNTIME} works without it")
+
+
+class _OnnxRuntimeSession:
+    """An ONNX Runtime CPU session: ``threads`` intra-op threads, one inter-op thread, every graph optimisation."""
+
+    def __init__(self, path: Path, threads: int):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # errors only: its notes about unused initialisers are not the user's
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        inputs = self.session.get_inputs()
+        if len(inputs) != 1:
+            raise ValueError(f"the exported graph takes {len(inputs)} inputs, expected the image batch alone")
+        self.input = inputs[0].name
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {self.input: x})[0]
+
+
+class _OpenVinoSession:
+    """An OpenVINO CPU model compiled for f32 inference with ``threads`` threads, latency-oriented."""
+
+    def __init__(self, path: Path, threads: int):
+        import openvino as ov
+
+        core = ov.Core()
+        config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": int(threads),
+                  "PERFORMANCE_HINT": "LATENCY"}
+        self.compiled = core.compile_model(str(path), "CPU", config)
+        self.request = self.compiled.create_infer_request()
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        self.request.infer({0: x})
+        return np.array(self.request.get_output_tensor(0).data, copy=True)
+
+
+_SESSIONS = {ONNXRUNTIME: _OnnxRuntimeSession, OPENVINO: _OpenVinoSession}
+
+
+class ExportedClassifier(TorchClassifier):
+    """A ``TorchClassifier`` whose forward pass runs its exported network in ONNX Runtime or OpenVINO.
+
+    Built by ``with_runtime``.  The session opens at the first forward pass, with the thread count
+    ``configure_inference_threads`` settled on for the process (a Ray actor's one thread included); it is
+    not pickled (a copy sent to another process opens its own)."""
+
+    def __init__(self, model: TorchClassifier, runtime: str, choice: "RuntimeChoice | None" = None):
+        if runtime not in EXPORTED_RUNTIMES:
+            raise ValueError(f"runtime must be one of {tuple(EXPORTED_RUNTIMES)}, got {runtime!r}")
+        _require(runtime)
+        base = {k: v for k, v in model.config.items() if k not in ("preprocess", "outputs")}
+        # contiguous NCHW input: the exported graph takes plain arrays, not channels_last strides
+        super().__init__(model.module, model.class_names, model.preprocess, task=model.task,
+                         threshold=model.threshold, name=model.name, outputs=model.outputs, device="cpu",
+                         config=base, channels_last=False, threads=model.threads)
+        self.runtime = runtime
+        self.runtime_choice = choice
+        self.onnx_path = export_onnx(model)
+        self.export_key = self.onnx_path.stem
+        self._session = None
+        self.max_difference = self._check_against(model)
+
+    def _check_against(self, model: TorchClassifier) -> float:
+        """The largest difference between this runtime's probabilities and torch's on ``CHECK_IMAGES`` seeded
+        random images; raises ``RuntimeUnavailable`` above ``MATCH_TOLERANCE`` (a tracer that froze part of
+        the network into a constant exports a graph that runs, but is another model)."""
+        rng = np.random.default_rng(CHOICE_SEED)
+        size = model.preprocess.size
+        x = model.prepare([rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(CHECK_IMAGES)])
+        try:
+            got = self._forward(x)
+        except Exception as exc:  # the runtime refused the graph: one line, and the runtime that works
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise RuntimeUnavailable(f"model {model.name} exported to ONNX cannot run on {self.runtime} "
+                                     f"({type(exc).__name__}: {first}); run it with --runtime {TORCH_RUNTIME}") from exc
+        difference = float(np.abs(got - model._forward(x)).max()) if got.shape == (len(x), model.num_classes) \
+            else math.inf
+        if not difference <= MATCH_TOLERANCE:
+            raise RuntimeUnavailable(f"model {model.name} exported to ONNX gives other outputs on {self.runtime} "
+                                     f"(differs from torch by {difference:.1e}, more than {MATCH_TOLERANCE:.0e}); "
+                                     f"run it with --runtime {TORCH_RUNTIME}")
+        return difference
+
+    def enable_compile(self) -> None:
+        """``torch.compile`` is torch's own: an exported runtime leaves it off."""
+        self.compile = False
+
+    def _open(self):
+        if self._session is None:
+            threads = configure_inference_threads(self.threads)
+            self._session = _SESSIONS[self.runtime](self.onnx_path, threads)
+        return self._session
+
+    def _forward(self, x: torch.Tensor) -> np.ndarray:
+        session = self._open()
+        arr = np.ascontiguousarray(x.detach().cpu().numpy(), dtype=np.float32)
+        return np.asarray(session(arr), dtype=np.float32)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_session"] = None
+        return state
+
+    def describe(self) -> dict:
+        return {**super().describe(), "runtime_version": runtime_version(self.runtime), "precision": "f32",
+                "onnx_export": self.export_key, "max_difference_from_torch": self.max_difference}
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """What ``auto`` measured for one model on this machine, and what it chose.
+
+    runtime:        the chosen runtime;
+    reason:         one line saying why;
+    images_per_s:   each runtime's speed on the same batches (images/s), torch's included;
+    max_difference: each exported runtime's largest probability difference from torch's;
+    threads:        the intra-op threads every runtime was timed with.
+    """
+
+    runtime: str
+    reason: str
+    images_per_s: dict
+    max_difference: dict
+    threads: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _choice_path(model: TorchClassifier, threads: int) -> Path:
+    return model_cache_dir() / f"{export_key(model)}.choice-{threads}t.json"
+
+
+def _timed(fn, batches: list) -> float:
+    """images/s of ``fn`` over ``batches`` after one warm-up call."""
+    fn(batches[0])
+    start = time.perf_counter()
+    for b in batches:
+        fn(b)
+    return sum(len(b) for b in batches) / (time.perf_counter() - start)
+
+
+def choose_runtime(model: TorchClassifier) -> RuntimeChoice:
+    """The fastest installed runtime whose probabilities match torch's within ``MATCH_TOLERANCE`` for
+    ``model`` here, measured once per (model, thread count) and then read back from the model cache."""
+    threads = configure_inference_threads(model.threads)
+    path = _choice_path(model, threads)
+    if path.is_file():
+        try:
+            return RuntimeChoice(**json.loads(path.read_text()))
+        except (ValueError, TypeError):
+            pass  # a damaged or older file: measure again
+    rng = np.random.default_rng(CHOICE_SEED)
+    size = model.preprocess.size
+    images = [rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(CHOICE_BATCH_SIZE)]
+    x = model.prepare(images)
+    batches = [x] * CHOICE_TIMED_BATCHES
+    reference = model._forward(x)
+    speeds = {TORCH_RUNTIME: _timed(model._forward, batches)}
+    diffs: dict[str, float] = {}
+    notes: list[str] = []
+    for runtime in EXPORTED_RUNTIMES:
+        if runtime not in installed_runtimes():
+            notes.append(f"{runtime} not installed")
+            continue
+        try:
+            candidate = ExportedClassifier(model, runtime)
+        except RuntimeUnavailable as exc:
+            notes.append(str(exc))
+            continue
+        diffs[runtime] = float(np.abs(candidate._forward(x) - reference).max())
+        if diffs[runtime] > MATCH_TOLERANCE:
+            notes.append(f"{runtime} differs from torch by {diffs[runtime]:.1e} (> {MATCH_TOLERANCE:.0e})")
+            continue
+        speeds[runtime] = _timed(candidate._forward, batches)
+    best = max(speeds, key=speeds.get)
+    ranked = ", ".join(f"{r} {v:.0f}" for r, v in sorted(speeds.items(), key=lambda kv: -kv[1]))
+    reason = f"fastest matching runtime at {threads} threads (images/s: {ranked})"
+    if notes:
+        reason += "; " + "; ".join(notes)
+    choice = RuntimeChoice(best, reason, {k: round(v, 1) for k, v in speeds.items()}, diffs, threads)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(choice.to_dict()))
+    os.replace(tmp, path)
+    return choice
+
+
+def with_runtime(model: Classifier, runtime: str) -> Classifier:
+    """``model`` run by ``runtime`` (one of ``RUNTIMES``).
+
+    ``torch`` returns the model itself; ``onnxruntime`` / ``openvino`` an ``ExportedClassifier`` (raises
+    ``RuntimeUnavailable`` naming why when the model cannot be exported or the runtime is missing); ``auto``
+    the fastest matching runtime (``choose_runtime``), or torch for a model that is not a plain
+    ``TorchClassifier`` or asks for ``torch.compile``.  The returned adapter's ``describe()`` names the
+    runtime that runs it."""
+    if runtime not in RUNTIMES:
+        raise ConfigError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+    if isinstance(model, ExportedClassifier):
+        if runtime in (AUTO_RUNTIME, model.runtime):
+            return model
+        raise ConfigError(f"model {model.name} already runs on {model.runtime}; load it again for {runtime}")
+    if runtime == TORCH_RUNTIME:
+        return model
+    plain = type(model) is TorchClassifier and str(model.device).startswith("cpu")
+    if runtime == AUTO_RUNTIME:
+        if not plain or model.compile:
+            return model
+        choice = choose_runtime(model)
+        if choice.runtime == TORCH_RUNTIME:
+            model.runtime_choice = choice
+            return model
+        return ExportedClassifier(model, choice.runtime, choice)
+    if not plain:
+        what = type(model).__name__ if type(model) is not TorchClassifier else f"a model on {model.device}"
+        raise RuntimeUnavailable(f"model {model.name} is {what}, not a plain torch network on the CPU: objrel "
+                                 f"cannot export it for {runtime}; run it with --runtime {TORCH_RUNTIME}")
+    return ExportedClassifier(model, runtime)

@@ -1,0 +1,237 @@
+"""The exported runtimes (ONNX Runtime, OpenVINO) against torch: the same probabilities within 1e-5, and
+runs whose samples, verdicts and votes are identical to torch's on the demo photos, the planted-shortcut
+scenes and a multi-label model; ``auto``'s choice and the one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from objrel.config import RunConfig
+from objrel.constants import ONNXRUNTIME, OPENVINO, TORCH_RUNTIME
+from objrel.data import load_demo, load_rgb
+from objrel.engine.classify import Engine
+from objrel.errors import ConfigError
+from objrel.models import CallableClassifier, TorchClassifier, load_classifier
+from objrel.models.runtimes import (MATCH_TOLERANCE, ExportedClassifier, RuntimeUnavailable, choose_runtime,
+                                    export_onnx, installed_runtimes, model_cache_dir, with_runtime)
+from objrel.store import Store
+from objrel.studies.shortcut.models import ARCH, TrainConfig, build_module, module_classifier, train
+from objrel.studies.shortcut.scenes import SyntheticConfig, load_arrays, write_split
+
+EXPORTED = (ONNXRUNTIME, OPENVINO)
+# Columns that hold times or ids of the run, not results.
+VOLATILE = {"run_id", "seconds", "elapsed_ms", "created_at", "id", "started_at", "finished_at"}
+
+
+def test_both_exported_runtimes_are_installed():
+    """The project depends on both (pyproject.toml): a missing one would silently leave auto on fewer."""
+    assert installed_runtimes() == (TORCH_RUNTIME, ONNXRUNTIME, OPENVINO)
+
+
+@pytest.fixture(scope="module")
+def lite0():
+    return load_classifier("efficientnet-lite0")
+
+
+@pytest.fixture(scope="module")
+def demo_images():
+    return [load_rgb(s.image_path) for s in load_demo().samples]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", EXPORTED)
+def test_exported_probabilities_equal_torchs_on_the_demo_photos(lite0, demo_images, runtime):
+    ref = lite0.predict(demo_images)
+    got = with_runtime(lite0, runtime).predict(demo_images)
+    assert got.dtype == np.float32 and got.shape == ref.shape == (len(demo_images), 1000)
+    assert np.abs(got - ref).max() <= MATCH_TOLERANCE
+    assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
+
+
+def same_results(a, b, path="") -> list[str]:
+    """Where two result structures differ: text, labels, flags and counts exactly; floats (probabilities,
+    margins, continuous scores) within ``MATCH_TOLERANCE``."""
+    if isinstance(a, float) or isinstance(b, float):
+        if a is None or b is None or not (math.isclose(a, b, abs_tol=MATCH_TOLERANCE)
+                                          or (math.isnan(a) and math.isnan(b))):
+            return [f"{path}: {a!r} != {b!r}"]
+        return []
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
+        return [d for k in a if k not in VOLATILE for d in same_results(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} items != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in same_results(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def run_rows(store: Store, run_id: int) -> dict:
+    """Every stored result of a run, keyed so that two runs can be compared item by item."""
+    samples = sorted(store.samples(run_id), key=lambda s: s["sample_id"])
+    key = lambda r: json.dumps({k: v for k, v in r.items() if not isinstance(v, float) and k not in VOLATILE},  # noqa: E731
+                               sort_keys=True, default=str)
+    return {"samples": samples,
+            "verdicts": sorted(store.verdicts(run_id), key=key),
+            "votes": sorted(store.votes(run_id), key=key),
+            "predictions": {s["sample_id"]: store.predictions(run_id, s["sample_id"]) for s in samples}}
+
+
+def runs_by_runtime(tmp_path, model: TorchClassifier, cfg: RunConfig) -> dict:
+    """The same run made by torch and by each exported runtime, each into its own SQLite store."""
+    out = {}
+    for runtime in (TORCH_RUNTIME, *EXPORTED):
+        store = Store(tmp_path / f"{runtime}.db")
+        engine = Engine(store, cfg, model=with_runtime(model, runtime))
+        report = engine.execute()
+        assert report.status == "finished"
+        assert engine.store.get_run(report.run_id).model_config["runtime"] == runtime
+        out[runtime] = (report, run_rows(store, report.run_id))
+        store.dispose()
+    return out
+
+
+def assert_identical(runs: dict) -> None:
+    torch_report, torch_rows = runs[TORCH_RUNTIME]
+    assert torch_report.tested > 0 and torch_rows["verdicts"] and torch_rows["votes"]
+    for runtime in EXPORTED:
+        report, rows = runs[runtime]
+        assert (report.tested, report.untested, dict(report.skipped), report.forward_passes) == \
+               (torch_report.tested, torch_report.untested, dict(torch_report.skipped), torch_report.forward_passes)
+        assert same_results(rows, torch_rows) == [], runtime
+
+
+@pytest.mark.slow
+def test_demo_runs_on_every_runtime_store_identical_results(tmp_path, lite0):
+    """EfficientNet-Lite0 on the bundled photos, every mutation run (lazy off: S_p, S_r and S stored)."""
+    runs = runs_by_runtime(tmp_path, lite0, RunConfig(lazy=False, test_all=True))
+    assert_identical(runs)
+    assert any(v["verdict"] == "violated" for v in runs[TORCH_RUNTIME][1]["verdicts"])
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory):
+    """Planted-shortcut scenes (textured backgrounds that name the class 95% of the time) and a small CNN
+    trained on them for two epochs: a model with real, mixed reliance."""
+    root = tmp_path_factory.mktemp("scenes")
+    cfg = SyntheticConfig(n_classes=3, rho=0.95, seed=2)
+    images, targets = load_arrays(write_split(cfg, root, "train", 96).annotation)
+    torch.manual_seed(0)
+    module, _ = train(images, targets, TrainConfig(epochs=2, batch_size=32, seed=0), n_classes=3)
+    test = write_split(cfg, root, "test", 16)
+    return test, module_classifier(module, [f"class{i}" for i in range(3)])
+
+
+def test_planted_shortcut_runs_on_every_runtime_store_identical_results(tmp_path, scenes):
+    split, model = scenes
+    runs = runs_by_runtime(tmp_path, model, RunConfig(dataset=split.annotation, plan="palette15", lazy=False,
+                                                      test_all=True, batch_size=7))
+    assert_identical(runs)
+
+
+def test_multi_label_runs_on_every_runtime_store_identical_results(tmp_path):
+    cfg = SyntheticConfig(n_classes=3, rho=0.9, multi_label=True, objects=(1, 2), seed=5)
+    split = write_split(cfg, tmp_path / "multi", "test", 12)
+    torch.manual_seed(3)
+    model = module_classifier(build_module(ARCH, 3), ["disc", "square", "triangle"], task="multi")
+    runs = runs_by_runtime(tmp_path, model, RunConfig(dataset=split.annotation, plan="colours3", task="multi",
+                                                      lazy=False, test_all=True))
+    assert_identical(runs)
+    images = list(load_arrays(split.annotation)[0])
+    got = with_runtime(model, ONNXRUNTIME).predict(images)
+    # independent sigmoids (the exported head is the multi-label one): rows need not sum to 1
+    assert np.abs(got.sum(axis=1) - 1).max() > 0.01
+    assert np.abs(got - model.predict(images)).max() <= MATCH_TOLERANCE
+
+
+def test_auto_chooses_the_fastest_matching_runtime_and_remembers_it(scenes):
+    _, model = scenes
+    choice = choose_runtime(model)
+    assert set(choice.images_per_s) == {TORCH_RUNTIME, *EXPORTED}
+    assert all(d <= MATCH_TOLERANCE for d in choice.max_difference.values())
+    assert choice.runtime == max(choice.images_per_s, key=choice.images_per_s.get)
+    again = choose_runtime(model)  # read back from the model cache, not measured again
+    assert again == choice
+    chosen = with_runtime(model, "auto")
+    assert chosen.describe()["runtime"] == choice.runtime
+    assert chosen.describe()["runtime_choice"]["reason"].startswith("fastest matching runtime")
+
+
+def test_export_is_cached_once_per_network_and_changes_with_the_weights(scenes):
+    _, model = scenes
+    path = export_onnx(model)
+    assert path.parent == model_cache_dir() and path.is_file()
+    stamp = path.stat().st_mtime_ns
+    assert export_onnx(model) == path and path.stat().st_mtime_ns == stamp
+    other = module_classifier(build_module(ARCH, 3), model.class_names)
+    with torch.no_grad():
+        for p in other.module.parameters():
+            p.add_(0.01)
+    assert export_onnx(other) != path
+
+
+def test_a_callable_model_is_refused_in_one_line_and_auto_keeps_it_on_torch():
+    clf = CallableClassifier(lambda ims: np.full((len(ims), 2), 0.5), ["a", "b"], name="rule")
+    with pytest.raises(RuntimeUnavailable) as err:
+        with_runtime(clf, ONNXRUNTIME)
+    assert "\n" not in str(err.value) and "--runtime torch" in str(err.value) and "CallableClassifier" in str(err.value)
+    assert with_runtime(clf, "auto") is clf and clf.describe()["runtime"] == "python"
+
+
+class _Fourier(torch.nn.Module):
+    """A network with an operator ONNX has no export for (``aten::fft_fft``)."""
+
+    def forward(self, x):
+        return torch.fft.fft(x.mean(dim=(2, 3))).real
+
+
+class _ThroughNumpy(torch.nn.Module):
+    """A network whose forward leaves torch for numpy: the tracer freezes that part into a constant and
+    exports a graph that runs but ignores its input."""
+
+    def forward(self, x):
+        return torch.from_numpy(x.mean(dim=(2, 3)).numpy().copy())
+
+
+def test_a_network_that_cannot_be_exported_names_why_and_the_runtime_that_works(capfd):
+    model = TorchClassifier(_Fourier(), ["r", "g", "b"], name="fourier")
+    with pytest.raises(RuntimeUnavailable) as err:
+        with_runtime(model, OPENVINO)
+    text = str(err.value)
+    assert text.startswith("model fourier cannot be exported to ONNX") and "fft" in text
+    assert text.endswith("run it with --runtime torch") and "\n" not in text
+    assert "Torch IR graph" not in "".join(capfd.readouterr())  # the exporter's dump stays out of the terminal
+    assert with_runtime(model, TORCH_RUNTIME) is model
+
+
+def test_an_export_that_runs_but_computes_another_model_is_refused():
+    model = TorchClassifier(_ThroughNumpy(), ["r", "g", "b"], name="numpy-inside")
+    with pytest.raises(RuntimeUnavailable, match=r"^model numpy-inside exported to ONNX (gives other outputs|cannot "
+                                                 r"run) on onnxruntime .*; run it with --runtime torch$"):
+        with_runtime(model, ONNXRUNTIME)
+    assert with_runtime(model, "auto").describe()["runtime"] == TORCH_RUNTIME  # auto falls back, saying why
+    assert "numpy-inside exported to ONNX" in model.describe()["runtime_choice"]["reason"]
+
+
+def test_compile_is_for_torch_only():
+    with pytest.raises(ConfigError, match="compile is torch.compile"):
+        RunConfig(compile=True, runtime=ONNXRUNTIME)
+    assert RunConfig(compile=True).model_runtime == TORCH_RUNTIME
+    assert RunConfig().model_runtime == "auto"
+
+
+def test_an_exported_adapter_survives_pickling_and_reopens_its_session(scenes):
+    import pickle
+
+    _, model = scenes
+    exported = with_runtime(model, ONNXRUNTIME)
+    images = [np.full((64, 64, 3), v, np.uint8) for v in (0, 128, 255)]
+    before = exported.predict(images)
+    copy = pickle.loads(pickle.dumps(exported))
+    assert isinstance(copy, ExportedClassifier) and np.array_equal(copy.predict(images), before)

@@ -235,3 +235,20 @@ def test_an_exported_adapter_survives_pickling_and_reopens_its_session(scenes):
     before = exported.predict(images)
     copy = pickle.loads(pickle.dumps(exported))
     assert isinstance(copy, ExportedClassifier) and np.array_equal(copy.predict(images), before)
+
+
+def test_the_command_line_refuses_an_unexportable_model_in_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "objrel", "run", "--model", "py:tests.fixtures.colour_model:factory",
+                           "--dataset", "demo", "--runtime", OPENVINO, "--store", str(tmp_path / "s.db"), "--quiet"],
+                          capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                          timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "objrel: error: model dominant-colour is CallableClassifier, not a plain torch network on the CPU: objrel "
+        "cannot export it for openvino; run it with --runtime torch"]

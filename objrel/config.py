@@ -156,13 +156,13 @@ class RunConfig(_Codec):
             raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
         if self.compile and self.runtime not in (AUTO_RUNTIME, TORCH_RUNTIME):
             raise ConfigError(f"compile is torch.compile, for runtime {TORCH_RUNTIME}; got runtime={self.runtime!r}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
 
     @property
     def model_runtime(self) -> str:
         """The runtime to load the model with: ``torch`` when the run asks for ``torch.compile``."""
         return TORCH_RUNTIME if self.compile else self.runtime
-        if self.workers < 1:
-            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
 
     def build_plan(self) -> Plan:
         if self.operators:

@@ -190,6 +190,9 @@ class DetectionConfig(_Codec):
     detected_only:   test only units detected on the source (T = 1); by default undetected ground-truth
                      objects are tested too, for MR-2's incorrect detections (seed 001 Tables 3-4).
     seed, batch_size, limit (images), name: as for classifier runs.
+    runtime:         what runs the detector: ``torch``, or ``onnxruntime`` / ``openvino`` for a torchvision SSD or
+                     SSDlite network (exported once to ONNX, cached), or ``auto`` (the fastest whose detections
+                     match torch's; other detectors keep their own runtime); the model record says which ran.
     """
 
     TOML_TABLE: ClassVar[str] = "detect"
@@ -216,9 +219,12 @@ class DetectionConfig(_Codec):
     batch_size: int = DETECTION_BATCH_SIZE
     limit: int = 0
     name: str | None = None
+    runtime: str = AUTO_RUNTIME
 
     def __post_init__(self):
         self._check_common()
+        if self.runtime not in RUNTIMES:
+            raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
         try:
             check_threshold(self.iou_threshold)
         except ValueError as exc:

@@ -18,6 +18,7 @@ from objrel.analysis.sweep import SWEEP_DEFAULTS, plot_sweep, run_sweep, sweep_t
 from objrel.cli.common import (DETECTION_WORDS, add_store_option, comma_list, execute_with_progress,
                                print_run_report, progress_bar, stored_config)
 from objrel.config import DetectionConfig
+from objrel.constants import RUNTIMES
 from objrel.engine.detect import DetectionEngine
 from objrel.models import detector_choices
 from objrel.mutations import PRESETS
@@ -30,7 +31,7 @@ DETECTION_OVERRIDES = (
     ("detector", "detector"), ("weights", "weights"), ("score_threshold", "score_threshold"),
     ("iou_threshold", "iou_threshold"), ("dataset", "dataset"), ("images", "images"), ("fmt", "format"),
     ("padding", "padding"), ("regions_from", "regions_from"), ("seed", "seed"), ("batch_size", "batch_size"),
-    ("limit", "limit"), ("name", "name"), ("dilate", "dilate"),
+    ("limit", "limit"), ("name", "name"), ("dilate", "dilate"), ("runtime", "runtime"),
 )
 
 
@@ -94,6 +95,10 @@ def _add_common(p) -> None:
     p.add_argument("--batch-size", type=int, help="images per detector call (default 8)")
     p.add_argument("--limit", type=int, help="test only the first N images")
     p.add_argument("--name", help="display name of the run")
+    p.add_argument("--runtime", choices=RUNTIMES,
+                   help="what runs the detector: torch, or onnxruntime / openvino for torchvision SSD and SSDlite "
+                        "networks (exported once to ONNX, cached), or auto (default: the fastest whose detections "
+                        "match torch's; OpenCV, MTCNN and the other detectors keep their own runtime)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_store_option(p)
 

@@ -80,7 +80,7 @@ class DetectionEngine:
         self.config = config
         opts = {"class_names": list(config.labels)} if config.labels else {}
         self.detector = detector if detector is not None else load_detector(
-            config.detector, config.weights, config.score_threshold, **opts)
+            config.detector, config.weights, config.score_threshold, runtime=config.runtime, **opts)
         ds = dataset if dataset is not None else load_detection_dataset(
             config.dataset, config.images, config.fmt, padding=config.padding, synset_mapping=config.synset_mapping)
         if config.regions_from or region_detector is not None:

@@ -13,10 +13,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from objrel.constants import TORCH_RUNTIME
 from objrel.models.detections import Detections
 from objrel.models.inputs import check_rgb_batch
 
 DETECTION_TASK = "detection"
+# The runtime named in the model record of a detector that is the user's own Python function.
+PYTHON_RUNTIME = "python"
 
 
 class Detector:
@@ -30,6 +33,12 @@ class Detector:
     """
 
     task = DETECTION_TASK
+    # What runs the detector (``objrel.models.detector_runtimes``): torch, opencv, the user's Python, or an
+    # exported runtime; what ``auto`` measured when it chose (a ``RuntimeChoice``), or why it kept this one.
+    # All three go into the run's model record.
+    runtime = TORCH_RUNTIME
+    runtime_choice = None
+    runtime_reason: str | None = None
 
     def __init__(self, name: str, labels: Sequence[str] | None, score_threshold: float | None = None,
                  config: dict | None = None):
@@ -63,8 +72,13 @@ class Detector:
         raise NotImplementedError
 
     def describe(self) -> dict:
-        return {"name": self.name, "task": self.task, "labels": self.class_names,
-                "score_threshold": self.score_threshold, **self.config}
+        out = {"name": self.name, "task": self.task, "labels": self.class_names,
+               "score_threshold": self.score_threshold, **self.config, "runtime": self.runtime}
+        if self.runtime_choice is not None:
+            out["runtime_choice"] = self.runtime_choice.to_dict()
+        if self.runtime_reason is not None:
+            out["runtime_reason"] = self.runtime_reason
+        return out
 
 
 def as_detections(result, labels: Sequence[str] | None = None, where: str = "detector") -> Detections:
@@ -100,6 +114,7 @@ def as_detections(result, labels: Sequence[str] | None = None, where: str = "det
 class CallableDetector(Detector):
     """Any function ``fn(list of (H, W, 3) uint8 RGB) -> list`` with one result per image: a ``Detections``,
     a dict ``{"boxes", "labels", "scores"}`` or a ``(boxes, labels, scores)`` tuple; boxes xyxy in pixels.
+    It runs as the user's Python (runtime ``python``): objrel cannot export what the function does.
 
     labels: the label names the function can report (integer labels index this list); ``None`` accepts
             any label name and leaves the vocabulary open.
@@ -131,6 +146,11 @@ class CombinedDetector(Detector):
         super().__init__(name or "+".join(d.name for d in detectors), labels, None,
                          {"parts": [d.describe() for d in detectors]})
         self.parts = list(detectors)
+
+    @property
+    def runtime(self) -> str:
+        """The parts' runtimes, each once, joined by ``+`` (``opencv``, ``opencv+torch``)."""
+        return "+".join(dict.fromkeys(d.runtime for d in self.parts))
 
     def _detect(self, images) -> list:
         out = [Detections() for _ in images]

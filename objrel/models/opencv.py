@@ -16,6 +16,8 @@ from objrel.errors import ConfigError
 from objrel.models.detector import Detector
 from objrel.models.detections import Detections
 
+# The runtime named in the model record of every OpenCV detector (it never runs on torch or an exported runtime).
+OPENCV_RUNTIME = "opencv"
 # Pyramid step of detectMultiScale: each level shrinks the image by this factor.  Smaller
 # finds faces at more sizes (and more false hits) and is slower.
 HAAR_SCALE_FACTOR = 1.1
@@ -97,6 +99,8 @@ class HaarCascadeDetector(Detector):
     ``score_threshold=None`` (default) every grouped detection is kept.
     """
 
+    runtime = OPENCV_RUNTIME
+
     def __init__(self, cascade: str = "frontalface_default", label: str | None = None,
                  scale_factor: float = HAAR_SCALE_FACTOR, min_neighbors: int = HAAR_MIN_NEIGHBORS,
                  min_size: tuple[int, int] | None = None, score_threshold: float | None = None):
@@ -134,6 +138,8 @@ class HOGPeopleDetector(Detector):
     Scores are the SVM margins OpenCV returns (higher = surer).  Images smaller than the window give
     no detection.
     """
+
+    runtime = OPENCV_RUNTIME
 
     def __init__(self, label: str = "person", win_stride: int = HOG_WIN_STRIDE, padding: int = HOG_PADDING,
                  scale: float = HOG_SCALE, hit_threshold: float = HOG_HIT_THRESHOLD,

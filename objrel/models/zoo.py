@@ -34,6 +34,7 @@ from objrel.constants import MULTI_LABEL_THRESHOLD, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
 from objrel.models.detector import CallableDetector, CombinedDetector, Detector
+from objrel.models.detector_runtimes import with_detector_runtime
 from objrel.models.efficientnet import LITE_SIZES, efficientnet_lite
 from objrel.models.mtcnn import MTCNNDetector
 from objrel.models.opencv import HaarCascadeDetector, HOGPeopleDetector, haar_cascades
@@ -133,13 +134,19 @@ def _python_detector(spec: str, score_threshold: float | None) -> Detector:
 
 
 def load_detector(name: str, weights: str | None = None, score_threshold: float | None = None,
-                  **options) -> Detector:
+                  runtime: str = TORCH_RUNTIME, **options) -> Detector:
     """Build a detector adapter from its name (see the module docstring).
 
     weights:         torchvision models only: a local state-dict file or a torchvision weights name.
     score_threshold: overrides the adapter's default (torchvision 0.5, MTCNN 0.9, OpenCV none).
+    runtime:         ``torch`` (the detector's own runtime), ``onnxruntime``, ``openvino`` or ``auto``
+                     (``objrel.models.detector_runtimes.with_detector_runtime``).
     options:         passed to the adapter (``label=``, ``min_neighbors=``, ``class_names=``, ...).
     """
+    return with_detector_runtime(_named_detector(name, weights, score_threshold, **options), runtime)
+
+
+def _named_detector(name: str, weights: str | None, score_threshold: float | None, **options) -> Detector:
     name = str(name).strip()
     if not name:
         raise ConfigError(f"no detector named; choose one of {detector_choices()}")
@@ -147,7 +154,7 @@ def load_detector(name: str, weights: str | None = None, score_threshold: float 
         return _python_detector(name, score_threshold)
     if COMBINE in name:
         parts = [p.strip() for p in name.split(COMBINE) if p.strip()]
-        return CombinedDetector([load_detector(p, weights, score_threshold, **options) for p in parts], name=name)
+        return CombinedDetector([_named_detector(p, weights, score_threshold, **options) for p in parts], name=name)
     # every adapter has its own default threshold: pass one only when the caller chose it
     kw = dict(options) if score_threshold is None else {**options, "score_threshold": score_threshold}
     if name.startswith(HAAR_PREFIX):

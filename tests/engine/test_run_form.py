@@ -73,3 +73,14 @@ def test_stored_config_reads_either_task_back(store):
 def test_extra_operators_are_the_ones_with_a_grid():
     choices = extra_operator_choices()
     assert choices and set(choices) == {o.name for o in operators() if o.grid}
+
+
+@pytest.mark.parametrize("task, model", [(CLASSIFIER, "efficientnet-lite0"), (DETECTOR, "haar:frontalface_default")])
+def test_the_runtime_chosen_on_the_form_reaches_either_config_and_comes_back(task, model):
+    form = RunForm(task=task, model=model, dataset="demo-faces" if task == DETECTOR else "demo", runtime="openvino")
+    config = form.to_config()
+    assert config.runtime == "openvino"
+    assert RunForm.from_config(config).runtime == "openvino"
+    assert RunForm.from_config(base_config(task)).runtime == "auto"
+    with pytest.raises(ConfigError, match="runtime must be one of"):
+        dataclasses.replace(form, runtime="tensorrt").to_config()

@@ -26,7 +26,7 @@ PATH_SETTINGS = ("dataset", "images", "weights", "synset_mapping")
 DETECTION_BATCH_SIZE = 8
 # The classifier tasks a RunConfig accepts (the detection task is a DetectionConfig).
 CLASSIFIER_TASKS = ("single", "multi")
-# Where a classifier run executes: this process, or a Ray Data actor pool.
+# Where a run (classifier or detection) executes: this process, or a pool of Ray actors.
 ENGINES = ("local", "ray")
 # Actors (one model each) of a Ray run when the configuration names none.
 DEFAULT_RAY_WORKERS = 2
@@ -85,6 +85,10 @@ class _Codec:
             raise ConfigError(f"dilate must be >= 0 pixels, got {self.dilate}")
         if self.limit < 0:
             raise ConfigError(f"limit must be >= 0 (0 = every sample), got {self.limit}")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
         object.__setattr__(self, "operators", tuple(self.operators))
 
 
@@ -114,8 +118,8 @@ class RunConfig(_Codec):
     runtime:    what runs the forward pass: ``torch``, ``onnxruntime`` or ``openvino`` (the model exported once
                 to ONNX, cached), or ``auto`` (the fastest whose outputs match torch's, measured on this
                 machine); the run's model record says which one ran.
-    engine:     ``local`` (this process) or ``ray`` (Ray Data, an actor pool with one model per actor;
-                the cluster at $RAY_ADDRESS, else a local Ray started for the run).
+    engine:     ``local`` (this process) or ``ray`` (a pool of Ray actors with one model each, sent the image
+                files' bytes; the cluster at $RAY_ADDRESS, else a local Ray started for the run).
     workers:    actors of a Ray run (one model and one CPU each).
     """
 
@@ -150,12 +154,8 @@ class RunConfig(_Codec):
         self._check_common()
         if self.task not in CLASSIFIER_TASKS:
             raise ConfigError(f"task must be one of {CLASSIFIER_TASKS}, got {self.task!r}")
-        if self.engine not in ENGINES:
-            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.runtime not in RUNTIMES:
             raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
-        if self.workers < 1:
-            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
 
     def build_plan(self) -> Plan:
         if self.operators:
@@ -182,7 +182,7 @@ class DetectionConfig(_Codec):
     vote_k:          k of the primary votes (2 of 3 by default); dilate: grow regions by N pixels.
     detected_only:   test only units detected on the source (T = 1); by default undetected ground-truth
                      objects are tested too, for MR-2's incorrect detections (seed 001 Tables 3-4).
-    seed, batch_size, limit (images), name: as for classifier runs.
+    seed, batch_size, limit (images), name, engine, workers: as for classifier runs.
     """
 
     TOML_TABLE: ClassVar[str] = "detect"
@@ -209,6 +209,8 @@ class DetectionConfig(_Codec):
     batch_size: int = DETECTION_BATCH_SIZE
     limit: int = 0
     name: str | None = None
+    engine: str = "local"
+    workers: int = DEFAULT_RAY_WORKERS
 
     def __post_init__(self):
         self._check_common()

@@ -118,22 +118,25 @@ class _BatchActor:
         configure_inference_threads(ACTOR_THREADS)  # before the model: once per actor process
         set_preprocess_threads(ACTOR_THREADS)       # the actor's share of the cores, not the machine's
         self.engine = _actor_engine(task, config, plan, model, class_names, memory_budget)
-        self.detection = task == "detection"
 
     def test(self, batch: list[tuple[Sample, object]]) -> tuple[str, list, int]:
-        """(this node's id, each sample's rows in batch order, forward passes) of ``batch``'s (sample,
-        ``ImageBytes`` or the ``BadSampleError`` of its unreadable file) pairs."""
+        """(this node's id, ``_test_batch``'s rows and forward passes) of ``batch``."""
         import ray
 
-        self.engine.sent = {s.sample_id: image for s, image in batch}
-        try:
-            report = RunReport(run_id=-1, status="running")
-            items = self.engine._process_chunk([s for s, _ in batch], report)
-            made = self.engine.image_result if self.detection else self.engine.result_rows
-            rows = [made(item) for item in items]
-        finally:
-            self.engine.sent = {}
-        return ray.get_runtime_context().get_node_id(), rows, report.forward_passes
+        return ray.get_runtime_context().get_node_id(), *_test_batch(self.engine, batch)
+
+
+def _test_batch(engine: Engine | DetectionEngine, batch: list[tuple[Sample, object]]) -> tuple[list, int]:
+    """Each sample's rows in batch order (``result_rows`` / ``image_result``) and the forward passes, of
+    ``batch``'s (sample, ``ImageBytes`` or the ``BadSampleError`` of its unreadable file) pairs."""
+    engine.sent = {s.sample_id: image for s, image in batch}
+    try:
+        report = RunReport(run_id=-1, status="running")
+        items = engine._process_chunk([s for s, _ in batch], report)
+        made = engine.image_result if isinstance(engine, DetectionEngine) else engine.result_rows
+        return [made(item) for item in items], report.forward_passes
+    finally:
+        engine.sent = {}
 
 
 # ---------------------------------------------------------------- the driver's side

@@ -85,10 +85,6 @@ class _Codec:
             raise ConfigError(f"dilate must be >= 0 pixels, got {self.dilate}")
         if self.limit < 0:
             raise ConfigError(f"limit must be >= 0 (0 = every sample), got {self.limit}")
-        if self.engine not in ENGINES:
-            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
-        if self.workers < 1:
-            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
         object.__setattr__(self, "operators", tuple(self.operators))
 
 
@@ -154,8 +150,12 @@ class RunConfig(_Codec):
         self._check_common()
         if self.task not in CLASSIFIER_TASKS:
             raise ConfigError(f"task must be one of {CLASSIFIER_TASKS}, got {self.task!r}")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.runtime not in RUNTIMES:
             raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
 
     def build_plan(self) -> Plan:
         if self.operators:
@@ -214,6 +214,10 @@ class DetectionConfig(_Codec):
 
     def __post_init__(self):
         self._check_common()
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
         try:
             check_threshold(self.iou_threshold)
         except ValueError as exc:

@@ -76,9 +76,8 @@ def ray_started(address: str | None = None, num_cpus: int = DEFAULT_RAY_WORKERS)
 
 
 class _SentImages:
-    """Mixin for an actor's engine: ``_prepare`` decodes the bytes the driver sent with the batch, never a path."""
-
-    sent: dict = {}
+    """Mixin for an actor's engine: ``_prepare`` decodes the bytes the driver sent with the batch (``sent``: sample
+    id -> ``ImageBytes`` or ``BadSampleError``), never a path."""
 
     def image_source(self, sample: Sample):
         got = self.sent[sample.sample_id]
@@ -108,6 +107,7 @@ def _actor_engine(task: str, config: dict, plan: dict, model, class_names: list[
         engine.read_ahead = False  # an actor's next batch is not the dataset's next samples
         engine.prefetch_mutants = False  # the actors share the cores: no thread beside the forward
     engine.memory_budget = memory_budget  # the driver's budget, not this node's environment
+    engine.sent = {}
     return engine
 
 

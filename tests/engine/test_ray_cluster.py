@@ -46,7 +46,7 @@ def cluster(driver_only):
     with ray_cluster(pythonpath=str(ROOT), hidden_from_second=str(driver_only)) as c:
         yield c
     # every process of the cluster is gone (the fixture raises otherwise): no raylet or GCS of its dirs is left
-    found = subprocess.run(["pgrep", "-f", str(Path(c.head_dir).parent)], capture_output=True, text=True)
+    found = subprocess.run(["pgrep", "-f", str(Path(c.head_dir).parent)], capture_output=True, text=True, check=False)
     assert found.stdout == "", f"Ray processes outlived the cluster: {found.stdout}"
 
 

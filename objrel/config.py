@@ -26,7 +26,7 @@ PATH_SETTINGS = ("dataset", "images", "weights", "synset_mapping")
 DETECTION_BATCH_SIZE = 8
 # The classifier tasks a RunConfig accepts (the detection task is a DetectionConfig).
 CLASSIFIER_TASKS = ("single", "multi")
-# Where a classifier run executes: this process, or a Ray Data actor pool.
+# Where a run (classifier or detection) executes: this process, or a pool of Ray actors.
 ENGINES = ("local", "ray")
 # Actors (one model each) of a Ray run when the configuration names none.
 DEFAULT_RAY_WORKERS = 2
@@ -114,8 +114,8 @@ class RunConfig(_Codec):
     runtime:    what runs the forward pass: ``torch``, ``onnxruntime`` or ``openvino`` (the model exported once
                 to ONNX, cached), or ``auto`` (the fastest whose outputs match torch's, measured on this
                 machine); the run's model record says which one ran.
-    engine:     ``local`` (this process) or ``ray`` (Ray Data, an actor pool with one model per actor;
-                the cluster at $RAY_ADDRESS, else a local Ray started for the run).
+    engine:     ``local`` (this process) or ``ray`` (a pool of Ray actors with one model each, sent the image
+                files' bytes; the cluster at $RAY_ADDRESS, else a local Ray started for the run).
     workers:    actors of a Ray run (one model and one CPU each).
     """
 
@@ -189,7 +189,7 @@ class DetectionConfig(_Codec):
     vote_k:          k of the primary votes (2 of 3 by default); dilate: grow regions by N pixels.
     detected_only:   test only units detected on the source (T = 1); by default undetected ground-truth
                      objects are tested too, for MR-2's incorrect detections (seed 001 Tables 3-4).
-    seed, batch_size, limit (images), name: as for classifier runs.
+    seed, batch_size, limit (images), name, engine, workers: as for classifier runs.
     runtime:         what runs the detector: ``torch``, or ``onnxruntime`` / ``openvino`` for a torchvision SSD or
                      SSDlite network (exported once to ONNX, cached), or ``auto`` (the fastest whose detections
                      match torch's; other detectors keep their own runtime); the model record says which ran.
@@ -219,10 +219,16 @@ class DetectionConfig(_Codec):
     batch_size: int = DETECTION_BATCH_SIZE
     limit: int = 0
     name: str | None = None
+    engine: str = "local"
+    workers: int = DEFAULT_RAY_WORKERS
     runtime: str = AUTO_RUNTIME
 
     def __post_init__(self):
         self._check_common()
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
         if self.runtime not in RUNTIMES:
             raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
         try:

@@ -3,6 +3,7 @@
     objrel detect --detector haar:frontalface_default --dataset demo-faces --store var/det.db
     objrel detect --detector mtcnn --images photos/ --regions-from mtcnn       (no boxes: the detector supplies them)
     objrel detect --resume 3 --store var/det.db
+    objrel detect --engine ray --workers 4 ...            (Ray: the cluster at $RAY_ADDRESS, else a local one)
     objrel sweep --detector mtcnn --dataset demo-faces --operator background_noise --plot sweep.png
     objrel detectors
 """
@@ -17,9 +18,9 @@ from objrel.analysis.summary import summarize
 from objrel.analysis.sweep import SWEEP_DEFAULTS, plot_sweep, run_sweep, sweep_table
 from objrel.cli.common import (DETECTION_WORDS, add_store_option, comma_list, execute_with_progress,
                                print_run_report, progress_bar, stored_config)
-from objrel.config import DetectionConfig
+from objrel.config import DEFAULT_RAY_WORKERS, ENGINES, DetectionConfig
 from objrel.constants import RUNTIMES
-from objrel.engine.detect import DetectionEngine
+from objrel.engine.runs import engine_for
 from objrel.models import detector_choices
 from objrel.mutations import PRESETS
 from objrel.store import Store
@@ -120,7 +121,8 @@ def cmd_detect(args) -> int:
             config = config.replace(operators=comma_list(args.operators))
         if args.detected_only:
             config = config.replace(detected_only=True)
-    engine = DetectionEngine(store, config)
+        config = config.replace(engine=args.engine, workers=args.workers)
+    engine = engine_for(store, config)
     report = execute_with_progress(engine, args.resume, engine.detector.name, DETECTION_WORDS, args.quiet)
     print_run_report(report, DETECTION_WORDS)
     _print_detection_summary(store, report.run_id, sys.stdout)
@@ -173,6 +175,10 @@ def add_detection_commands(subparsers) -> None:
     p.add_argument("--vote-k", type=int, help="violations needed out of 3 to flag (default 2)")
     p.add_argument("--detected-only", action="store_true",
                    help="test only objects detected on the source (skips MR-2's incorrect detections)")
+    p.add_argument("--engine", choices=list(ENGINES),
+                   help="run here (default) or on Ray: the cluster at $RAY_ADDRESS, else a local one")
+    p.add_argument("--workers", type=int,
+                   help=f"actors of a Ray run, one detector and one CPU each (default {DEFAULT_RAY_WORKERS})")
     p.set_defaults(fn=cmd_detect)
 
     defaults = "; ".join(f"{op}: {_sweep_grid(*spec)}" for op, spec in SWEEP_DEFAULTS.items())

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -84,9 +86,52 @@ def _exif_orientation(img: Image.Image) -> int | None:
 RGB_BYTES_PER_PIXEL = 3
 
 
-def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = None,
+@dataclass(frozen=True)
+class ImageBytes:
+    """An image file's bytes, read where the file lives (a Ray run's driver), decoded elsewhere (its actors).
+
+    ``name`` is the file's base name: the decoder's messages name the file by it, as they do for a path.
+    """
+
+    data: bytes
+    name: str
+
+
+class _NamedBytes(io.BytesIO):
+    """File bytes that PIL's messages name by the file they came from (``cannot identify image file 'a.jpg'``)."""
+
+    def __init__(self, data: bytes, name: str):
+        super().__init__(data)
+        self._shown = name
+
+    def __repr__(self) -> str:
+        return repr(self._shown)
+
+
+def _unreadable(exc: Exception, folder: Path | None) -> BadSampleError:
+    text = str(exc) if folder is None else without_folder(str(exc), folder)
+    return BadSampleError("corrupt-image", f"cannot decode image: {type(exc).__name__}: {text}")
+
+
+def read_image_bytes(path: str | os.PathLike) -> ImageBytes:
+    """The bytes of the image file ``path``, for ``load_rgb`` in another process or on another machine.
+
+    A file that cannot be read raises the ``BadSampleError`` that ``load_rgb(path)`` would raise for it
+    (``missing-file``, or ``corrupt-image`` naming the OS error), so the sample is skipped with the same reason.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise BadSampleError("missing-file", f"image file {p.name!r} does not exist")
+    try:
+        with open(os.fspath(p), "rb") as fh:   # as PIL opens it: an OS error reads the same
+            return ImageBytes(fh.read(), p.name)
+    except OSError as exc:
+        raise _unreadable(exc, p.parent) from exc
+
+
+def load_rgb(path: str | os.PathLike | ImageBytes, expected_size: tuple[int, int] | None = None,
              max_bytes: int | None = None) -> np.ndarray:
-    """Decode ``path`` to an ``(H, W, 3)`` uint8 RGB array.
+    """Decode ``path`` (an image file, or its ``ImageBytes`` read elsewhere) to an ``(H, W, 3)`` uint8 RGB array.
 
     Grayscale, palette, RGBA/LA (composited over white), 16-bit and float images are
     converted; EXIF orientation is applied.  When ``expected_size`` ``(width, height)``
@@ -102,11 +147,15 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
     Raises ``BadSampleError`` with code ``missing-file``, ``corrupt-image``,
     ``image-too-large`` or ``size-mismatch``.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise BadSampleError("missing-file", f"image file {p.name!r} does not exist")
+    if isinstance(path, ImageBytes):
+        source, folder = _NamedBytes(path.data, path.name), None
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise BadSampleError("missing-file", f"image file {p.name!r} does not exist")
+        source, folder = p, p.parent
     try:
-        with Image.open(p) as raw:
+        with Image.open(source) as raw:
             # PIL only warns between MAX_IMAGE_PIXELS and twice that; refuse those too.
             if raw.width * raw.height > MAX_IMAGE_PIXELS:
                 raise BadSampleError(
@@ -138,9 +187,7 @@ def load_rgb(path: str | os.PathLike, expected_size: tuple[int, int] | None = No
     except BadSampleError:
         raise
     except Image.DecompressionBombError as exc:
-        raise BadSampleError("corrupt-image", f"image too large to decode safely: "
-                                              f"{without_folder(str(exc), p.parent)}") from exc
+        text = str(exc) if folder is None else without_folder(str(exc), folder)
+        raise BadSampleError("corrupt-image", f"image too large to decode safely: {text}") from exc
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
-        raise BadSampleError(
-            "corrupt-image", f"cannot decode image: {type(exc).__name__}: {without_folder(str(exc), p.parent)}"
-        ) from exc
+        raise _unreadable(exc, folder) from exc

@@ -154,8 +154,8 @@ class Engine:
             self.model.enable_compile()
         configure_inference_threads(getattr(self.model, "threads", None))
         overlap_default(self, getattr(self.model, "device", "cpu"))
-        self.dataset = dataset or load_dataset(config.dataset, config.images, config.fmt, padding=config.padding,
-                                               synset_mapping=config.synset_mapping)
+        self.dataset = dataset if dataset is not None else load_dataset(
+            config.dataset, config.images, config.fmt, padding=config.padding, synset_mapping=config.synset_mapping)
         self.plan: Plan = plan or config.build_plan()
         self.mutations: tuple[Mutation, ...] = self.plan.mutations
         self._fills = {m.key: f for m in self.mutations if (f := constant_fill(m)) is not None}
@@ -199,7 +199,7 @@ class Engine:
             if sample.problem:
                 raise BadSampleError(sample.problem[0], sample.problem[1], path=sample.rel_path)
             expected = (sample.width, sample.height) if sample.width and sample.height else None
-            image = load_rgb(sample.image_path, expected, max_bytes=image_budget(self))
+            image = load_rgb(self.image_source(sample), expected, max_bytes=image_budget(self))
             h, w = image.shape[:2]
             objects, prep.dropped = split_objects(sample, self.model.class_names, w, h)
             if not objects:
@@ -212,6 +212,10 @@ class Engine:
                 exc.path = sample.rel_path
             prep.skip = exc
         return prep
+
+    def image_source(self, sample: Sample):
+        """What ``_prepare`` decodes for ``sample``: its file (a Ray actor's engine: the bytes the driver read)."""
+        return sample.image_path
 
     def _decide(self, prep: _Prepared, probs: np.ndarray) -> None:
         task, thr = self.model.task, self.model.threshold

@@ -134,7 +134,7 @@ class DetectionEngine:
                     f"none of the image's objects {sorted({o.category for o in sample.objects})} has a label "
                     f"detector {self.detector.name} reports ({self.class_names})", path=sample.rel_path)
             expected = (sample.width, sample.height) if sample.width and sample.height else None
-            image = load_rgb(sample.image_path, expected, max_bytes=image_budget(self))
+            image = load_rgb(self.image_source(sample), expected, max_bytes=image_budget(self))
             h, w = image.shape[:2]
             valid, dropped = [], [dict(d) for d in sample.dropped]
             for n, o in enumerate(keep):
@@ -166,6 +166,10 @@ class DetectionEngine:
                 exc.path = sample.rel_path
             img.skip = exc
         return img
+
+    def image_source(self, sample: Sample):
+        """What ``_prepare`` decodes for ``sample``: its file (a Ray actor's engine: the bytes the driver read)."""
+        return sample.image_path
 
     def _decide(self, img: _Image, detections: Detections) -> None:
         img.source = detections
@@ -202,10 +206,13 @@ class DetectionEngine:
     # ------------------------------------------------------------ results
 
     def _commit(self, run_id: int, img: _Image, report: RunReport) -> None:
+        self._commit_result(run_id, self.image_result(img), report)
+
+    def _commit_result(self, run_id: int, result: ImageResult, report: RunReport) -> None:
+        """Write one image's ``result`` (``image_result``) and count it."""
         report.processed += 1
-        if img.skip is not None:
-            report.count_skip(img.skip.code, str(img.skip))
-        result = self.image_result(img)
+        if result.skipped:
+            report.count_skip(result.sample["skip_code"], result.sample["skip_reason"])
         report.tested += result.tested
         report.untested += len(result.units) - result.tested
         write_image(self.store, run_id, result)

@@ -24,10 +24,14 @@ def open_store(store: Store | str | None) -> Store:
 
 def engine_for(store: Store, config: RunConfig | DetectionConfig, model: Classifier | Detector | None = None,
                dataset: Dataset | None = None) -> Engine | DetectionEngine:
-    """The worker for ``config``: the classifier ``Engine`` for a ``RunConfig`` (the ``RayEngine`` when its
-    ``engine`` is ``ray``), the ``DetectionEngine`` for a ``DetectionConfig``.  ``model`` (a classifier or a detector to match) and ``dataset`` replace the ones the
-    configuration names."""
+    """The worker for ``config``: the classifier ``Engine`` for a ``RunConfig``, the ``DetectionEngine`` for a
+    ``DetectionConfig`` (their Ray engines when its ``engine`` is ``ray``).  ``model`` (a classifier or a detector
+    to match) and ``dataset`` replace the ones the configuration names."""
     if isinstance(config, DetectionConfig):
+        if config.engine == "ray":  # imported here: Ray is optional and slow to import
+            from objrel.engine.ray_engine import RayDetectionEngine
+
+            return RayDetectionEngine(store, config, model, dataset)
         return DetectionEngine(store, config, model, dataset)
     if isinstance(config, RunConfig):
         if config.engine == "ray":  # imported here: Ray is optional and slow to import

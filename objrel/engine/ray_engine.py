@@ -27,6 +27,7 @@ import sys
 from collections import Counter, deque
 
 from objrel.config import DEFAULT_RAY_WORKERS, DetectionConfig, RunConfig
+from objrel.constants import AUTO_RUNTIME, RUNTIMES
 from objrel.data import Dataset
 from objrel.data.images import read_image_bytes
 from objrel.data.sample import Sample
@@ -243,8 +244,17 @@ class _OnRay:
                                                              CHUNK_MEMORY_BUDGET_BYTES)
         actor = ray.remote(_BatchActor).options(num_cpus=1, resources=self.resources or None)
         task = "detection" if isinstance(self, DetectionEngine) else "classification"
-        return [actor.remote(task, self.config.to_dict(), self.plan.to_dict(), self._given_model,
+        return [actor.remote(task, self._actor_config(), self.plan.to_dict(), self._given_model,
                              self._class_names(), budget) for _ in range(self.workers)]
+
+    def _actor_config(self) -> dict:
+        """The run's configuration as the actors load their model from it: with ``auto`` replaced by the runtime
+        the driver's model runs on, so every node runs the model the run's record names (and none measures)."""
+        config = self.config.to_dict()
+        ran = getattr(self._driver_model(), "runtime", None)
+        if config.get("runtime") == AUTO_RUNTIME and ran in RUNTIMES:
+            config["runtime"] = ran
+        return config
 
     def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list:
         """The rows of ``chunk``'s samples: those with a problem made here (nothing to decode or run), the others
@@ -286,6 +296,9 @@ class RayEngine(_OnRay, Engine):
     def _rows(self, prep) -> tuple:
         return self.result_rows(prep)
 
+    def _driver_model(self):
+        return self.model
+
     def _commit_chunk(self, run_id: int, items: list[tuple], report: RunReport) -> None:
         self._commit_rows(run_id, list(items), report)
 
@@ -298,6 +311,9 @@ class RayDetectionEngine(_OnRay, DetectionEngine):
                  workers: int | None = None, address: str | None = None, resources: dict | None = None):
         super().__init__(store, config, detector, dataset, plan, region_detector)
         self._ray_init(detector, workers, address, resources)
+
+    def _driver_model(self):
+        return self.detector
 
     def _class_names(self) -> list[str]:
         return list(self.class_names)

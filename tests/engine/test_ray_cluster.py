@@ -97,8 +97,9 @@ def test_two_nodes_join_and_the_second_cannot_see_the_drivers_folder(cluster, dr
 
 def test_classifier_run_on_the_cluster_equals_a_local_run(cluster, driver_only, tmp_path, monkeypatch):
     ann = broken_demo(driver_only / "demo")
+    # torch: the cluster's plumbing is under test here (tests/models/test_runtimes.py compares the runtimes)
     cfg = RunConfig(model="efficientnet-lite0", dataset=str(ann), plan="colours3", lazy=False,
-                    limit=CLASSIFIER_SAMPLES, engine="ray", workers=2)
+                    limit=CLASSIFIER_SAMPLES, engine="ray", workers=2, runtime="torch")
     local = Store(tmp_path / "local.db")
     reference = Engine(local, cfg.replace(engine="local"))
     # the actors run torch on ACTOR_THREADS threads: so does the reference run, or the sums inside a layer run in

@@ -175,3 +175,17 @@ def test_detect_command_runs_on_ray(tmp_path, local_ray, capsys):
     assert (run.config["engine"], run.config["workers"], run.status) == ("ray", 1, "finished")
     assert len(store.samples(run.id)) == 3
     store.dispose()
+
+
+def test_auto_is_decided_on_the_driver_and_the_actors_load_that_runtime(tmp_path):
+    """The driver's model is the one the run's record names; actors get its runtime, never ``auto`` (each node
+    would measure and might choose another)."""
+    from objrel.config import RunConfig
+
+    store = Store(tmp_path / "s.db")
+    engine = RayEngine(store, RunConfig(dataset="demo", limit=2, engine="ray", runtime="auto"))
+    sent = engine._actor_config()
+    assert engine.model.runtime in ("torch", "onnxruntime", "openvino")
+    assert sent["runtime"] == engine.model.runtime != "auto"
+    assert RunConfig.from_dict(sent).replace(engine="local").runtime == engine.model.runtime
+    store.dispose()

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import ClassVar
 
-from objrel.constants import AUTO_RUNTIME, DEFAULT_BATCH_SIZE, MULTI_LABEL_THRESHOLD, RUNTIMES, TORCH_RUNTIME
+from objrel.constants import AUTO_RUNTIME, CLASSIFIER_TASKS, DEFAULT_BATCH_SIZE, MULTI_LABEL_THRESHOLD, RUNTIMES, \
+    TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.mutations import ERASE_NOISE, PRESETS, Plan, canonical_preset, plan_from_operators, preset, \
     preset_with_operators
@@ -24,8 +25,6 @@ from objrel.relations.detect import DEFAULT_IOU_THRESHOLD, check_threshold
 PATH_SETTINGS = ("dataset", "images", "weights", "synset_mapping")
 # Images per forward pass of a detector (detectors run on full-size images: keep it small).
 DETECTION_BATCH_SIZE = 8
-# The classifier tasks a RunConfig accepts (the detection task is a DetectionConfig).
-CLASSIFIER_TASKS = ("single", "multi")
 # Where a run (classifier or detection) executes: this process, or a pool of Ray actors.
 ENGINES = ("local", "ray")
 # Actors (one model each) of a Ray run when the configuration names none.
@@ -246,3 +245,12 @@ class DetectionConfig(_Codec):
 def config_from_dict(d: dict) -> RunConfig | DetectionConfig:
     """Read a stored run's configuration back: a ``detector`` key makes it a detection run."""
     return DetectionConfig.from_dict(d) if "detector" in d else RunConfig.from_dict(d)
+
+
+def run_model(store, run_id: int):
+    """Load the classifier a stored classifier run used (its recorded name, weights, task, threshold and
+    runtime); ``store`` is an ``objrel.store.Store``.  The models package (and torch) load only here."""
+    from objrel.models import load_classifier
+
+    cfg = RunConfig.from_dict(store.get_run(run_id).config)
+    return load_classifier(cfg.model, cfg.weights, task=cfg.task, threshold=cfg.threshold, runtime=cfg.model_runtime)

@@ -4,6 +4,10 @@ Papers are cited as seed 000 (Tian et al., EMSE 2021), seed 001 (detection
 report) and seed 002 (object-relevant MRs for image analysis).
 """
 
+# What a run tests (``runs.task`` in the store): a single-label or a multi-label classifier, or a detector.
+CLASSIFIER_TASKS = ("single", "multi")
+DETECTION_TASK = "detection"
+
 # Multi-label decision threshold: a label is predicted when p >= this (seed 000 s2.2).
 # Lower it and predicted label sets grow, so fewer inferences count as correct.
 MULTI_LABEL_THRESHOLD = 0.5

@@ -160,7 +160,7 @@ def demo_db(tmp_path_factory) -> Path:
     before writing (``shutil.copyfile``)."""
     import io
 
-    from objrel.engine import demo
+    from objrel import demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.db"
     store = demo.build_demo_store(str(path), log=io.StringIO(), explain_ahead=False)

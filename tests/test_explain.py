@@ -19,8 +19,9 @@ from sqlalchemy import func, select
 
 from objrel.config import RunConfig
 from objrel.engine import run
-from objrel.explain import (EXPLAIN_MAX_SIDE, Explanation, explain, explanation_for, object_share, overlay,
-                            segments_from_png, segments_to_png, settings_string)
+from objrel.explain import (EXPLAIN_MAX_SIDE, Explanation, explain, object_share, overlay, segments_from_png,
+                            segments_to_png, settings_string)
+from objrel.review.explanations import explanation_for
 from objrel.store import Store
 from objrel.store import schema as S
 
@@ -291,7 +292,7 @@ def test_explanation_for_caches_in_the_store(store, colour_run):
     assert model.images >= N
     assert first.label == RED                           # img2: red square on blue, stored top-1 red
     # the red square covers most of img2; hiding the blue background only helps "red"
-    from objrel.mutations.rebuild import rebuild_mutant
+    from objrel.review.rebuild import rebuild_mutant
     region = rebuild_mutant(store, colour_run, "2", "source").target.region
     assert first.object_share == pytest.approx(object_share(first.segments, first.weights, region))
     assert first.object_share > 0.8
@@ -308,7 +309,7 @@ def test_mutant_explanations_explain_the_source_label(store, colour_run):
     model = Counting(factory())
     key = "fill_object(colour=black)"
     exp = explanation_for(store, model, colour_run, "2", mutation_key=key, num_samples=N)
-    from objrel.mutations.rebuild import rebuild_mutant
+    from objrel.review.rebuild import rebuild_mutant
     mutant = rebuild_mutant(store, colour_run, "2", key).mutant
     assert factory().predict([mutant])[0].argmax() == BLUE   # the mutant's own top-1 is blue ...
     assert exp.label == RED                                  # ... but the source's label is explained

@@ -18,7 +18,7 @@ from collections import defaultdict
 from objrel import csvsafe
 from objrel.store import Store
 from objrel.store import detections as D
-from objrel.engine.votes import scoring_basis
+from objrel.relations.votes import scoring_basis
 from objrel.mutations import Plan
 
 EXPORT_FORMATS = ("csv", "json")

@@ -40,10 +40,10 @@ def tested_runs(store: Store) -> list[RunRecord]:
 
 def run_history(runs: list[RunRecord]) -> pd.DataFrame:
     """One row per run of ``runs`` (records read once, so a page's progress lines and this table show the same
-    numbers) with its live status (``objrel.engine.jobs.display_status``), samples done / total and forward
+    numbers) with its live status (``objrel.store.leases.display_status``), samples done / total and forward
     passes as the progress line counts them (``objrel.progress.run_estimate``: done / expected while running).
     A finished run that tested no sample says so in its status (``TESTED_NOTHING``)."""
-    from objrel.engine.jobs import display_status
+    from objrel.store.leases import display_status
 
     rows = []
     for r in runs:

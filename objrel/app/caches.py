@@ -42,8 +42,8 @@ def open_store(url: str | None = None) -> Store:
 
 
 def run_model(store: Store, run_id: int):
-    """The classifier a run used (``objrel.engine.retest.run_model``), loaded once per process and run."""
-    from objrel.engine.retest import run_model as load_run_model
+    """The classifier a run used (``objrel.config.run_model``), loaded once per process and run."""
+    from objrel.config import run_model as load_run_model
 
     @st.cache_resource(max_entries=RUN_MODEL_CACHE, show_spinner="Loading the model ...")
     def _load(url: str, run_id: int, _store: Store):

@@ -250,7 +250,7 @@ def box_retest(actor: Actor, store: Store, item: ReviewItem) -> None:
         keys = [f"rb_{c}_{suffix}" for c in ("x1", "y1", "x2", "y2")]
         for key, value in zip(keys, item.target_box()):
             init_value(key, int(value))
-        from objrel.mutations.rebuild import source_of
+        from objrel.review.rebuild import source_of
 
         source, _ = source_of(store, item.run_id, item.sample_id)
         chart_key = f"rb_draw_{suffix}"

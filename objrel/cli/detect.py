@@ -15,7 +15,7 @@ import json
 import sys
 
 from objrel.analysis.summary import summarize
-from objrel.analysis.sweep import SWEEP_DEFAULTS, plot_sweep, run_sweep, sweep_table
+from objrel.engine.sweep import SWEEP_DEFAULTS, plot_sweep, run_sweep, sweep_table
 from objrel.cli.common import (DETECTION_WORDS, add_store_option, comma_list, execute_with_progress,
                                print_run_report, progress_bar, stored_config)
 from objrel.config import DEFAULT_RAY_WORKERS, ENGINES, DetectionConfig

@@ -21,7 +21,7 @@ from objrel.cli.common import (CLASSIFIER_WORDS, add_store_option, comma_list, e
 from objrel.config import RunConfig
 from objrel.constants import RUNTIMES
 from objrel.data import FORMATS
-from objrel.engine.demo import build_demo_store
+from objrel.demo import build_demo_store
 from objrel.engine.runs import engine_for
 from objrel.models import detector_choices, model_choices
 from objrel.mutations import PRESETS, operators

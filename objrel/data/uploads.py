@@ -25,6 +25,7 @@ import stat
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -344,13 +345,12 @@ def resolved_images(samples, kind: str, files: list[Path], images: Path) -> int:
     return len(found)
 
 
-def add_weights(root: str | Path, name: str, architecture: str, weights) -> Upload:
+def add_weights(root: str | Path, name: str, architecture: str, weights, check: Callable[[Path, str], None]) -> Upload:
     """Check and register a state-dict upload for ``architecture`` in ``<root>/<name>/weights.pt``: it must
     load with ``weights_only=True`` and fit the architecture's ImageNet head.  ``weights``: bytes or a binary
-    file object, spooled to disk in chunks."""
-    from objrel.models.safe_load import load_weights_into
-    from objrel.models.torchvision import load_torchvision_module
-
+    file object, spooled to disk in chunks.  ``check(path, architecture)`` loads the spooled file into the
+    architecture and raises ObjrelError (or FileNotFoundError) where it does not fit: the models stage's
+    ``objrel.models.torchvision.check_weights_file`` (models sit above data, so the caller hands it in)."""
     name = check_name(name)
     if architecture not in WEIGHT_ARCHITECTURES:
         raise UploadError(f"the architecture must be one of {', '.join(WEIGHT_ARCHITECTURES)}; got {architecture!r}")
@@ -358,9 +358,8 @@ def add_weights(root: str | Path, name: str, architecture: str, weights) -> Uplo
     staging, final = _staging(root, name)
     try:
         path = spool(weights, staging / WEIGHTS_FILE, "weights file", MAX_WEIGHTS_BYTES)
-        module, _ = load_torchvision_module(architecture, None)
         try:
-            load_weights_into(module, path, architecture)
+            check(path, architecture)
         except (ObjrelError, FileNotFoundError) as exc:
             shown = str(exc).replace(str(path), WEIGHTS_FILE).replace(str(staging), name)
             raise UploadError(f"the weights file is refused: {shown}") from exc

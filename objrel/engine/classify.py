@@ -31,7 +31,7 @@ from objrel.data.region import area_ratio, check_object, target_region
 from objrel.data.sample import Sample, TargetObject
 from objrel.engine.loop import (PREFETCH_BATCHES, ProgressFn, RunReport, execute_run, image_budget, mutant_batches,
                                 overlap_default, prefetch)
-from objrel.engine.votes import Distances, VoteSchedule, vote_rows
+from objrel.relations.votes import Distances, VoteSchedule, vote_rows
 from objrel.errors import BadSampleError
 from objrel.models import Classifier, class_lookup, load_classifier
 from objrel.models.threads import configure_inference_threads, parallel_each

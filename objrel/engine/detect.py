@@ -37,13 +37,15 @@ from objrel.mutations import Mutation, NotApplicable, Plan, Target, build_target
 from objrel.store import Store
 from objrel.store.detection_records import DetectionUnit, DetectionVerdict, ImageResult, make_unit_id, unit_kind
 from objrel.store.detections import write_image
-from objrel.models import DETECTION_TASK, Detector, load_detector
+from objrel.constants import DETECTION_TASK
+from objrel.models import Detector, load_detector
 from objrel.config import DetectionConfig
 from objrel.relations.associate import RecordMatch, Unit, detection_units, match_record
-from objrel.models.detections import Detections
-from objrel.data.detector_regions import detector_regions, load_detection_dataset
+from objrel.data.detections import Detections
+from objrel.data.detector_regions import load_detection_dataset
+from objrel.engine.regions import detector_regions
 from objrel.relations.detect import check, iou_test
-from objrel.engine.votes import Distances, vote_rows
+from objrel.relations.votes import Distances, vote_rows
 
 
 @dataclass

@@ -27,12 +27,10 @@ from objrel.progress import estimate_text, format_duration, run_estimate, share
 from objrel import access as A
 from objrel.access import Actor
 from objrel.store import RunRecord, Store, leases
-from objrel.store.leases import pid_alive  # noqa: F401  (the pages' liveness check; it lives with the leases)
+from objrel.store.leases import display_status, pid_alive  # noqa: F401  (pid_alive: the pages' liveness check)
 
 # How long start_run waits for the child to create its run row.
 START_TIMEOUT_S = 120.0
-# A running run whose heartbeat is older than this and whose process is gone is "stalled".
-STALL_AFTER_S = 60.0
 LOG_DIR_ENV = "OBJREL_LOG_DIR"
 # The module a background run executes in (``python -m``).
 CHILD_MODULE = "objrel.engine.background"
@@ -114,18 +112,6 @@ def _tail(path: Path, lines: int = 5) -> str:
         return " | ".join(Path(path).read_text(errors="replace").strip().splitlines()[-lines:])
     except OSError:
         return "(no log)"
-
-
-def display_status(run: RunRecord, now_ts: float | None = None) -> str:
-    """``stalled`` for a running run whose process died without saying so; else the stored status."""
-    if run.status != "running":
-        return run.status
-    now_ts = now_ts or time.time()
-    beat = (run.heartbeat_at or run.started_at)
-    age = now_ts - beat.timestamp() if beat else float("inf")
-    if age > STALL_AFTER_S and not pid_alive(run.pid):
-        return "stalled"
-    return "running"
 
 
 def start_web_run(actor: Actor, store: Store, config: RunConfig | DetectionConfig,

@@ -96,8 +96,10 @@ def upload_dataset(actor: Actor, name: str, annotation, images_zip) -> U.Upload:
 def upload_weights(actor: Actor, name: str, architecture: str, weights) -> U.Upload:
     """``actor`` (a run operator or admin) adds a state dict for ``architecture``: bytes or a binary file
     object (spooled to disk in chunks)."""
+    from objrel.models.torchvision import check_weights_file
+
     A.authorize(actor, A.UPLOAD_WEIGHTS, repr(name))
-    return U.add_weights(uploads_root(), name, architecture, weights)
+    return U.add_weights(uploads_root(), name, architecture, weights, check_weights_file)
 
 
 def uploads() -> list[U.Upload]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from objrel.config import RunConfig
+from objrel.config import RunConfig, run_model
 from objrel.data.dataset import Dataset
 from objrel.data.images import resolve_inside
 from objrel.data.region import check_box
 from objrel.data.sample import Sample, TargetObject
 from objrel.engine.classify import Engine
-from objrel.models import Classifier, load_classifier
+from objrel.models import Classifier
 from objrel.mutations import Plan
 from objrel import access as A
 from objrel.access import Actor
@@ -43,12 +43,6 @@ def primary_plan(run_plan: dict) -> Plan:
     plan = Plan.from_dict(run_plan)
     groups = tuple(g for g in (plan.primary("MR-1"), plan.primary("MR-2")) if g is not None)
     return Plan(groups, plan.dilate)
-
-
-def run_model(store: Store, run_id: int) -> Classifier:
-    """Load the model a run used (by its stored name and weights)."""
-    cfg = RunConfig.from_dict(store.get_run(run_id).config)
-    return load_classifier(cfg.model, cfg.weights, task=cfg.task, threshold=cfg.threshold, runtime=cfg.model_runtime)
 
 
 def retest_with_box(actor: Actor, store: Store, run_id: int, sample_id: str, box,

@@ -1,7 +1,7 @@
 """Model adapters: one protocol per task (ARCHITECTURE.md decision 3), and models by name (``zoo``)."""
 
 from objrel.models.classifier import CallableClassifier, Classifier, TorchClassifier
-from objrel.models.detector import DETECTION_TASK, CallableDetector, CombinedDetector, Detector
+from objrel.models.detector import CallableDetector, CombinedDetector, Detector
 from objrel.models.efficientnet import LITE_SIZES
 from objrel.models.imagenet import class_lookup, imagenet_classes
 from objrel.models.preprocess import Preprocess
@@ -13,6 +13,6 @@ from objrel.models.zoo import (DEFAULT_MODEL, cached_classifier, detector_choice
 __all__ = [
     "Classifier", "TorchClassifier", "CallableClassifier", "Preprocess", "load_state_dict", "load_classifier",
     "cached_classifier", "imagenet_classes", "class_lookup", "DEFAULT_MODEL", "LITE_SIZES", "model_choices",
-    "DETECTION_TASK", "Detector", "CallableDetector", "CombinedDetector", "load_detector", "detector_choices",
+    "Detector", "CallableDetector", "CombinedDetector", "load_detector", "detector_choices",
     "torch_threads",
 ]

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from objrel.constants import MULTI_LABEL_THRESHOLD, TORCH_RUNTIME
-from objrel.relations.classify import TASKS
+from objrel.constants import CLASSIFIER_TASKS
 from objrel.models.preprocess import FillBasis, PaintedInput, Preprocess
 from objrel.models.inputs import check_rgb_batch
 from objrel.models.threads import configure_inference_threads
@@ -35,8 +35,8 @@ class Classifier:
 
     def __init__(self, name: str, class_names: Sequence[str], task: str = "single",
                  threshold: float = MULTI_LABEL_THRESHOLD, config: dict | None = None):
-        if task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        if task not in CLASSIFIER_TASKS:
+            raise ValueError(f"task must be one of {CLASSIFIER_TASKS}, got {task!r}")
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"multi-label threshold must be in (0, 1), got {threshold}")
         self.name = name

@@ -13,11 +13,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from objrel.constants import TORCH_RUNTIME
-from objrel.models.detections import Detections
+from objrel.constants import DETECTION_TASK, TORCH_RUNTIME
+from objrel.data.detections import Detections
 from objrel.models.inputs import check_rgb_batch
 
-DETECTION_TASK = "detection"
 # The runtime named in the model record of a detector that is the user's own Python function.
 PYTHON_RUNTIME = "python"
 

@@ -33,7 +33,7 @@ import torch
 
 from objrel.constants import AUTO_RUNTIME, ONNXRUNTIME, OPENVINO, RUNTIMES, TORCH_RUNTIME
 from objrel.errors import ConfigError
-from objrel.models.detections import Detections
+from objrel.data.detections import Detections
 from objrel.models.detector import Detector
 from objrel.models.runtimes import (EXPORTED_RUNTIMES, ONNX_OPSET, RuntimeChoice,
                                     RuntimeUnavailable, _OnnxRuntimeSession, _OpenVinoSession, _require, _silenced,

@@ -12,7 +12,7 @@ import numpy as np
 
 from objrel.errors import ConfigError
 from objrel.models.detector import Detector
-from objrel.models.detections import Detections
+from objrel.data.detections import Detections
 from objrel.models.threads import torch_threads
 
 # Smallest face MTCNN looks for, in pixels; larger skips pyramid levels (faster, misses small faces).

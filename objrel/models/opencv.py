@@ -14,7 +14,7 @@ import numpy as np
 
 from objrel.errors import ConfigError
 from objrel.models.detector import Detector
-from objrel.models.detections import Detections
+from objrel.data.detections import Detections
 
 # The runtime named in the model record of every OpenCV detector (it never runs on torch or an exported runtime).
 OPENCV_RUNTIME = "opencv"

@@ -17,7 +17,7 @@ import torch
 
 from objrel.errors import ConfigError
 from objrel.models.classifier import TorchClassifier
-from objrel.models.detections import Detections
+from objrel.data.detections import Detections
 from objrel.models.detector import Detector
 from objrel.models.imagenet import imagenet_classes
 from objrel.models.preprocess import Preprocess
@@ -66,6 +66,13 @@ def load_torchvision_module(arch: str, weights: str | None, num_classes: int | N
     if weights:
         load_weights_into(module, weights, arch if num_classes is None else f"{arch} with {num_classes} classes")
     return module, None
+
+
+def check_weights_file(path, architecture: str) -> None:
+    """Load the state-dict file ``path`` into torchvision's ``architecture`` with its ImageNet head: ObjrelError
+    for a file that needs full unpickling or does not fit (what ``objrel.data.uploads.add_weights`` checks)."""
+    module, _ = load_torchvision_module(architecture, None)
+    load_weights_into(module, path, architecture)
 
 
 def classification_architectures() -> list[str]:

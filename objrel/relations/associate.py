@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from objrel.models.detections import Box, Detections
+from objrel.data.detections import Box, Detections
 
 
 def iou(a: Sequence[float], b: Sequence[float]) -> float:

@@ -20,10 +20,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from objrel.constants import MULTI_LABEL_THRESHOLD, TOP_K
+from objrel.constants import CLASSIFIER_TASKS, MULTI_LABEL_THRESHOLD, TOP_K
 from objrel.relations.common import HOLDS, VIOLATED
 
-TASKS = ("single", "multi")
 
 
 @dataclass(frozen=True)
@@ -53,8 +52,8 @@ class Prediction:
     def from_probs(cls, probs: np.ndarray, task: str = "single", interest: Iterable[int] = (),
                    threshold: float = MULTI_LABEL_THRESHOLD, top_k: int = TOP_K) -> "Prediction":
         """Summarise a probability vector ``(C,)`` of floats in [0, 1]."""
-        if task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        if task not in CLASSIFIER_TASKS:
+            raise ValueError(f"task must be one of {CLASSIFIER_TASKS}, got {task!r}")
         p = np.asarray(probs, dtype=np.float64).ravel()
         order = np.argsort(-p, kind="stable")
         top = order[: max(2, top_k)]

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from objrel.mutations.rebuild import source_of
+from objrel.constants import DETECTION_TASK
+from objrel.review.rebuild import source_of
 from objrel.mutations import Mutation, NotApplicable, Plan, Target, derive_seed, make_mutant
 from objrel.relations.classify import Prediction
 from objrel.store import RunRecord, Store
-from objrel.engine.votes import scoring_basis
+from objrel.relations.votes import scoring_basis
 
 THUMB_SIDE = 320            # longer side of every image sent to the browser, in pixels
 OUTLINE_RGB = (255, 215, 0)  # colour of the target-region outline on the source
@@ -25,7 +26,6 @@ OUTLINE_PX = 2
 # (blue) and the record compared by the relation, rcd on the source and rcd' on a mutant (magenta).
 DETECTION_RGB = (0, 150, 255)
 MATCHED_RGB = (255, 0, 200)
-DETECTION_TASK = "detection"
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,7 @@ def detection_review_item(store: Store, run_id: int, unit_id: str, relation: str
     mutants with the associated object's box and the records drawn before and after mutation; the IoUs of
     rcd and rcd' with the object in the panels' certainty fields, the outcome (missing / incorrect
     detection, removed, ...) in their notes."""
-    from objrel.mutations.rebuild import unit_source_of
+    from objrel.review.rebuild import unit_source_of
     from objrel.store import detections as D
 
     run = store.get_run(run_id)

@@ -136,7 +136,7 @@ def ahead_keys(store: Store, run_id: int, sample_id: str, relation: str) -> list
 
 def explainable_run(store: Store, run_id: int) -> bool:
     """Whether LIME explains run ``run_id``'s outputs: a classifier run (not a detection run)."""
-    from objrel.review.items import DETECTION_TASK
+    from objrel.constants import DETECTION_TASK
 
     return store.get_run(int(run_id)).task != DETECTION_TASK
 
@@ -334,8 +334,8 @@ def run_lime_jobs(store: Store, job_ids: list[int], num_samples: int = AHEAD_SAM
     (``LIME run 1 MR-2 3/12: sample 5 source (4.1 s)``).  ``models``: {run id: the run's classifier} for
     runs the caller has loaded (the others are loaded here).  A failure marks the unfinished jobs failed
     with a one-line error and is raised again."""
-    from objrel.engine.retest import run_model
-    from objrel.explain import explanation_for
+    from objrel.config import run_model
+    from objrel.review.explanations import explanation_for
 
     models = dict(models or {})
     open_ids = list(job_ids)

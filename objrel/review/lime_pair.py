@@ -1,6 +1,6 @@
 """LIME for a review item: its source and one of its mutants, explained side by side.
 
-Each image is explained with ``objrel.explain.explanation_for`` (cached in the store), rebuilt from
+Each image is explained with ``objrel.review.explanations.explanation_for`` (cached in the store), rebuilt from
 its recipe, overlaid with its strongest superpixels and shrunk to a thumbnail.  Progress is reported
 over the pair as one fraction in [0, 1], with a text that ends in the time left at the pace so far.
 """
@@ -40,7 +40,7 @@ def explain_pair(actor: Actor, store: Store, model, run_id: int, sample_id: str,
     minutes of model time and writes its result to the store's cache.  With ``outline`` the target
     region's contour is drawn over each overlay."""
     A.authorize(actor, A.EXPLAIN, f"{sample_id!r} of run {int(run_id)}")
-    from objrel.explain import explanation_for
+    from objrel.review.explanations import explanation_for
 
     keys = (SOURCE_KEY, mutation_key)
     out = []
@@ -63,7 +63,7 @@ def cached_pair(store: Store, run_id: int, sample_id: str, mutation_key: str, nu
     """What ``explain_pair`` returns for the source and ``mutation_key``'s mutant, drawn from the store's
     cache, or None while either explanation is not computed yet.  Never runs a model (a page may call it
     on every redraw); needs no role, as it only reads what a reviewer or the job ahead stored."""
-    from objrel.explain import cached_explanation
+    from objrel.review.explanations import cached_explanation
 
     found = [(key, cached_explanation(store, run_id, sample_id, key, num_samples=num_samples))
              for key in (SOURCE_KEY, mutation_key)]
@@ -80,7 +80,7 @@ def _drawn(store: Store, run_id: int, sample_id: str, key: str, explanation, sid
     import cv2
 
     from objrel.explain import overlay, resized
-    from objrel.mutations.rebuild import rebuild_mutant
+    from objrel.review.rebuild import rebuild_mutant
 
     rebuilt = rebuild_mutant(store, run_id, sample_id, key)
     image = rebuilt.image if key == SOURCE_KEY else rebuilt.mutant

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from objrel.constants import DETECTION_TASK
+from objrel.data.sample import Box
 
-
-DETECTION_TASK = "detection"       # runs.task of a detection run (objrel.models.DETECTION_TASK)
 UNIT_RECORD = "record"             # unit kind: a source record tied to its Associated Object (key r<j>)
 UNIT_MISSED = "missed"             # unit kind: an object no source record is tied to (key o<k>)
 UNIT_KINDS = (UNIT_RECORD, UNIT_MISSED)
 SOURCE_KEY = "source"              # predictions.mutation_key of an image's source records
 UNIT_ID_SEP = "/"                  # unit_id = image id + UNIT_ID_SEP + unit key; an id, never split again
 SCHEMA_WITH_DETECTION_TABLES = 2   # the first schema version that keeps units and verdicts in their own tables
-
-Box = tuple[float, float, float, float]
 
 
 def is_detection_run(run) -> bool:

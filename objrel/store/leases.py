@@ -19,6 +19,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from dataclasses import dataclass
 
 from sqlalchemy import select, update
@@ -32,6 +33,8 @@ LEASE_BEAT_S = 5.0
 # A lease whose holder has not beaten for this many seconds may be taken over (its process is presumed dead:
 # on another host, or hung).  Twelve beats: a busy store delays a beat, it does not lose the lease.
 LEASE_STALE_S = 60.0
+# A running run whose heartbeat is older than this and whose process is gone is "stalled" (``display_status``).
+STALL_AFTER_S = 60.0
 # Characters of a lease token (hex of 16 random bytes).
 TOKEN_BYTES = 16
 
@@ -76,6 +79,18 @@ class Holder:
         beat = f"last beat {age:.0f} s ago ({_aware(self.beat_at).isoformat(timespec='seconds')})" \
             if age is not None else "no beat yet"
         return f"process {self.pid} on {self.host or 'an unknown host'}, {beat}"
+
+
+def display_status(run, now_ts: float | None = None) -> str:
+    """``stalled`` for a running run whose process died without saying so; else the stored status."""
+    if run.status != "running":
+        return run.status
+    now_ts = now_ts or time.time()
+    beat = (run.heartbeat_at or run.started_at)
+    age = now_ts - beat.timestamp() if beat else float("inf")
+    if age > STALL_AFTER_S and not pid_alive(run.pid):
+        return "stalled"
+    return "running"
 
 
 def _aware(t: dt.datetime) -> dt.datetime:

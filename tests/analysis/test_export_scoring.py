@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from objrel.analysis.export import export_run
-from objrel.engine.votes import scoring_basis
+from objrel.relations.votes import scoring_basis
 from objrel.mutations import preset
 
 

@@ -103,7 +103,7 @@ def test_demo_detection_runs_with_opencv_and_mtcnn(tmp_path, monkeypatch):
     """The demo's detection runs over the first four demo photos (Chelsea, coffee, cameraman, Grace Hopper):
     the Haar cascades find Grace Hopper's face and miss the cameraman's and Chelsea's cat face; MTCNN finds
     both human faces and skips Chelsea (no human face); background noise never loses a found face."""
-    from objrel.engine import demo
+    from objrel import demo
 
     monkeypatch.setattr(demo, "detection_demo_runs",
                         lambda orig=demo.detection_demo_runs: tuple(c.replace(limit=4) for c in orig()))
@@ -122,7 +122,7 @@ def test_demo_detection_runs_with_opencv_and_mtcnn(tmp_path, monkeypatch):
         bg = [v for v in D.verdicts(store, r.id) if v.operator == "background_noise" and v.iou_source]
         assert bg and all(v.outcome == "kept" for v in bg)
     # the sweep: erasing the centre 10% of a face leaves MTCNN finding it (flagged), 30% or more never does
-    from objrel.analysis.sweep import sweep_table
+    from objrel.engine.sweep import sweep_table
 
     rows = {r.value: r for r in sweep_table(store, sweep.id).rows}
     assert (rows[0.1].units, rows[0.1].still_detected) == (2, 2)

@@ -14,6 +14,7 @@ from PIL import Image
 
 from objrel.data import load_dataset
 from objrel.data import uploads as U
+from objrel.models.torchvision import check_weights_file
 
 
 def png_bytes(colour=(200, 10, 10), size=(32, 24)) -> bytes:
@@ -144,17 +145,19 @@ def _state_dict_bytes(module) -> bytes:
 def test_weights_upload_loads_safely_and_must_fit(tmp_path):
     import torchvision.models as tvm
 
-    good = U.add_weights(tmp_path, "rn", "resnet18", _state_dict_bytes(tvm.resnet18(weights=None)))
+    good = U.add_weights(tmp_path, "rn", "resnet18", _state_dict_bytes(tvm.resnet18(weights=None)),
+                         check_weights_file)
     assert good.weights.is_file() and good.architecture == "resnet18"
     assert [(u.name, u.kind, u.architecture) for u in U.list_uploads(tmp_path)] == [("rn", "weights", "resnet18")]
     with pytest.raises(U.UploadError, match="does not fit"):
-        U.add_weights(tmp_path, "small", "resnet18", _state_dict_bytes(tvm.resnet18(weights=None, num_classes=3)))
+        U.add_weights(tmp_path, "small", "resnet18", _state_dict_bytes(tvm.resnet18(weights=None, num_classes=3)),
+                      check_weights_file)
     buf = io.BytesIO()
     torch.save(tvm.resnet18(weights=None), buf)  # a pickled module, not a state dict
     with pytest.raises(U.UploadError, match="refused"):
-        U.add_weights(tmp_path, "pickled", "resnet18", buf.getvalue())
+        U.add_weights(tmp_path, "pickled", "resnet18", buf.getvalue(), check_weights_file)
     with pytest.raises(U.UploadError, match="architecture must be one of"):
-        U.add_weights(tmp_path, "x", "py:evil", b"123")
+        U.add_weights(tmp_path, "x", "py:evil", b"123", check_weights_file)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rn"]
 
 

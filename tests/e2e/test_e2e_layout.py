@@ -25,7 +25,7 @@ LAYOUT = ARTIFACTS / "layout"
 WIDTHS = (1400, 900)
 TABLE_WIDTH = 1400            # tables are checked at this width
 SLACK_PX = 1                  # rounding between scroll and client widths
-# (name, passphrase) of the demo accounts (objrel.engine.demo.DEMO_ACCOUNTS); the reviewer sees Review
+# (name, passphrase) of the demo accounts (objrel.demo.DEMO_ACCOUNTS); the reviewer sees Review
 ADMIN = ("admin", "admin-demo-pass")
 REVIEWER = ("alice", "alice-demo-pass")
 

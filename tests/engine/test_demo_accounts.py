@@ -7,7 +7,7 @@ import io
 import pytest
 
 from objrel import review as R
-from objrel.engine import demo
+from objrel import demo
 from objrel.store import Store
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from objrel import review as R
 from objrel.config import RunConfig
-from objrel.engine import demo
+from objrel import demo
 from objrel.review import lime_ahead as L
 
 from tests.conftest import write_flagged_set

@@ -10,9 +10,10 @@ from objrel.analysis import studies as analysis
 from objrel.data import load_coco
 from objrel.config import DetectionConfig
 from objrel.engine.detect import DetectionEngine
-from objrel.data.detector_regions import detector_regions, image_folder
+from objrel.data.detector_regions import image_folder
+from objrel.engine.regions import detector_regions
 from objrel.models import load_detector
-from objrel.mutations.rebuild import rebuild_unit_mutant
+from objrel.review.rebuild import rebuild_unit_mutant
 from objrel.analysis.summary import summarize
 from objrel.store import Store
 from objrel.store import detections as D

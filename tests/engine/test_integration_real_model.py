@@ -10,7 +10,7 @@ from objrel.data import load_demo
 from objrel.engine.classify import Engine
 from objrel.analysis.export import records
 from objrel.models import load_classifier
-from objrel.mutations.rebuild import rebuild_mutant
+from objrel.review.rebuild import rebuild_mutant
 from objrel.relations import common as C
 from objrel.relations.classify import Prediction
 from objrel.analysis.summary import summarize

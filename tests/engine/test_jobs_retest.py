@@ -13,7 +13,7 @@ from objrel.engine.classify import Engine
 from objrel.engine.retest import retest_with_box
 from objrel.errors import ConfigError, NotAllowed
 from objrel.review.roles import actor_of
-from objrel.store import Store
+from objrel.store import Store, leases
 from objrel.store.reviews import retests
 
 from tests.conftest import write_background_driven_scene
@@ -51,7 +51,7 @@ def test_background_run_finishes_and_reports_progress(tmp_path, colour_set):
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
     run = store.get_run(job.run_id)
     assert (run.n_done, run.n_skipped) == (10, 4)
-    assert jobs.display_status(run) == "finished"
+    assert leases.display_status(run) == "finished"
 
 
 def test_background_run_can_be_cancelled(tmp_path, colour_set):
@@ -76,7 +76,7 @@ def test_dead_process_shows_as_stalled(tmp_path):
                            dataset_config={}, plan={"groups": []}, config={}, seed=0, n_total=3)
     store.update_run(rid, status="running", pid=2**22 + 12345)  # no such process
     run = store.get_run(rid)
-    assert jobs.display_status(run, now_ts=time.time() + jobs.STALL_AFTER_S + 5) == "stalled"
+    assert leases.display_status(run, now_ts=time.time() + leases.STALL_AFTER_S + 5) == "stalled"
 
 
 def test_start_failure_is_reported(tmp_path):
@@ -121,7 +121,7 @@ def test_background_detection_run_finishes(tmp_path):
     run = store.get_run(job.run_id)
     assert (run.task, run.model, run.n_total, run.name) == ("detection", "haar:frontalface_default", 1, "faces")
     assert wait_for(lambda: store.get_run(job.run_id).status == "finished"), open(job.log).read()
-    assert jobs.display_status(store.get_run(job.run_id)) == "finished"
+    assert leases.display_status(store.get_run(job.run_id)) == "finished"
 
 
 def test_stopped_detection_run_resumes_in_the_background(tmp_path):

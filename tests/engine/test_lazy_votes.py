@@ -12,7 +12,7 @@ from PIL import Image
 
 from objrel.config import RunConfig
 from objrel.engine.classify import Engine
-from objrel.engine.votes import VoteSchedule, interleaved
+from objrel.relations.votes import VoteSchedule, interleaved
 from objrel.mutations import Mutation, Plan, VoteGroup, preset
 from objrel.relations import common as C
 

@@ -162,7 +162,7 @@ def test_old_store_gets_the_progress_columns(tmp_path):
 def test_demo_printer_prints_a_line_at_most_every_interval():
     import io
 
-    from objrel.engine.demo import ProgressPrinter
+    from objrel.demo import ProgressPrinter
 
     out = io.StringIO()
     p = ProgressPrinter("m", out, every=5.0)

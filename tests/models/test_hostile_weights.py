@@ -133,9 +133,10 @@ def test_a_truncated_archive_is_refused_in_one_line(tmp_path):
 
 def test_an_uploaded_bomb_is_refused_without_server_paths(tmp_path):
     from objrel.data import uploads as U
+    from objrel.models.torchvision import check_weights_file
 
     data = bomb_archive(tmp_path / "bomb.pt").read_bytes()
     with pytest.raises(U.UploadError) as exc:
-        U.add_weights(tmp_path / "up", "bomb", "resnet18", data)
+        U.add_weights(tmp_path / "up", "bomb", "resnet18", data, check_weights_file)
     assert "declares" in str(exc.value) and str(tmp_path) not in str(exc.value)
     assert [p.name for p in (tmp_path / "up").iterdir()] == []

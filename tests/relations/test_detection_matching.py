@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from objrel.data.sample import TargetObject
-from objrel.models.detections import Detections
+from objrel.data.detections import Detections
 from objrel.relations.associate import RecordMatch, associated_objects, detection_units, iou, iou_matrix, match_record
 from objrel.models.detector import as_detections
 

@@ -238,7 +238,7 @@ def test_highest_ranked_label_and_inference_distance():
 
 
 def test_distances_use_seed002_when_the_plan_holds_its_functions():
-    from objrel.engine.votes import Distances, scoring_basis
+    from objrel.relations.votes import Distances, scoring_basis
     from objrel.mutations import plan as P
 
     plan = P.preset("all")

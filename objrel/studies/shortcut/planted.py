@@ -52,7 +52,7 @@ import numpy as np
 from PIL import Image
 
 from objrel.models.detector import Detector
-from objrel.models.detections import Detections
+from objrel.data.detections import Detections
 from objrel.studies.shortcut.scenes import FLAT_COLOURS, MAX_CLASSES, SHAPES, shape_mask
 
 # Width of the border ring whose median colour is the background colour, pixels.

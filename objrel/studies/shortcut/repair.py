@@ -32,7 +32,7 @@ import torch
 from objrel.config import RunConfig
 from objrel.engine.classify import Engine
 from objrel.mutations import Mutation, Plan, derive_seed, make_mutant
-from objrel.mutations.rebuild import source_of
+from objrel.review.rebuild import source_of
 from objrel.models import Classifier
 from objrel.relations.classify import VIOLATED
 from objrel.analysis.summary import summarize

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from objrel.analysis.sweep import run_sweep
+from objrel.engine.sweep import run_sweep
 from objrel.config import DetectionConfig, RunConfig
 from objrel.engine.classify import Engine
 from objrel.engine.detect import DetectionEngine

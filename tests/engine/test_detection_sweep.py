@@ -8,7 +8,7 @@ import re
 import pytest
 
 from objrel.config import DetectionConfig
-from objrel.analysis.sweep import plot_sweep, run_sweep, sweep_plan, sweep_table
+from objrel.engine.sweep import plot_sweep, run_sweep, sweep_plan, sweep_table
 from objrel.cli.main import main
 
 from tests.fixtures.detection_support import ColourDetector, quiet_context_detector, write_scenes

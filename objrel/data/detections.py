@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-Box = tuple[float, float, float, float]
+from objrel.data.sample import Box
 
 
 def _box(b, where: str) -> Box:

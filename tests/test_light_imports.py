@@ -1,0 +1,47 @@
+"""The lower stages and the listing commands load no model library: ``import objrel.store``, ``objrel.review`` and
+``objrel.cli`` leave torch (and ray, lime, plotly) unloaded, and so does ``objrel runs`` on a store.  Each check runs
+in a fresh interpreter, since this test process has long imported torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "torchvision", "ray", "lime", "plotly", "onnxruntime", "openvino")
+
+
+def loaded_after(code: str) -> list[str]:
+    """The heavy libraries in ``sys.modules`` after ``code`` runs in a new interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_store_review_and_cli_packages_import_without_torch():
+    assert loaded_after("import objrel.store, objrel.store.store") == []
+    assert loaded_after("import objrel.review, objrel.review.judgments, objrel.review.agreement") == []
+    assert loaded_after("import objrel.cli, objrel.cli.main") == []
+
+
+def test_listing_runs_loads_no_model_library(tmp_path):
+    from objrel.store import Store
+
+    Store(tmp_path / "s.db").dispose()
+    code = ("import contextlib, io\nfrom objrel.cli.main import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['runs', '--store', {str(tmp_path / 's.db')!r}]) == 0")
+    assert loaded_after(code) == []
+
+
+def test_help_still_lists_every_command():
+    done = subprocess.run([sys.executable, "-m", "objrel", "--help"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.returncode == 0
+    from objrel.cli.main import COMMAND_GROUPS
+
+    for _, _, commands in COMMAND_GROUPS:
+        for command in commands:
+            assert command in done.stdout, command

@@ -101,3 +101,26 @@ def test_the_check_sees_imports_inside_functions_and_relative_ones(tmp_path):
     assert [f.split(" imports ")[0] for f in found] == [
         "objrel/data/x.py:5", "objrel/review/items.py:5", "objrel/store/y.py:1"], found
     assert "imports objrel.engine.run (stage engine); stage review may import" in found[1]
+
+
+def test_the_readme_states_the_same_order():
+    """The README's stage block lists every stage of ``objrel.stages.STAGES``, in order, with what it may import."""
+    import re
+    from pathlib import Path
+
+    from objrel.stages import STAGES
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = text.split("\nstage      modules", 1)[1].split("```", 1)[0]
+    names = [m.group(1) for m in re.finditer(r"^(\w+)\s{2,}", block, re.M)]
+    assert names == [s.name for s in STAGES]
+    above_all = [s.name for s in STAGES]
+    for s in STAGES:
+        line = next(l for l in block.splitlines() if l.startswith(s.name + " "))  # noqa: E741
+        allowed = line.split("  ")[-1].strip()
+        if allowed == "every stage before it":
+            assert set(s.may_import) == set(above_all[: above_all.index(s.name)])
+        elif allowed == "(the standard library only)":
+            assert s.may_import == ()
+        else:
+            assert [a.strip() for a in allowed.split(",")] == list(s.may_import), s.name

@@ -172,6 +172,31 @@ def test_model_comparison_rows_match_hand_counts_and_summary(store):
     assert (s.correct, s.mr1, s.mr2, s.both) == tuple(t.loc["alpha", ["correct", "mr1", "mr2", "both"]])
 
 
+def test_run_figures_are_a_typed_frozen_row_of_the_comparison(store):
+    import dataclasses
+
+    r1 = add_run(store, [Inf("a", mr1=True, mr2=True), Inf("b", mr2=True), Inf("c", correct=False)], model="alpha")
+    row = A.run_figures(store, store.get_run(r1))
+    assert isinstance(row, A.RunFigures) and (row.correct, row.mr1, row.mr2, row.both) == (2, 1, 2, 1)
+    assert row.ratio("MR-2") == pytest.approx(1.0) and row.ratio("MR-1&2") == pytest.approx(0.5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.correct = 3
+    assert list(A.model_comparison(store, [r1]).columns) == [f.name for f in dataclasses.fields(A.RunFigures)]
+
+
+def test_no_analysis_module_is_named_after_a_stage():
+    """``objrel/analysis/studies.py`` sat beside the ``objrel/studies/`` package: two modules called "studies"."""
+    from pathlib import Path
+
+    import objrel
+
+    root = Path(objrel.__file__).parent
+    stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    modules = {p.stem for p in (root / "analysis").glob("*.py")}
+    assert "summary" in modules and "studies" in stages
+    assert modules & stages == set()
+
+
 def test_multi_run_analyses_refuse_mixed_datasets(store):
     r1 = add_run(store, [Inf("a")], dataset="coco")
     r2 = add_run(store, [Inf("a")], dataset="imagenet")

@@ -70,6 +70,7 @@ class NotAvailable(ValueError):
 
 
 def check_relation(relation: str, allowed: Sequence[str] = RELATIONS) -> str:
+    """``relation`` when it is one of ``allowed``; ``ValueError`` naming the allowed ones otherwise."""
     if relation not in allowed:
         raise ValueError(f"relation must be one of {tuple(allowed)}, got {relation!r}")
     return relation
@@ -77,6 +78,8 @@ def check_relation(relation: str, allowed: Sequence[str] = RELATIONS) -> str:
 
 def run_records(store: Store, run_ids: Sequence[int], *, same_dataset: bool, minimum: int = 1,
               what: str = "this analysis") -> list:
+    """The run records of ``run_ids`` (one id is taken as a list of one), distinct and at least ``minimum`` of
+    them, all on one dataset when ``same_dataset``; :class:`NotAvailable` says what ``what`` is missing."""
     if isinstance(run_ids, (int, np.integer)):
         run_ids = [int(run_ids)]
     ids = [int(r) for r in run_ids]
@@ -119,10 +122,12 @@ def inferences(store: Store, run_id: int, labels: bool = True) -> pd.DataFrame:
 
 
 def relation_flags(df: pd.DataFrame, relation: str) -> pd.Series:
+    """The column of an :func:`inferences` table that says whether ``relation`` flagged each row."""
     return df[RELATION_COLUMN[relation]]
 
 
 def safe_ratio(k: float, n: float) -> float:
+    """k / n, NaN when n is 0."""
     return k / n if n else float("nan")
 
 

@@ -67,6 +67,7 @@ class Timer:
         self.seconds: dict[str, float] = {}
 
     def add(self, stage: str, t0: float) -> None:
+        """Add the seconds since ``t0`` (``time.perf_counter``) to ``stage``."""
         self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - t0
 
 

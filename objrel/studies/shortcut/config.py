@@ -66,6 +66,7 @@ class BenchConfig:
                    attack_attempts=4, quick=True)
 
     def to_dict(self) -> dict:
+        """The sizes as the results file's ``config`` holds them."""
         d = asdict(self)
         d["seeds"] = list(self.seeds)
         d["train"] = self.train.to_dict()

@@ -47,6 +47,7 @@ class ModelResult:
     truth: Mapping[str, Reliance]
 
     def to_dict(self) -> dict:
+        """This result as the results file holds it."""
         return {"weights": self.weights, "train_log": self.train_log, "run_id": self.run_id,
                 "summary": self.summary.to_dict(), "swapped_accuracy": self.swapped_accuracy,
                 "test_accuracy": self.test_accuracy, "reliance": self.reliance,
@@ -65,6 +66,7 @@ class MultiLabelResult:
     scores: tuple[DetectorScore, ...]
 
     def to_dict(self) -> dict:
+        """This result as the results file holds it."""
         return {"weights": self.weights, "run_id": self.run_id, "summary": self.summary.to_dict(),
                 "reliance": self.reliance, "scores": [s.to_dict() for s in self.scores]}
 
@@ -77,6 +79,7 @@ class DetectionRun:
     summary: Summary
 
     def to_dict(self) -> dict:
+        """This result as the results file holds it."""
         return {"run_id": self.run_id, "summary": self.summary.to_dict()}
 
 
@@ -90,6 +93,7 @@ class PlantedAgreement:
     agree: int
 
     def to_dict(self) -> dict:
+        """This result as the results file holds it."""
         return {"correct": self.correct, "planted": self.planted, "agree": self.agree}
 
 
@@ -106,6 +110,7 @@ class DetectionResult:
     truth: Mapping[str, UnitReliance]
 
     def to_dict(self) -> dict:
+        """This result as the results file holds it."""
         return {"detector": self.detector, "data": self.data.to_dict(),
                 "runs": {k: v.to_dict() for k, v in self.runs.items()}, "reliance": self.reliance,
                 "planted": self.planted.to_dict(), "scores": [s.to_dict() for s in self.scores],
@@ -120,6 +125,7 @@ class AttackResult:
     totals: list                           # attack.totals
 
     def to_dict(self) -> dict:
+        """This result as the results file holds it."""
         return {"pairs": [p.to_dict() for p in self.pairs], "totals": self.totals}
 
 
@@ -136,6 +142,7 @@ class SeedResult:
     detection: DetectionResult | None = None
 
     def to_dict(self) -> dict:
+        """This result as the results file holds it."""
         out = {"seed": self.seed, "splits": {k: v.to_dict() for k, v in self.splits.items()},
                "models": {k: v.to_dict() for k, v in self.models.items()}, "repair": self.repair.to_dict(),
                "attack": {k: v.to_dict() for k, v in self.attack.items()}}

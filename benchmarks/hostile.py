@@ -896,7 +896,7 @@ def _inspect(text: bytes):
 
 
 def _shortcut(d: Path, data: bytes):
-    from objrel.studies.shortcut.bench import load_results
+    from objrel.studies.shortcut.results import load_results
 
     p = d / "results.json"
     p.write_bytes(data)

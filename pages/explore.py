@@ -3,12 +3,13 @@
 Per-label violations, object size (Fig. 8), model comparison (Tables 5/6), cross-model
 overlap (Fig. 6), reliable vs unreliable accuracy (Tables 7/8), 3 vs 15 colours
 (Table 4) and accuracy vs violation ratio (Fig. 10).  Every figure is computed by
-objrel.analysis.studies; this page only picks runs and draws.
+objrel.analysis.flag_tables and the tests by objrel.analysis.significance; this page only picks runs and draws.
 """
 
 import streamlit as st
 
-from objrel.analysis import studies as A
+from objrel.analysis import flag_tables as A
+from objrel.analysis import significance as S
 from objrel.app import captions, charts
 from objrel.app.captions import plain
 from objrel.app.caches import cached_item_card, open_store
@@ -178,7 +179,7 @@ else:
     run_a = p1.selectbox("Run A", run_ids, format_func=lambda r: labels[r], key="explore_mcnemar_a")
     run_b = p2.selectbox("Run B", others, format_func=lambda r: labels[r], key="explore_mcnemar_b")
     try:
-        mc = A.paired_flags(store, run_a, run_b, relation)
+        mc = S.paired_flags(store, run_a, run_b, relation)
     except A.NotAvailable as exc:
         st.info(str(exc))
     else:
@@ -216,7 +217,7 @@ else:
 
 st.header("Accuracy without the unreliable answers")
 try:
-    rel_acc = A.reliable_accuracy(store, run_ids, relation)
+    rel_acc = S.reliable_accuracy(store, run_ids, relation)
 except A.NotAvailable as exc:
     st.info(str(exc))
 else:
@@ -251,9 +252,9 @@ elif not A.has_palette(store, focus):
             f"run the palette plan: `{A.PALETTE_PLAN_HINT}`"
             + (f"; or pick one of these runs above: {plain(', '.join(others))}." if others else "."))
 else:
-    cont = A.colour_contingency(store, focus, relation)
+    cont = S.colour_contingency(store, focus, relation)
     m1, m2, m3 = st.columns(3)
-    m1.metric("Cramér's V", decimals(cont.cramers_v), help=A.CRAMERS_V_STANDARD)
+    m1.metric("Cramér's V", decimals(cont.cramers_v), help=S.CRAMERS_V_STANDARD)
     m2.metric("chi-square p-value", pvalue(cont.pvalue))
     m3.metric("agreement", percent(cont.agreement))
     st.caption(f"For run {plain(labels[focus])}: how many answers the usual 3-colour vote and the 15-colour vote flag "
@@ -268,7 +269,7 @@ else:
 
 st.header("Accuracy and unreliable answers")
 try:
-    corr = A.accuracy_violation_correlation(store, run_ids, relation)
+    corr = S.accuracy_violation_correlation(store, run_ids, relation)
 except A.NotAvailable as exc:
     st.info(f"Correlation not available: {exc}.")
 else:

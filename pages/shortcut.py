@@ -1,7 +1,7 @@
 """Shortcut: the planted-shortcut benchmark's tables and charts (``objrel bench shortcut``).
 
 Reads the results JSON the bench writes; a button starts a quick benchmark as a separate
-process.  Every table comes from objrel.studies.shortcut.bench.tables; this page only draws.
+process.  Every table comes from objrel.studies.shortcut.tables.tables; this page only draws.
 """
 
 import time
@@ -17,7 +17,7 @@ from objrel.app.tables import chart, share_columns, table
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import ObjrelError
 from objrel.progress import format_duration, job_progress_text, job_run_text, share
-from objrel.studies.shortcut import bench as B
+from objrel.studies.shortcut.tables import tables as bench_tables
 from objrel.studies.shortcut.browse import FAILED, MODEL_CHOICES, MODEL_LABELS, QUICK_DIR, RUNNING, TRUTH_CHOICES, \
     TRUTH_LABELS, open_results, quick_duration_text, quick_expected_s, quick_job, quick_progress, \
     quick_time_share, results_files, score_table_for, start_quick_benchmark
@@ -82,7 +82,7 @@ if name is None:
 
 try:
     results = open_results(actor, name)
-    T = B.tables(results)
+    T = bench_tables(results)
 except (ValueError, KeyError, ObjrelError) as exc:
     st.error(f"These results cannot be shown: {plain(exc)}")
     st.stop()

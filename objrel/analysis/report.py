@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from PIL import Image
 
-from objrel.analysis import studies as analysis
+from objrel.analysis import flag_tables as analysis
 from objrel.review.agreement import precision_table, sample_state
 from objrel.review.items import review_item
 from objrel.analysis.summary import summarize

@@ -76,7 +76,7 @@ def cached_item_card(store: Store, run_id: int, sample_id: str, relation: str):
 
 def cached_size_bins(store: Store, run_id: int, relation: str) -> pd.DataFrame:
     """analysis.size_bins, computed once per server process for each state of the run (its n_done)."""
-    from objrel.analysis.studies import size_bins
+    from objrel.analysis.flag_tables import size_bins
 
     @st.cache_data(max_entries=RUN_TABLE_CACHE, show_spinner=False)
     def _bins(url: str, run_id: int, relation: str, n_done: int) -> pd.DataFrame:

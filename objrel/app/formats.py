@@ -41,8 +41,8 @@ def pvalue(p: float | None) -> str:
     return f"{p:.2e}" if p < SCIENTIFIC_BELOW else f"{p:.3f}"
 
 
-# Readable names of the analysis tables' columns (objrel.analysis.studies), short enough for a table header at
-# 1,400 px; a column not listed here is shown under its own name.
+# Readable names of the analysis tables' columns (objrel.analysis.flag_tables and .significance), short enough
+# for a table header at 1,400 px; a column not listed here is shown under its own name.
 COLUMN_LABELS = {
     "class_name": "class",
     "mr1": "MR-1 flags", "mr2": "MR-2 flags", "both": "MR-1&2 flags",

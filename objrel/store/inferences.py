@@ -1,7 +1,7 @@
 """Reads for the analyses: each stored sample with its primary-vote flags, and the votes of one relation.
 
 Both are single queries over the ``samples`` and ``votes`` tables, so a 50,000-sample run reads
-at once; ``objrel.analysis.studies`` turns the rows into tables.
+at once; ``objrel.analysis.flag_tables`` turns the rows into tables.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""objrel.analysis.studies on hand-built stores: every expected number is worked out by hand or by an
-independent formula in the test, never taken from the code under test."""
+"""objrel.analysis.flag_tables and objrel.analysis.significance on hand-built stores: every expected number is
+worked out by hand or by an independent formula in the test, never taken from the code under test."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from objrel.analysis import studies as A
+from objrel.analysis import flag_tables as A
+from objrel.analysis import significance as S
 from objrel.mutations.plan import preset
 from objrel.analysis.summary import summarize
 from objrel.store import Store
@@ -171,6 +172,31 @@ def test_model_comparison_rows_match_hand_counts_and_summary(store):
     assert (s.correct, s.mr1, s.mr2, s.both) == tuple(t.loc["alpha", ["correct", "mr1", "mr2", "both"]])
 
 
+def test_run_figures_are_a_typed_frozen_row_of_the_comparison(store):
+    import dataclasses
+
+    r1 = add_run(store, [Inf("a", mr1=True, mr2=True), Inf("b", mr2=True), Inf("c", correct=False)], model="alpha")
+    row = A.run_figures(store, store.get_run(r1))
+    assert isinstance(row, A.RunFigures) and (row.correct, row.mr1, row.mr2, row.both) == (2, 1, 2, 1)
+    assert row.ratio("MR-2") == pytest.approx(1.0) and row.ratio("MR-1&2") == pytest.approx(0.5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.correct = 3
+    assert list(A.model_comparison(store, [r1]).columns) == [f.name for f in dataclasses.fields(A.RunFigures)]
+
+
+def test_no_analysis_module_is_named_after_a_stage():
+    """``objrel/analysis/studies.py`` sat beside the ``objrel/studies/`` package: two modules called "studies"."""
+    from pathlib import Path
+
+    import objrel
+
+    root = Path(objrel.__file__).parent
+    stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    modules = {p.stem for p in (root / "analysis").glob("*.py")}
+    assert "summary" in modules and "studies" in stages
+    assert modules & stages == set()
+
+
 def test_multi_run_analyses_refuse_mixed_datasets(store):
     r1 = add_run(store, [Inf("a")], dataset="coco")
     r2 = add_run(store, [Inf("a")], dataset="imagenet")
@@ -213,7 +239,7 @@ def test_reliable_accuracy_splits_correct_and_incorrect_inferences(store):
     # 6 correct + 4 incorrect; MR-2 flags 2 correct and 3 incorrect inferences
     infs = [Inf(f"c{i}", mr2=i < 2) for i in range(6)] + [Inf(f"x{i}", correct=False, mr2=i < 3) for i in range(4)]
     rid = add_run(store, infs, skipped=2)
-    row = A.reliable_accuracy(store, [rid], "MR-2").table.iloc[0]
+    row = S.reliable_accuracy(store, [rid], "MR-2").table.iloc[0]
     assert (row["evaluated"], row["unreliable"], row["reliable"]) == (10, 5, 5)
     assert row["original"] == pytest.approx(6 / 10)
     assert row["unreliable_accuracy"] == pytest.approx(2 / 5)
@@ -224,8 +250,8 @@ def test_reliable_accuracy_splits_correct_and_incorrect_inferences(store):
 def test_reliable_accuracy_needs_incorrect_inferences_tested(store):
     rid = add_run(store, [Inf("a", mr2=True), Inf("b"), Inf("c", correct=False)], test_all=False)
     with pytest.raises(A.NotAvailable, match="--all"):
-        A.reliable_accuracy(store, [rid], "MR-2")
-    row = A.reliable_accuracy(store, [rid], "MR-2", require_all_tested=False).table.iloc[0]
+        S.reliable_accuracy(store, [rid], "MR-2")
+    row = S.reliable_accuracy(store, [rid], "MR-2", require_all_tested=False).table.iloc[0]
     assert row["untested"] == 1 and row["reliable_accuracy"] == pytest.approx(1 / 2)
     assert row["unreliable_accuracy"] == pytest.approx(1.0)
 
@@ -243,7 +269,7 @@ def test_reliable_accuracy_wilcoxon_on_hand_made_pairs(store):
         _run_with(store, "m3", [T, T, F, F, F], {0}),      # original 2/5, reliable 1/4: -3/20
         _run_with(store, "m4", [T, T, T, F, F], {3, 4}),   # original 3/5, reliable 1:   +2/5
     ]
-    res = A.reliable_accuracy(store, runs, "MR-2")
+    res = S.reliable_accuracy(store, runs, "MR-2")
     assert res.table["delta"].tolist() == pytest.approx([1 / 6, 1 / 4, -3 / 20, 2 / 5])
     # |delta| ranks: 3/20 -> 1, 1/6 -> 2, 1/4 -> 3, 2/5 -> 4, so W- = 1 and W+ = 9.
     # Exact null: 16 equally likely sign patterns; W- <= 1 for {} and {1}: P = 2/16.
@@ -251,10 +277,10 @@ def test_reliable_accuracy_wilcoxon_on_hand_made_pairs(store):
     assert res.wilcoxon.pvalue == pytest.approx(2 * 2 / 16)
     assert res.wilcoxon.n == 4 and "too few" in res.note
     assert res.wilcoxon.method == "exact" and res.wilcoxon.n_zero == 0 and not res.wilcoxon.ties
-    greater = A.reliable_accuracy(store, runs, "MR-2", alternative="greater").wilcoxon
+    greater = S.reliable_accuracy(store, runs, "MR-2", alternative="greater").wilcoxon
     assert greater.statistic == pytest.approx(9.0) and greater.pvalue == pytest.approx(2 / 16)
     # one run alone cannot be tested
-    single = A.reliable_accuracy(store, runs[:1], "MR-2")
+    single = S.reliable_accuracy(store, runs[:1], "MR-2")
     assert single.wilcoxon is None and "needs at least 2" in single.note
 
 
@@ -280,7 +306,7 @@ def pearson_chi2(t) -> float:
 def test_cramers_v_on_seed_000_table_4(table, paper_v, standard_v):
     n = sum(map(sum, table))
     chi2 = yates_chi2(table)
-    c = A.contingency_from_counts(table)
+    c = S.contingency_from_counts(table)
     assert c.yates is False and c.dof == 1 and c.n == n
     # the headline V is the standard one (Pearson chi-square, no correction) ...
     assert c.chi2 == pytest.approx(pearson_chi2(table), rel=1e-9)
@@ -290,29 +316,29 @@ def test_cramers_v_on_seed_000_table_4(table, paper_v, standard_v):
     assert c.cramers_v_yates == pytest.approx(math.sqrt(chi2 / (n * (min(2, 2) - 1))), rel=1e-9)
     assert round(c.cramers_v_yates, 3) == paper_v
     assert c.pvalue < 0.001 and c.pvalue_yates < 0.001
-    assert c.to_dict()["v_method"] == A.CRAMERS_V_STANDARD and c.to_dict()["cramers_v_yates"] == c.cramers_v_yates
+    assert c.to_dict()["v_method"] == S.CRAMERS_V_STANDARD and c.to_dict()["cramers_v_yates"] == c.cramers_v_yates
     assert c.agreement == pytest.approx((table[0][0] + table[1][1]) / n)
 
 
 def test_contingency_stats_small_tables():
     # 2x2 with Yates: chi2 = 10 (|12 - 2| - 5)^2 / (4 * 6 * 5 * 5) = 250 / 600; 1 dof: p = erfc(sqrt(chi2 / 2))
-    chi2, p, dof, v = A.contingency_stats([[3, 1], [2, 4]], correction=True)
+    chi2, p, dof, v = S.contingency_stats([[3, 1], [2, 4]], correction=True)
     assert chi2 == pytest.approx(250 / 600) and dof == 1
     assert p == pytest.approx(math.erfc(math.sqrt(chi2 / 2)))
     assert v == pytest.approx(math.sqrt(250 / 600 / 10))
     # the default, standard: chi2 = 10 (12 - 2)^2 / 600 = 1000 / 600, V = sqrt(1/6)
-    chi2, p, dof, v = A.contingency_stats([[3, 1], [2, 4]])
+    chi2, p, dof, v = S.contingency_stats([[3, 1], [2, 4]])
     assert chi2 == pytest.approx(1000 / 600) and v == pytest.approx(math.sqrt(1 / 6))
     # perfect association: the standard V is 1, the Yates-corrected one is not
-    assert A.contingency_stats([[1, 0], [0, 1]])[3] == pytest.approx(1.0)
+    assert S.contingency_stats([[1, 0], [0, 1]])[3] == pytest.approx(1.0)
     # Yates: chi2 = 2 (|1 - 0| - 1)^2 / 1 = 0 -> V = 0
-    assert A.contingency_stats([[1, 0], [0, 1]], correction=True)[3] == pytest.approx(0.0)
+    assert S.contingency_stats([[1, 0], [0, 1]], correction=True)[3] == pytest.approx(0.0)
     # 2x3, no correction: expected counts 10 each, chi2 = (5^2 + 5^2 + 0 + 5^2 + 5^2 + 0) / 10 = 10, 2 dof: p = e^-5
-    chi2, p, dof, v = A.contingency_stats([[15, 5, 10], [5, 15, 10]])
+    chi2, p, dof, v = S.contingency_stats([[15, 5, 10], [5, 15, 10]])
     assert chi2 == pytest.approx(10.0) and dof == 2 and p == pytest.approx(math.exp(-5))
     assert v == pytest.approx(math.sqrt(10 / (60 * 1)))
     # an empty column: undefined
-    assert A.contingency_stats([[3, 0], [2, 0]])[0] is None
+    assert S.contingency_stats([[3, 0], [2, 0]])[0] is None
 
 
 def test_colour_contingency_from_stored_votes(store):
@@ -321,7 +347,7 @@ def test_colour_contingency_from_stored_votes(store):
     infs = [Inf(f"s{i}", mr1=v3, v15_mr1=v15, v15_mr2=False) for i, (v15, v3) in enumerate(combos)]
     infs.append(Inf("u", correct=False, status="untested"))  # no votes: left out
     rid = add_run(store, infs, plan="palette15", test_all=False, skipped=1)
-    c = A.colour_contingency(store, rid, "MR-1")
+    c = S.colour_contingency(store, rid, "MR-1")
     assert c.table.values.tolist() == [[3, 1], [2, 4]]
     assert list(c.table.index) == ["V15: violate", "V15: not violate"]
     assert list(c.table.columns) == ["V3: violate", "V3: not violate"]
@@ -330,7 +356,7 @@ def test_colour_contingency_from_stored_votes(store):
     assert c.chi2_yates == pytest.approx(yates_chi2([[3, 1], [2, 4]]))
     assert c.cramers_v_yates == pytest.approx(math.sqrt(250 / 600 / 10))
     # MR-2: nothing flagged by either vote -> one cell holds everything, the test is undefined
-    c2 = A.colour_contingency(store, rid, "MR-2")
+    c2 = S.colour_contingency(store, rid, "MR-2")
     assert c2.table.values.tolist() == [[0, 0], [0, 10]] and c2.chi2 is None and "undefined" in c2.note
     assert c.to_dict()["table"]["V15: violate"]["V3: violate"] == 3
 
@@ -339,9 +365,9 @@ def test_colour_contingency_without_palette_says_how_to_get_it(store):
     rid = add_run(store, [Inf("a")], plan="colours3")
     assert not A.has_palette(store, rid)
     with pytest.raises(A.NotAvailable, match="objrel run --plan palette15"):
-        A.colour_contingency(store, rid, "MR-1")
+        S.colour_contingency(store, rid, "MR-1")
     with pytest.raises(ValueError, match="relation"):
-        A.colour_contingency(store, rid, "MR-1&2")
+        S.colour_contingency(store, rid, "MR-1&2")
 
 
 # ---------------------------------------------------------------- accuracy vs violation ratio (Fig. 10)
@@ -363,7 +389,7 @@ def test_pearson_of_accuracy_and_violation_ratio(store):
     r = (dx * dy).sum() / math.sqrt((dx ** 2).sum() * (dy ** 2).sum())
     t = r * math.sqrt((len(x) - 2) / (1 - r ** 2))
     p = 1 - abs(t) / math.sqrt(2 + t ** 2)   # two-sided tail of Student's t with 2 dof, closed form
-    res = A.accuracy_violation_correlation(store, runs, "MR-2")
+    res = S.accuracy_violation_correlation(store, runs, "MR-2")
     assert res.n == 4 and res.r == pytest.approx(r) and res.pvalue == pytest.approx(p)
     assert res.slope == pytest.approx((dx * dy).sum() / (dx ** 2).sum())
     assert res.intercept == pytest.approx(y.mean() - res.slope * x.mean())
@@ -376,10 +402,10 @@ def test_pearson_needs_three_runs_and_variation(store):
     a = _run_with(store, "a", [T, F], {0})
     b = _run_with(store, "b", [T, T], {0})
     with pytest.raises(A.NotAvailable, match="at least 3 runs"):
-        A.accuracy_violation_correlation(store, [a, b], "MR-2")
+        S.accuracy_violation_correlation(store, [a, b], "MR-2")
     c = _run_with(store, "c", [T, T, T, F], {0})
     with pytest.raises(A.NotAvailable, match="same ratio"):  # ratios 1, 1/2, 1/3 vary; MR-1 ratios are all 0
-        A.accuracy_violation_correlation(store, [a, b, c], "MR-1")
+        S.accuracy_violation_correlation(store, [a, b, c], "MR-1")
 
 
 # ---------------------------------------------------------------- catalogue

@@ -184,11 +184,12 @@ def test_quick_button_starts_a_separate_process(tmp_path):
 
 
 def test_score_tables_and_quick_states(results_file, tmp_path):
-    from objrel.studies.shortcut import bench as B
+    from objrel.studies.shortcut import results as B
+    from objrel.studies.shortcut.tables import tables as bench_tables
     from objrel.studies.shortcut.browse import FAILED, FINISHED, QuickState, quick_state, score_table_for
 
     results = B.load_results(results_file)
-    tables = B.tables(results)
+    tables = bench_tables(results)
     assert score_table_for(results, "both", "reliant").equals(tables["scores_both"])
     assert score_table_for(results, "both", "matched").equals(tables["scores_matched_both"])
     both, biased, unbiased = (score_table_for(results, m, "reliant").set_index("detector")["TP"]

@@ -251,7 +251,7 @@ def test_the_inspect_result_loader_refuses_deep_json_with_one_value_error(tmp_pa
 
 
 def test_the_shortcut_results_loader_refuses_deep_json_with_one_value_error(tmp_path):
-    from objrel.studies.shortcut.bench import load_results
+    from objrel.studies.shortcut.results import load_results
 
     with pytest.raises(ValueError) as exc:
         load_results(deep_results(tmp_path))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from objrel.analysis import studies as analysis
+from objrel.analysis import flag_tables as analysis
 from objrel.data import load_coco
 from objrel.config import DetectionConfig
 from objrel.engine.detect import DetectionEngine

@@ -25,7 +25,7 @@ from objrel.engine.classify import Engine
 from objrel.errors import ConfigError, UnsafeWeightsError
 from objrel.models import CallableClassifier, TorchClassifier
 from objrel.studies.shortcut import attack as A
-from objrel.studies.shortcut import bench as B
+from objrel.studies.shortcut import tables as T
 from objrel.studies.shortcut.groundtruth import ground_truth, reliance_share
 from objrel.studies.shortcut.models import (
     MODEL_SPEC, ShortcutCNN, TrainConfig, factory, load_model, module_classifier, save_model, train,
@@ -341,7 +341,7 @@ def test_quick_bench_multi_label_arm_scores_mr1_mr2_and_union(quick):
             assert d["precision_lo"] <= d["tp"] / n_flag <= d["precision_hi"]
         if n_rel:
             assert d["recall_lo"] <= d["tp"] / n_rel <= d["recall_hi"]
-    table = B.score_table(B.multi_label_scores(results))
+    table = T.score_table(T.multi_label_scores(results))
     assert set(table["relation"]) >= {"MR-1", "MR-2", "union"}
 
 

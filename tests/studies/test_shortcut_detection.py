@@ -12,7 +12,9 @@ from statsmodels.stats.proportion import proportion_confint
 from objrel.models import CallableDetector, load_detector
 from objrel.relations.associate import iou
 from objrel.store import detections as D
-from objrel.studies.shortcut import bench as B
+from objrel.studies.shortcut import arms
+from objrel.studies.shortcut import tables as T
+from objrel.studies.shortcut.config import BenchConfig
 from objrel.studies.shortcut import planted as PD
 from objrel.studies.shortcut.groundtruth import UnitReliance, detection_ground_truth
 from objrel.studies.shortcut.planted import PlantedDetector, planted_reliance
@@ -163,27 +165,54 @@ def test_scoring_counts_by_hand_with_wilson_intervals():
 
 
 @pytest.fixture(scope="module")
-def arm(tmp_path_factory):
+def arm_result(tmp_path_factory):
     from objrel.store import Store
 
     root = tmp_path_factory.mktemp("arm")
     store = Store(root / "s.db")
-    cfg = B.BenchConfig(seeds=(0,), n_classes=K, n_test=16)
-    res = B.run_detection(cfg, 0, root / "seed0", store, lambda m: None)
-    yield cfg, res, store
+    cfg = BenchConfig(seeds=(0,), n_classes=K, n_test=16)
+    out = arms.run_detection(cfg, 0, root / "seed0", store, lambda m: None)
+    yield cfg, out, store
     store.dispose()
+
+
+@pytest.fixture(scope="module")
+def arm(arm_result):
+    """The arm as its results file holds it (``to_dict``)."""
+    cfg, out, store = arm_result
+    return cfg, out.to_dict(), store
+
+
+def test_detection_arm_returns_typed_frozen_results(arm_result):
+    import dataclasses
+    import json
+
+    from objrel.studies.shortcut.results import DetectionResult, DetectionRun, PlantedAgreement
+
+    _, out, _ = arm_result
+    assert isinstance(out, DetectionResult) and isinstance(out.planted, PlantedAgreement)
+    assert list(out.runs) == list(arms.DETECTION_PLANS)
+    assert all(isinstance(r, DetectionRun) and r.summary.run_id == r.run_id for r in out.runs.values())
+    assert out.planted.correct == out.reliance["correct"] == sum(r.correct for r in out.truth.values())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.planted = None
+    # what the results file holds: plain JSON, the same keys in the same order as before the types
+    d = json.loads(json.dumps(out.to_dict()))
+    assert list(d) == ["detector", "data", "runs", "reliance", "planted", "scores", "truth"]
+    assert list(d["runs"][arms.DETECTION_PLANS[0]]) == ["run_id", "summary"]
+    assert d["planted"] == {"correct": out.planted.correct, "planted": out.planted.planted, "agree": out.planted.agree}
 
 
 def test_detection_arm_runs_the_engine_and_scores_mr1_mr2_and_union(arm):
     cfg, res, store = arm
-    assert set(res["runs"]) == set(B.DETECTION_PLANS)
+    assert set(res["runs"]) == set(arms.DETECTION_PLANS)
     correct = {u for u, r in res["truth"].items() if r["correct"]}
     reliant = {u for u, r in res["truth"].items() if r["reliant"]}
     assert res["reliance"]["correct"] == len(correct) >= 10 and 0 < len(reliant) < len(correct)
     by = {d["detector"]: d for d in res["scores"]}
     unions = {"MR-1 ∪ MR-2 3 colours": ("MR-1 3 colours", "MR-2 3 colours"),
               "MR-1 ∪ MR-2 (random erase + background noise)": ("MR-1 random erase", "MR-2 background noise")}
-    for plan, (union, (g1, g2)) in zip(B.DETECTION_PLANS, unions.items()):
+    for plan, (union, (g1, g2)) in zip(arms.DETECTION_PLANS, unions.items()):
         run_id = res["runs"][plan]["run_id"]
         run = store.get_run(run_id)
         assert run.task == "detection" and run.config["plan"] == plan
@@ -209,11 +238,11 @@ def test_detection_arm_runs_the_engine_and_scores_mr1_mr2_and_union(arm):
 def test_detection_table_pools_seeds_and_adds_up(arm):
     cfg, res, _ = arm
     results = {"seeds": [{"seed": 0, "detection": res}, {"seed": 1}]}     # seed 1 ran without the arm
-    table = B.score_table(B.detection_scores(results))
+    table = T.score_table(T.detection_scores(results))
     assert {"MR-1", "MR-2", "union"} <= set(table["relation"])
     assert len(table[table["relation"] == "union"]) == 2          # one per plan
     assert (table["TP"] + table["FP"] + table["FN"] + table["TN"] == res["reliance"]["correct"]).all()
-    assert B.detection_totals(results)["detected"] == res["reliance"]["correct"]
-    pooled = B.detection_scores({"seeds": [{"detection": res}, {"detection": res}]})
+    assert T.detection_totals(results)["detected"] == res["reliance"]["correct"]
+    pooled = T.detection_scores({"seeds": [{"detection": res}, {"detection": res}]})
     assert all(s.n == 2 * res["reliance"]["correct"] for s in pooled)    # seeds sum
 

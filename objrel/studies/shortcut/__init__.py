@@ -6,6 +6,10 @@
 * ``scoring``:     precision / recall of every vote group against it, with Wilson intervals;
 * ``repair``:      retraining on violating mutants with a search over their share (seed 001 s4.5);
 * ``attack``:      relevancy-guided vs random transplanting (seed 002 s VIII);
+* ``config``:      ``BenchConfig``, the benchmark's sizes (full and quick);
+* ``arms``:        what each seed runs (both models, repair, attack, the multi-label and detection arms);
+* ``results``:     the arms' typed results and the results file (``results.json``) they are written to;
+* ``tables`` / ``report``: the tables read from a results file, and the text report of them;
 * ``bench``:       ``objrel bench shortcut``, which runs all of it on ``objrel.studies.shortcut.scenes`` scenes.
 
 Import the submodules directly (``from objrel.studies.shortcut.groundtruth import ground_truth``): importing

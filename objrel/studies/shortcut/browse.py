@@ -12,11 +12,12 @@ import pandas as pd
 
 from objrel.access import OPEN_RESULTS, READ_LOG, SEE_PROGRESS, START_BENCHMARK, Actor, authorize, permits
 from objrel.engine.jobs import pid_alive
-from objrel.studies.shortcut import bench as B
+from objrel.studies.shortcut import results as R
+from objrel.studies.shortcut.tables import pooled_scores, score_table
 
 QUICK_DIR = "quick"   # a quick benchmark started from the app writes in this folder of the results root
 BOTH_MODELS = "both"
-MODEL_CHOICES = (BOTH_MODELS, *B.MODELS)
+MODEL_CHOICES = (BOTH_MODELS, *R.MODELS)
 MODEL_LABELS = {BOTH_MODELS: "both models pooled", "biased": "biased model", "unbiased": "unbiased model"}
 TRUTH_CHOICES = ("reliant", "matched")
 TRUTH_LABELS = {"reliant": "background-reliant (every detector)",
@@ -29,7 +30,7 @@ def score_table_for(results: dict, model: str, truth: str) -> pd.DataFrame:
     if model not in MODEL_CHOICES or truth not in TRUTH_CHOICES:
         raise ValueError(f"expected a model of {MODEL_CHOICES} and a truth of {TRUTH_CHOICES}, got {model!r}, "
                          f"{truth!r}")
-    return B.score_table(B.pooled_scores(results, None if model == BOTH_MODELS else model, truth))
+    return score_table(pooled_scores(results, None if model == BOTH_MODELS else model, truth))
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class QuickState:
 
 def quick_state(pid: int, out: str) -> QuickState:
     """A quick benchmark's state: running while its process lives, then finished if it wrote its results."""
-    results_file = str(Path(out).resolve() / B.RESULTS_FILE)
+    results_file = str(Path(out).resolve() / R.RESULTS_FILE)
     if pid_alive(pid):
         return QuickState(RUNNING, results_file)
     return QuickState(FINISHED if Path(results_file).is_file() else FAILED, results_file)
@@ -48,7 +49,7 @@ def quick_state(pid: int, out: str) -> QuickState:
 
 # ---------------------------------------------------------------- what the Shortcut page may open and start
 
-RESULTS_DIR_ENV = "OBJREL_SHORTCUT_DIR"   # the benchmark's results folder (default bench.DEFAULT_OUT)
+RESULTS_DIR_ENV = "OBJREL_SHORTCUT_DIR"   # the benchmark's results folder (default results.DEFAULT_OUT)
 QUICK_LOCK = "quick.lock"                 # in the quick folder: who started the quick benchmark running there
 # Seconds ``start_quick_benchmark`` took, start to results, on the 2-core development machine: 28 s with the
 # machine otherwise idle, 56 s beside other work (load average 2-4).  Until a quick benchmark has run on this
@@ -64,14 +65,14 @@ def results_root() -> Path:
     ``var/shortcut``, resolved."""
     import os
 
-    return Path(os.environ.get(RESULTS_DIR_ENV) or B.DEFAULT_OUT).expanduser().resolve()
+    return Path(os.environ.get(RESULTS_DIR_ENV) or R.DEFAULT_OUT).expanduser().resolve()
 
 
 def results_files(root: Path | None = None) -> list[str]:
     """The results files the page offers, as names relative to ``results_root()``: the full benchmark's and the
     quick one's, where they exist.  Nobody types a server path."""
     root = results_root() if root is None else Path(root)
-    names = [B.RESULTS_FILE, f"{QUICK_DIR}/{B.RESULTS_FILE}"]
+    names = [R.RESULTS_FILE, f"{QUICK_DIR}/{R.RESULTS_FILE}"]
     return [n for n in names if (root / n).is_file() and not (root / n).is_symlink()]
 
 
@@ -82,7 +83,7 @@ def open_results(actor: Actor, name: str, root: Path | None = None) -> dict:
     root = results_root() if root is None else Path(root)
     if name not in results_files(root):
         raise ValueError(f"{name!r} is not one of the benchmark's results files ({', '.join(results_files(root)) or 'none yet'})")
-    return B.load_results(root / name)
+    return R.load_results(root / name)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def quick_job(actor: Actor, root: Path | None = None) -> QuickJob | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     state = quick_state(pid, str(root / QUICK_DIR)).state
-    results = root / QUICK_DIR / B.RESULTS_FILE
+    results = root / QUICK_DIR / R.RESULTS_FILE
     done = results.stat().st_mtime if state == FINISHED else None
     if done is not None and done < at:
         state, done = FAILED, None   # results older than this start: the run stopped without writing new ones
@@ -171,7 +172,9 @@ def start_quick_benchmark(actor: Actor, root: Path | None = None) -> QuickJob:
                          f"{time.time() - running.started_at:.0f} s ago); wait for it to finish")
     out = root / QUICK_DIR
     out.mkdir(parents=True, exist_ok=True)
-    proc = B.start_quick(out)
+    from objrel.studies.shortcut.bench import start_quick   # the arms load torch: only when one starts
+
+    proc = start_quick(out)
     at = time.time()
     _lock(root).write_text(json.dumps({"pid": proc.pid, "by": actor.name or "server", "at": at}))
     threading.Thread(target=proc.wait, name="objrel-quick-reaper", daemon=True).start()
@@ -190,4 +193,4 @@ def quick_progress(actor: Actor, job: QuickJob, root: Path | None = None):
     if permits(actor, READ_LOG):
         authorize(actor, READ_LOG, "quick shortcut benchmark")
         log = quick / "quick.log"
-    return job_progress(job.started_at, log, quick / B.STORE_FILE)
+    return job_progress(job.started_at, log, quick / R.STORE_FILE)

@@ -1,13 +1,17 @@
-"""Throughput against the model's limit: the bare module, the adapter, objrel (lazy off / on) and Ray, in one process.
+"""Throughput against the model's limit on the fastest runtime here: the bare network, the adapter, objrel
+(lazy off / on) and Ray, in one process.
 
 All sides see the same images: every demo photo the model classifies correctly (listed ``--copies``
 times) and the mutants of the plan made from them, in batches of ``--batch-size``:
 
-  limit   the bare ``nn.Module`` on tensors preprocessed beforehand, in the faster of the default and
-          channels_last memory formats (images/s): the ceiling no engine can pass;
-  plain   the adapter's ``predict`` on the same decoded images (preprocessing included);
-  objrel  a full run (decode, mutate, predict, check, vote, commit to SQLite), lazy votes off and on:
-          images/s (forward passes) and tested sources/s, and the share of forward passes lazy saves;
+  limit   the bare network on inputs preprocessed beforehand, on every way this machine can run it: torch
+          in the default and channels_last memory formats, torch.compile (compiled once before the timed
+          repeats; a line says why when it cannot run), and the exported ONNX file on each installed runtime
+          (ONNX Runtime: the faster of its default session and objrel's; OpenVINO, f32).  Each one's
+          images/s is printed; the fastest is the limit, the ceiling no engine can pass;
+  plain   the adapter's ``predict`` on that fastest runtime (preprocessing included);
+  objrel  a full run on that fastest runtime (decode, mutate, predict, check, vote, commit to SQLite), lazy
+          votes off and on: images/s (forward passes) and tested sources/s, and the share of passes lazy saves;
   ray     (``--ray``) the same run on local Ray Data with ``--ray-workers`` actors.
 
   ratio_limit = objrel(lazy off) images/s / limit images/s                   (target >= 0.85)
@@ -15,8 +19,9 @@ times) and the mutants of the plan made from them, in batches of ``--batch-size`
 
 Medians of ``--repeats`` interleaved repeats (drift on a shared machine hits every side alike); the two
 ratios are medians of per-repeat pairs, each run divided by the limit measured just before and after it.
+``--quick`` runs fewer copies and repeats (a smoke check, noisier figures).
 
-    python benchmarks/throughput.py [--copies 6] [--repeats 5] [--plan colours3] [--ray]
+    python benchmarks/throughput.py [--copies 6] [--repeats 5] [--plan colours3] [--quick] [--ray]
 """
 
 from __future__ import annotations
@@ -34,13 +39,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from objrel.config import RunConfig  # noqa: E402
+from objrel.constants import ONNXRUNTIME, TORCH_RUNTIME  # noqa: E402
 from objrel.data import load_demo, load_rgb  # noqa: E402
 from objrel.data.bundled import DEMO_IMAGES  # noqa: E402
 from objrel.engine.classify import Engine  # noqa: E402
 from objrel.models import load_classifier  # noqa: E402
+from objrel.models.runtimes import with_runtime  # noqa: E402
 from objrel.models.threads import configure_inference_threads  # noqa: E402
 from objrel.mutations import NotApplicable, derive_seed, make_mutant  # noqa: E402
 from objrel.store import Store  # noqa: E402
+
+
+# Photos listed and interleaved repeats: the default figures, and --quick's.
+COPIES, REPEATS = 6, 5
+QUICK_COPIES, QUICK_REPEATS = 2, 3
 
 
 def correct_subset(model, copies: int, workdir: Path) -> Path:
@@ -95,22 +107,97 @@ def batches(items: list, size: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def limit(model, images: list, batch_size: int) -> dict[str, float]:
-    """images/s of the bare module on preprocessed tensors, per memory format."""
-    out = {}
+class Candidate:
+    """One way to run the bare network: ``run(x)`` on each of the batches ``prepared`` before timing (``(x,
+    images in it)``), after ``setup()`` (a torch candidate puts the module in its memory format)."""
+
+    def __init__(self, name: str, runtime: str, prepared: list, run, note: str = "", session: str = "",
+                 setup=None):
+        self.name, self.runtime, self.prepared, self.run, self.note = name, runtime, prepared, run, note
+        self.label = f"{name}, {session}" if session else name
+        self.setup = setup
+
+    def images_per_s(self) -> float:
+        if self.setup is not None:
+            self.setup()
+        self.run(self.prepared[0][0])  # warm-up: the last candidate may have left the caches cold
+        t = time.perf_counter()
+        for x, _ in self.prepared:
+            self.run(x)
+        return sum(n for _, n in self.prepared) / (time.perf_counter() - t)
+
+
+def torch_candidates(model, images: list, batch_size: int) -> tuple[list[Candidate], str | None]:
+    """The bare module in each memory format, and torch.compile'd (compiled here, outside the timed repeats:
+    every batch shape once); the second value says why torch.compile cannot run, or None.  The module is
+    left in the adapter's own format."""
     module = model.module
-    for fmt in ("default", "channels_last"):
-        mf = torch.channels_last if fmt == "channels_last" else torch.contiguous_format
-        module.to(memory_format=mf)
-        xs = [model.preprocess(b).contiguous(memory_format=mf) for b in batches(images, batch_size)]
+    own = torch.channels_last if model.channels_last else torch.contiguous_format
+    tensors = [model.preprocess(b) for b in batches(images, batch_size)]
+    out = []
+
+    def runner(fn):
+        def run(x):
+            with torch.inference_mode():
+                fn(x)
+        return run
+
+    for name, fmt in (("torch default", torch.contiguous_format), ("torch channels_last", torch.channels_last)):
+        xs = [(x.contiguous(memory_format=fmt), len(x)) for x in tensors]
+        out.append(Candidate(name, TORCH_RUNTIME, xs, runner(module),
+                             setup=lambda fmt=fmt: module.to(memory_format=fmt)))
+    # torch.compile on the full batches only: one shape, one compile (each further shape compiles again)
+    xs = [(x.contiguous(memory_format=own), len(x)) for x in tensors if len(x) == batch_size] or \
+        [(x.contiguous(memory_format=own), len(x)) for x in tensors]
+    failed = None
+    try:
+        module.to(memory_format=own)
+        fn = torch.compile(module, dynamic=False)
+        t = time.perf_counter()
         with torch.inference_mode():
-            module(xs[0])  # warm-up in this format
-            t = time.perf_counter()
-            for x in xs:
-                module(x)
-            out[fmt] = len(images) / (time.perf_counter() - t)
-    module.to(memory_format=torch.channels_last if model.channels_last else torch.contiguous_format)
-    return out
+            fn(xs[0][0])  # compiled now, not in a timed pass
+        out.append(Candidate("torch.compile", TORCH_RUNTIME, xs, runner(fn),
+                             note=f"compiled in {time.perf_counter() - t:.0f} s before the repeats",
+                             setup=lambda: module.to(memory_format=own)))
+    except Exception as exc:  # no compiler, an unsupported op...: said in its line, the others still run
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        failed = f"cannot run here ({type(exc).__name__}: {first})"
+    module.to(memory_format=own)
+    return out, failed
+
+
+def runtime_candidates(model, images: list, batch_size: int, threads: int) -> tuple[list[Candidate], dict]:
+    """The exported network on each installed runtime, on NCHW float32 arrays made beforehand; the second
+    value maps a runtime that cannot run this model to why."""
+    import numpy as np
+
+    from objrel.models import runtimes as rt
+
+    out, missing = [], {}
+    arrays = [(np.ascontiguousarray(model.preprocess(b).contiguous().numpy()), len(b))
+              for b in batches(images, batch_size)]
+    for runtime in rt.EXPORTED_RUNTIMES:
+        if runtime not in rt.installed_runtimes():
+            missing[runtime] = "not installed"
+            continue
+        try:
+            path = rt.export_onnx(model)
+        except rt.RuntimeUnavailable as exc:
+            missing[runtime] = str(exc)
+            continue
+        sessions = {"objrel's session": rt._SESSIONS[runtime](path, threads)}
+        if runtime == ONNXRUNTIME:  # ONNX Runtime's own defaults too (spinning threads), with the same threads
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.log_severity_level = 3
+            bare = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            name = bare.get_inputs()[0].name
+            sessions["ONNX Runtime's defaults"] = lambda x, bare=bare, name=name: bare.run(None, {name: x})[0]
+        for label, session in sessions.items():
+            out.append(Candidate(runtime, runtime, arrays, session, session=label))
+    return out, missing
 
 
 def plain(model, images: list, batch_size: int) -> float:
@@ -143,41 +230,75 @@ def ray_run(cfg: RunConfig, workdir: Path, tag: str, workers: int) -> tuple[floa
     return elapsed, report.forward_passes, report.tested
 
 
+def objrel_model(base, candidate: Candidate):
+    """The adapter objrel runs on for a limit candidate: the torch adapter (compiled for torch.compile) or
+    the exported runtime's."""
+    if candidate.runtime != TORCH_RUNTIME:
+        return with_runtime(base, candidate.runtime)
+    if candidate.name == "torch.compile":
+        base.enable_compile()
+    return base
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="efficientnet-lite0")
     ap.add_argument("--plan", default="colours3")
-    ap.add_argument("--copies", type=int, default=6, help="times each correct demo photo is listed")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--copies", type=int, default=None, help="times each correct demo photo is listed (6; quick 2)")
+    ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (5; quick 3)")
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--quick", action="store_true", help="fewer copies and repeats: a quicker, noisier check")
     ap.add_argument("--ray", action="store_true", help="also run the plan on local Ray Data")
     ap.add_argument("--ray-workers", type=int, default=2)
     args = ap.parse_args(argv)
+    copies = args.copies or (QUICK_COPIES if args.quick else COPIES)
+    repeats = args.repeats or (QUICK_REPEATS if args.quick else REPEATS)
 
     threads = configure_inference_threads()
-    model = load_classifier(args.model)
+    base = load_classifier(args.model)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        ann = correct_subset(model, args.copies, work)
+        ann = correct_subset(base, copies, work)
         full_cfg = run_config(ann, args.plan, args.batch_size, lazy=False)
         lazy_cfg = run_config(ann, args.plan, args.batch_size, lazy=True)
-        images = same_images(model, full_cfg, work)
-        model.predict(images[:2])  # warm-up
-        res: dict[str, list] = {k: [] for k in ("limit_default", "limit_cl", "plain", "full", "lazy", "ray")}
-        for rep in range(args.repeats):  # interleaved, so drift hits every side alike
-            lim = limit(model, images, args.batch_size)
+        images = same_images(base, full_cfg, work)
+        candidates, compile_failed = torch_candidates(base, images, args.batch_size)
+        exported, missing = runtime_candidates(base, images, args.batch_size, threads)
+        candidates += exported
+
+        def limits() -> dict[str, float]:
+            """images/s of every candidate (a runtime's sessions each under its own label)."""
+            out = {c.label: c.images_per_s() for c in candidates}
+            base.module.to(memory_format=torch.channels_last if base.channels_last else torch.contiguous_format)
+            return out
+
+        def best(measured: dict[str, float]) -> dict[str, float]:
+            """The best of each runtime's sessions, under the runtime's name."""
+            out: dict[str, float] = {}
+            for c in candidates:
+                out[c.name] = max(out.get(c.name, 0.0), measured[c.label])
+            return out
+
+        first = best(limits())  # which runtime objrel runs on: the fastest of one pass before the repeats
+        chosen = max(first, key=first.get)
+        model = objrel_model(base, next(c for c in candidates if c.name == chosen))
+        objrel_run(model, full_cfg, work, "warm-up")  # sessions opened, a compile done, caches warm
+        res: dict[str, list] = {"limit": [], "sessions": [], "plain": [], "full": [], "lazy": [], "ray": []}
+        for rep in range(repeats):  # interleaved, so drift hits every side alike
+            before = limits()
             res["plain"].append(plain(model, images, args.batch_size))
             res["full"].append(objrel_run(model, full_cfg, work, f"full-{rep}"))
             res["lazy"].append(objrel_run(model, lazy_cfg, work, f"lazy-{rep}"))
-            lim2 = limit(model, images, args.batch_size)  # before and after the runs: load drift averages out
-            res["limit_default"].append((lim["default"] + lim2["default"]) / 2)
-            res["limit_cl"].append((lim["channels_last"] + lim2["channels_last"]) / 2)
+            after = limits()  # before and after the runs: load drift averages out
+            res["sessions"].append({k: (before[k] + after[k]) / 2 for k in before})
+            res["limit"].append(best({k: (before[k] + after[k]) / 2 for k in before}))
             if args.ray:
-                res["ray"].append(ray_run(lazy_cfg.replace(lazy=False), work, f"{rep}", args.ray_workers))
+                res["ray"].append(ray_run(full_cfg, work, f"{rep}", args.ray_workers))
         med = lambda xs: statistics.median(xs)  # noqa: E731
-        lim_d, lim_cl = med(res["limit_default"]), med(res["limit_cl"])
-        best_fmt, best = ("channels_last", "limit_cl") if lim_cl >= lim_d else ("default", "limit_default")
-        lim = med(res[best])
+        by_name = {k: med([r[k] for r in res["limit"]]) for k in first}
+        by_label = {c.label: med([r[c.label] for r in res["sessions"]]) for c in candidates}
+        fastest = max(by_name, key=by_name.get)
+        lim = by_name[fastest]
         n_images = len(images)
         passes_full, tested = res["full"][0][1], res["full"][0][2]
         passes_lazy = res["lazy"][0][1]
@@ -188,18 +309,26 @@ def main(argv=None) -> int:
         lazy_ips, lazy_sps = passes_lazy / t_lazy, tested / t_lazy
         # Paired ratios: each repeat's runs against the limit measured around them in that repeat, so a
         # slow spell of the shared machine divides out; the median of the pairs is the figure.
-        pair_limit = [passes_full / r[0] / lim_r for r, lim_r in zip(res["full"], res[best])]
-        pair_lazy = [tested / r[0] / (lim_r / per_source) for r, lim_r in zip(res["lazy"], res[best])]
+        pair_limit = [passes_full / r[0] / lim_r[fastest] for r, lim_r in zip(res["full"], res["limit"])]
+        pair_lazy = [tested / r[0] / (lim_r[fastest] / per_source) for r, lim_r in zip(res["lazy"], res["limit"])]
         spread = lambda xs: f"pairs {min(xs):.3f}..{max(xs):.3f}"  # noqa: E731
-        print(f"model {args.model}, plan {args.plan}, batch {args.batch_size}, torch threads {threads}, "
-              f"{args.repeats} interleaved repeats (medians); {tested} tested sources, {n_images} images "
-              f"(sources + applicable mutants), {per_source:.2f} forward passes per source")
-        print(f"limit  (bare module, preprocessed tensors): default {lim_d:.1f} images/s, channels_last "
-              f"{lim_cl:.1f} images/s -> best {best_fmt} {lim:.1f} images/s")
-        print(f"plain  (adapter predict, preprocessing included): {med(res['plain']):.1f} images/s")
-        print(f"objrel lazy off: {t_full:.2f} s, {full_ips:.1f} images/s, {full_sps:.2f} sources/s "
+        print(f"model {args.model}, plan {args.plan}, batch {args.batch_size}, {threads} threads, {repeats} "
+              f"interleaved repeats (medians); {tested} tested sources, {n_images} images (sources + applicable "
+              f"mutants), {per_source:.2f} forward passes per source")
+        for c in candidates:
+            print(f"limit  {c.label:<42} {by_label[c.label]:7.1f} images/s" + (f"  ({c.note})" if c.note else ""))
+        if compile_failed:
+            print(f"limit  {'torch.compile':<42} {compile_failed}")
+        for runtime, why in missing.items():
+            print(f"limit  {runtime:<42} {why}")
+        print(f"limit  = fastest: {fastest} {lim:.1f} images/s (bare network, inputs preprocessed beforehand)")
+        if chosen != fastest:
+            print(f"note   objrel ran on {chosen}, the fastest of the pass before the repeats; the ratios are "
+                  f"against {fastest}")
+        print(f"plain  (adapter predict on {chosen}, preprocessing included): {med(res['plain']):.1f} images/s")
+        print(f"objrel lazy off on {chosen}: {t_full:.2f} s, {full_ips:.1f} images/s, {full_sps:.2f} sources/s "
               f"({passes_full} forward passes)")
-        print(f"objrel lazy on:  {t_lazy:.2f} s, {lazy_ips:.1f} images/s, {lazy_sps:.2f} sources/s "
+        print(f"objrel lazy on  on {chosen}: {t_lazy:.2f} s, {lazy_ips:.1f} images/s, {lazy_sps:.2f} sources/s "
               f"({passes_lazy} forward passes, {1 - passes_lazy / passes_full:.1%} saved)")
         steps: dict = {}
         for r in res["full"]:
@@ -211,8 +340,9 @@ def main(argv=None) -> int:
               + ", ".join(f"{k} {v / total:.1%}" for k, v in shares))
         if args.ray:
             t_ray = med([r[0] for r in res["ray"]])
-            print(f"ray ({args.ray_workers} actors, lazy off): {t_ray:.2f} s, {res['ray'][0][1] / t_ray:.1f} images/s, "
-                  f"{res['ray'][0][2] / t_ray:.2f} sources/s (start-up included)")
+            print(f"ray ({args.ray_workers} actors, lazy off, runtime {full_cfg.runtime}): {t_ray:.2f} s, "
+                  f"{res['ray'][0][1] / t_ray:.1f} images/s, {res['ray'][0][2] / t_ray:.2f} sources/s "
+                  f"(start-up included)")
         pair_plain = [passes_full / r[0] / p for r, p in zip(res["full"], res["plain"])]
         print(f"objrel(lazy off) images/s / plain = {med(pair_plain):.3f}  (median of {spread(pair_plain)}: the "
               f"pipeline against the adapter's own sequential predict)")

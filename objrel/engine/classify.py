@@ -311,9 +311,8 @@ class Engine:
             with report.step("forward"):
                 probs = self.model.forward(sources)
             report.forward_passes += len(live)
-            with report.step("check"):
-                for p, row in zip(live, probs):
-                    self._decide(p, row)
+            with report.step("check"):  # each sample's own prediction and target (masks): spread over the cores
+                parallel_each(lambda i: self._decide(live[i], probs[i]), len(live))
 
     def _decided_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
         """The chunk's samples with their source predictions: from ``_decide_next`` when it guessed this

@@ -57,13 +57,17 @@ class Preprocess:
         nh, nw = max(s, round(h * scale)), max(s, round(w * scale))
         return (cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR), (nw, nh), ((nh - s) // 2, (nw - s) // 2)
 
-    def resize_one(self, image: np.ndarray) -> np.ndarray:
+    def resize_one(self, image: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``(size, size, C)`` float32: the linear resize of an ``(H, W, C)`` image (uint8 or float32), with no
         rounding to bytes (the model sees the exact average of the pixels, and a ``PaintedInput`` equals the
-        resize of the painted image up to float32 rounding)."""
+        resize of the painted image up to float32 rounding).  ``out``: a C-contiguous ``(size, size, C)``
+        float32 array to write it into (``stretch`` only: a crop is cut from a larger resize)."""
         h, w = image.shape[:2]
         interp, size, corner = self._interpolation(h, w)
         src = image if image.dtype == np.float32 else image.astype(np.float32)
+        if out is not None and corner is None and out.shape == (*size[::-1], src.shape[2] if src.ndim == 3 else 1) \
+                and out.flags.c_contiguous and src.ndim == 3:
+            return cv2.resize(src, size, dst=out, interpolation=interp)
         out = cv2.resize(src, size, interpolation=interp)
         if out.ndim == 2:
             out = out[:, :, None]
@@ -110,32 +114,29 @@ class Preprocess:
         """``(N, 3, size, size)`` float32, channels_last-strided (the NHWC buffer seen as NCHW, no copy).
 
         ``images``: ``(H, W, 3)`` uint8 arrays or ``PaintedInput`` (a one-colour fill of a source, mixed from
-        its ``FillBasis`` without painting or resizing it).  One float32 resize per image, shared out over the
-        cores (``parallel_each``), then torch's multithreaded ``x * scale + offset`` (``normalisation``) in
-        float32 (no float64 anywhere); a painted input is mixed already normalised.
+        its ``FillBasis`` without painting or resizing it).  Each image is resized in float32 and normalised
+        (``x * scale + offset``, ``normalisation``: a multiply, then an add, each rounded to float32) into its
+        row of the batch by the thread that resized it, the images shared out over the cores
+        (``parallel_each``); a painted input is mixed already normalised.  No torch operation runs on the
+        batch: torch's own thread pool stays asleep while another runtime's threads run the model.
         """
         s = self.size
         batch = np.empty((len(images), s, s, 3), dtype=np.float32)
-        painted = [isinstance(item, PaintedInput) for item in images]
+        scale, offset = self.normalisation()
 
         def resize_into(i: int) -> None:
-            if painted[i]:
-                if images[i].basis.preprocess != self:
+            item, row = images[i], batch[i]
+            if isinstance(item, PaintedInput):
+                if item.basis.preprocess != self:
                     raise ValueError(f"a painted input mixes only with the preprocessing that made its basis "
-                                     f"({images[i].basis.preprocess}), not with {self}")
-                images[i].into(batch[i])
-            else:
-                batch[i] = self.resize_one(images[i])
+                                     f"({item.basis.preprocess}), not with {self}")
+                item.into(row)
+                return
+            np.multiply(self.resize_one(item, out=row if self.resize == "stretch" else None), scale, out=row)
+            np.add(row, offset, out=row)
 
         parallel_each(resize_into, len(images))
-        scale, offset = (torch.from_numpy(v).view(3, 1, 1) for v in self.normalisation())
-        x = torch.from_numpy(batch).permute(0, 3, 1, 2)  # keeps the NHWC strides
-        if not any(painted):
-            return x.mul_(scale).add_(offset)
-        for i, done in enumerate(painted):
-            if not done:
-                x[i].mul_(scale).add_(offset)
-        return x
+        return torch.from_numpy(batch).permute(0, 3, 1, 2)  # keeps the NHWC strides
 
     def to_dict(self) -> dict:
         return {"size": self.size, "resize": self.resize, "mean": list(self.mean), "std": list(self.std),

@@ -6,8 +6,9 @@ times) and the mutants of the plan made from them, in batches of ``--batch-size`
 
   limit   the bare network on inputs preprocessed beforehand, on every way this machine can run it: torch
           in the default and channels_last memory formats, torch.compile (compiled once before the timed
-          repeats; a line says why when it cannot run), and the exported ONNX file on each installed runtime
-          (ONNX Runtime: the faster of its default session and objrel's; OpenVINO, f32).  Each one's
+          repeats; a line says why when it cannot run), and the exported ONNX file on each installed runtime,
+          both the bare network's graph (NCHW input) and objrel's (NHWC input, as objrel's preprocessing
+          writes a batch) (ONNX Runtime: in its default session and objrel's; OpenVINO, f32).  Each one's
           images/s is printed; the fastest is the limit, the ceiling no engine can pass;
   plain   the adapter's ``predict`` on that fastest runtime (preprocessing included);
   objrel  a full run on that fastest runtime (decode, mutate, predict, check, vote, commit to SQLite), lazy
@@ -167,36 +168,40 @@ def torch_candidates(model, images: list, batch_size: int) -> tuple[list[Candida
 
 
 def runtime_candidates(model, images: list, batch_size: int, threads: int) -> tuple[list[Candidate], dict]:
-    """The exported network on each installed runtime, on NCHW float32 arrays made beforehand; the second
-    value maps a runtime that cannot run this model to why."""
+    """The exported network on each installed runtime, on float32 arrays made beforehand: the bare network's
+    graph (NCHW input) and objrel's (NHWC input, as its preprocessing writes the batch), each in objrel's
+    session and, for ONNX Runtime, in ONNX Runtime's default one; the second value maps a runtime that cannot
+    run this model to why."""
     import numpy as np
 
     from objrel.models import runtimes as rt
 
     out, missing = [], {}
-    arrays = [(np.ascontiguousarray(model.preprocess(b).contiguous().numpy()), len(b))
-              for b in batches(images, batch_size)]
+    nhwc = [(np.ascontiguousarray(model.preprocess(b).permute(0, 2, 3, 1).numpy()), len(b))
+            for b in batches(images, batch_size)]
+    nchw = [(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), n) for x, n in nhwc]
     for runtime in rt.EXPORTED_RUNTIMES:
         if runtime not in rt.installed_runtimes():
             missing[runtime] = "not installed"
             continue
-        try:
-            path = rt.export_onnx(model)
-        except rt.RuntimeUnavailable as exc:
-            missing[runtime] = str(exc)
-            continue
-        sessions = {"objrel's session": rt._SESSIONS[runtime](path, threads)}
-        if runtime == ONNXRUNTIME:  # ONNX Runtime's own defaults too (spinning threads), with the same threads
-            import onnxruntime as ort
+        for layout, arrays in ((rt.NCHW, nchw), (rt.NHWC, nhwc)):
+            try:
+                path = rt.export_onnx(model, layout)
+            except rt.RuntimeUnavailable as exc:
+                missing[runtime] = str(exc)
+                break
+            sessions = {"objrel's session": rt._SESSIONS[runtime](path, threads)}
+            if runtime == ONNXRUNTIME:  # ONNX Runtime's own defaults too (spinning threads), with the same threads
+                import onnxruntime as ort
 
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.log_severity_level = 3
-            bare = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-            name = bare.get_inputs()[0].name
-            sessions["ONNX Runtime's defaults"] = lambda x, bare=bare, name=name: bare.run(None, {name: x})[0]
-        for label, session in sessions.items():
-            out.append(Candidate(runtime, runtime, arrays, session, session=label))
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = threads
+                options.log_severity_level = 3
+                bare = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                name = bare.get_inputs()[0].name
+                sessions["ONNX Runtime's defaults"] = lambda x, bare=bare, name=name: bare.run(None, {name: x})[0]
+            for label, session in sessions.items():
+                out.append(Candidate(runtime, runtime, arrays, session, session=f"{layout} input, {label}"))
     return out, missing
 
 

@@ -99,16 +99,24 @@ def _head(model: TorchClassifier) -> str:
     return "softmax" if model.task == "single" else "sigmoid"
 
 
-class _WithHead(torch.nn.Module):
-    """The network and its output head, as one graph to export."""
+# Memory layouts of an exported graph's input: ``nhwc`` (objrel's own: the preprocessing writes each image's
+# resized pixels channel-last, so the batch reaches the runtime with no transposing copy; the graph's first
+# operation moves the axes, which ONNX Runtime folds into its own layout change) or ``nchw`` (the network's own
+# input, for a comparison against the bare network).  Same outputs either way.
+NHWC, NCHW = "nhwc", "nchw"
 
-    def __init__(self, module: torch.nn.Module, head: str):
+
+class _WithHead(torch.nn.Module):
+    """The network and its output head, as one graph to export, taking ``layout`` input."""
+
+    def __init__(self, module: torch.nn.Module, head: str, layout: str = NHWC):
         super().__init__()
         self.module = module
         self.head = head
+        self.layout = layout
 
     def forward(self, x):
-        out = self.module(x)
+        out = self.module(x.permute(0, 3, 1, 2) if self.layout == NHWC else x)
         if self.head == "softmax":
             return out.softmax(dim=1)
         if self.head == "sigmoid":
@@ -116,9 +124,10 @@ class _WithHead(torch.nn.Module):
         return out
 
 
-def export_key(model: TorchClassifier) -> str:
+def export_key(model: TorchClassifier, layout: str = NHWC) -> str:
     """The cache name of ``model``'s exported graph: a hash of its architecture (the module's class and
-    printed layers), every weight and buffer, the input size, the head, the opset and torch's version."""
+    printed layers), every weight and buffer, the input size, the head, the input layout, the opset and torch's
+    version."""
     h = hashlib.sha256()
     module = model.module
     h.update(f"{type(module).__module__}.{type(module).__qualname__}\n{module!r}\n".encode())
@@ -126,7 +135,8 @@ def export_key(model: TorchClassifier) -> str:
         t = tensor.detach().cpu().contiguous()
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}\n".encode())
         h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())
-    h.update(f"size={model.preprocess.size} head={_head(model)} opset={ONNX_OPSET} torch={torch.__version__}".encode())
+    h.update(f"size={model.preprocess.size} head={_head(model)} layout={layout} opset={ONNX_OPSET} "
+             f"torch={torch.__version__}".encode())
     return h.hexdigest()[:24]
 
 
@@ -150,18 +160,22 @@ def _silenced():
             os.close(fd)
 
 
-def export_onnx(model: TorchClassifier) -> Path:
+def export_onnx(model: TorchClassifier, layout: str = NHWC) -> Path:
     """``model``'s network and head as an ONNX file in the model cache, exported on first use (atomically:
     two processes exporting at once each write their own file and the last rename wins).  Raises
-    ``RuntimeUnavailable`` naming why when the network cannot be exported."""
-    key = export_key(model)
+    ``RuntimeUnavailable`` naming why when the network cannot be exported.  ``layout``: the input's (``NHWC``,
+    objrel's, or ``NCHW``)."""
+    if layout not in (NHWC, NCHW):
+        raise ValueError(f"layout must be {NHWC!r} or {NCHW!r}, got {layout!r}")
+    key = export_key(model, layout)
     folder = model_cache_dir()
     path = folder / f"{key}.onnx"
     if path.is_file():
         return path
     size = model.preprocess.size
-    graph = _WithHead(model.module, _head(model)).eval()
-    example = torch.zeros(2, 3, size, size, dtype=torch.float32, device=model.device)
+    graph = _WithHead(model.module, _head(model), layout).eval()
+    shape = (2, size, size, 3) if layout == NHWC else (2, 3, size, size)
+    example = torch.zeros(*shape, dtype=torch.float32, device=model.device)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}-", suffix=".onnx")
     os.close(fd)
     try:
@@ -178,7 +192,7 @@ def export_onnx(model: TorchClassifier) -> Path:
         raise RuntimeUnavailable(f"model {model.name} cannot be exported to ONNX ({type(exc).__name__}: {first}); "
                                  f"run it with --runtime {TORCH_RUNTIME}") from exc
     (folder / f"{key}.json").write_text(json.dumps(
-        {"model": model.name, "size": size, "head": _head(model), "opset": ONNX_OPSET,
+        {"model": model.name, "size": size, "head": _head(model), "layout": layout, "opset": ONNX_OPSET,
          "torch": torch.__version__, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
     return path
 
@@ -250,10 +264,12 @@ class ExportedClassifier(TorchClassifier):
             raise ValueError(f"runtime must be one of {tuple(EXPORTED_RUNTIMES)}, got {runtime!r}")
         _require(runtime)
         base = {k: v for k, v in model.config.items() if k not in ("preprocess", "outputs")}
-        # contiguous NCHW input: the exported graph takes plain arrays, not channels_last strides
         super().__init__(model.module, model.class_names, model.preprocess, task=model.task,
                          threshold=model.threshold, name=model.name, outputs=model.outputs, device="cpu",
                          config=base, channels_last=False, threads=model.threads)
+        # ``prepare`` hands over the batch channel-last, as the preprocessing wrote it (no copy); the exported
+        # graph takes it so.  Set after the base's set-up, which would move the shared module's weights.
+        self.channels_last = True
         self.runtime = runtime
         self.runtime_choice = choice
         self.onnx_path = export_onnx(model)
@@ -294,7 +310,8 @@ class ExportedClassifier(TorchClassifier):
 
     def _forward(self, x: torch.Tensor) -> np.ndarray:
         session = self._open()
-        arr = np.ascontiguousarray(x.detach().cpu().numpy(), dtype=np.float32)
+        # the batch as the preprocessing wrote it, channel-last: no copy (one only for an NCHW-laid tensor)
+        arr = np.ascontiguousarray(x.detach().permute(0, 2, 3, 1).cpu().numpy(), dtype=np.float32)
         return np.asarray(session(arr), dtype=np.float32)
 
     def __getstate__(self):

@@ -73,7 +73,7 @@ store = open_store()
 page_sidebar(store)
 catalog = A.run_catalog(store)
 if catalog.empty:
-    st.info(f"No runs with results yet. Start one with `objrel run --dataset demo` or `make run`, "
+    st.info("No runs with results yet. Start one with `objrel run --dataset demo` or `make run`, "
             "then come back here.")
     st.stop()
 

@@ -33,7 +33,7 @@ def read_synset_mapping(path) -> dict[str, tuple[int, str]]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise AnnotationError(f"cannot read synset mapping {path}: {exc}") from exc
-    for index, line in enumerate(l for l in lines if l.strip()):
+    for index, line in enumerate(s for s in lines if s.strip()):
         wnid, _, names = line.strip().partition(" ")
         mapping[wnid] = (index, names.split(",")[0].strip() or wnid)
     return mapping

@@ -127,8 +127,8 @@ def sweep_table(store: Store, run_id: int) -> SweepResult:
             counts[c.mutation_key].append(c)
     rows = []
     for m in muts:
-        cs = counts[m.key]
-        count = lambda pred: sum(c.n for c in cs if pred(c))  # noqa: E731
+        def count(pred, cs=counts[m.key]) -> int:
+            return sum(c.n for c in cs if pred(c))
         rows.append(SweepRow(float(m.kwargs[swept]), m.key, m.relation, count(lambda c: True),
                              count(lambda c: c.verdict == C.VIOLATED),
                              count(lambda c: c.outcome == MISSING_DETECTION),

@@ -147,7 +147,7 @@ def mr2_single(src: Prediction, mut: Prediction) -> Check:
 
 
 def _multi_certainties(pred: Prediction, labels) -> list[float]:
-    return [certainty_multi(pred.prob(l)) for l in labels]
+    return [certainty_multi(pred.prob(label)) for label in labels]
 
 
 def mr1_multi(src: Prediction, mut: Prediction) -> Check:
@@ -206,7 +206,7 @@ def distance_removing(p: float, rank: int, p2: float, rank2: int) -> float:
 def highest_ranked_label(source: Prediction, labels: Iterable[int]) -> int | None:
     """The ground-truth label the model ranks highest on ``source`` (seed 002 s V-A.1: "the object whose
     label has the highest rank"); ties go to the smaller class index; None when no label has a rank."""
-    ranked = [(source.ranks[int(l)], int(l)) for l in labels if int(l) in source.ranks]
+    ranked = [(source.ranks[int(label)], int(label)) for label in labels if int(label) in source.ranks]
     return min(ranked)[1] if ranked else None
 
 
@@ -221,10 +221,10 @@ def inference_distance(relation: str, source: Prediction, mutant: Prediction, la
     if relation not in ("MR-1", "MR-2"):
         raise ValueError(f"relation must be MR-1 or MR-2, got {relation!r}")
     fn = distance_preserving if relation == "MR-2" else distance_removing
-    labels = [int(l) for l in labels]
+    labels = [int(label) for label in labels]
     if highest_ranked:
         best = highest_ranked_label(source, labels)
         labels = [] if best is None else [best]
-    ds = [fn(source.probs[l], source.ranks[l], mutant.probs[l], mutant.ranks[l])
-          for l in labels if l in source.ranks and l in mutant.ranks]
+    ds = [fn(source.probs[k], source.ranks[k], mutant.probs[k], mutant.ranks[k])
+          for k in labels if k in source.ranks and k in mutant.ranks]
     return float(np.mean(ds)) if ds else None

@@ -259,7 +259,7 @@ def test_a_review_day(day_server, tmp_path):
         shot(carol, "05-carol-decided")
 
         # the reviewers' calibration: the coefficients, the disagreement, carol's decision and note
-        for name, page in people.items():
+        for page in people.values():
             page.reload()
             page.get_by_text(f"Calibration: run {RUN}, {RELATION}").first.wait_for()
             page.get_by_text(re.compile("Cohen's kappa")).first.wait_for()

@@ -355,14 +355,14 @@ def test_judging_and_adjudicating_one_item_at_once_never_both_pass(team):
         start = threading.Barrier(2)
         done = {}
 
-        def judge(sid=sid):
+        def judge(sid=sid, start=start, done=done):
             start.wait()
             try:
                 done["judge"] = R.record_judgment(carol, team, rid, sid, "MR-1", "uncertain")
             except NotAllowed:
                 pass
 
-        def decide(sid=sid):
+        def decide(sid=sid, start=start, done=done):
             start.wait()
             try:
                 done["adjudicate"] = R.adjudicate(carol, team, rid, sid, "MR-1", "tp", (), None)

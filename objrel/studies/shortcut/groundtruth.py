@@ -188,7 +188,7 @@ def ground_truth(clf: Classifier, annotation, draws: int = DEFAULT_DRAWS,
         changes = sum(set(cf[i]) != set(p) for i in swap_idx)
         alone = cf[own]
         if cfg.multi_label:
-            sufficient = any(l in alone and any(l not in cf[i] for i in alone_idx) for l in p)
+            sufficient = any(c in alone and any(c not in cf[i] for i in alone_idx) for c in p)
         else:
             sufficient = alone == p and any(cf[i] != p for i in alone_idx)
         out[sid] = Reliance(sid, y, p, True, len(swap_idx), int(changes), tuple(alone),

@@ -116,7 +116,8 @@ def detection_demo_runs():
     return (
         DetectionConfig(detector="haar:frontalface_default+haar:frontalcatface", dataset="demo-faces",
                         name="OpenCV Haar face + cat face on demo photos (random erase + noise plan)"),
-        DetectionConfig(detector="mtcnn", dataset="demo-faces", name="MTCNN faces on demo photos (random erase + noise plan)"),
+        DetectionConfig(detector="mtcnn", dataset="demo-faces",
+                        name="MTCNN faces on demo photos (random erase + noise plan)"),
     )
 
 

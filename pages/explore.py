@@ -248,7 +248,8 @@ if relation == A.BOTH:
     st.info("The colour comparison is made per relation: choose MR-1 or MR-2 above.")
 elif not A.has_palette(store, focus):
     others = [labels[r] for r in run_ids if A.has_palette(store, r)]
-    st.info(f"Run {plain(labels[focus])} has no 15-colour vote groups. To compare 3 with 15 colours (seed 000 Table 4), "
+    st.info(f"Run {plain(labels[focus])} has no 15-colour vote groups. "
+            "To compare 3 with 15 colours (seed 000 Table 4), "
             f"run the palette plan: `{A.PALETTE_PLAN_HINT}`"
             + (f"; or pick one of these runs above: {plain(', '.join(others))}." if others else "."))
 else:

@@ -185,12 +185,12 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
 
     The Wilcoxon signed-rank test (:func:`wilcoxon_signed_rank`: paired by run, zero_method ``wilcox``,
     exact null distribution when there are no zero or tied differences and at most
-    ``WILCOXON_EXACT_MAX_N`` pairs, otherwise the normal approximation; the result says which) compares ``reliable_accuracy`` with ``original`` across runs: the paper's
-    "results before and after removing the unreliable inferences".  ``alternative`` is passed to scipy
-    (``two-sided`` by default; ``greater`` tests reliable > original).  The paper's p = 3.81e-6 for 18 models
-    that all gain accuracy equals 2**-18, the exact *one-sided* p (the two-sided one is twice that).  Runs
-    with an empty Reliable set are left out of the test.  The test is None (with ``note``) when fewer than
-    ``MIN_WILCOXON_PAIRS`` runs have a non-zero difference.
+    ``WILCOXON_EXACT_MAX_N`` pairs, otherwise the normal approximation; the result says which) compares
+    ``reliable_accuracy`` with ``original`` across runs: the paper's "results before and after removing the
+    unreliable inferences".  ``alternative`` is passed to scipy (``two-sided`` by default; ``greater`` tests
+    reliable > original).  The paper's p = 3.81e-6 for 18 models that all gain accuracy equals 2**-18, the exact
+    *one-sided* p (the two-sided one is twice that).  Runs with an empty Reliable set are left out of the test.
+    The test is None (with ``note``) when fewer than ``MIN_WILCOXON_PAIRS`` runs have a non-zero difference.
 
     Table columns: ``run``, ``model``, ``evaluated``, ``untested``, ``correct``, ``original``,
     ``unreliable`` (int), ``unreliable_accuracy``, ``reliable`` (int), ``reliable_accuracy``, ``delta``.

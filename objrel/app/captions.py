@@ -205,8 +205,8 @@ def calibration_lines(cal, files: dict[str, str] | None = None) -> list[str]:
     a, b = getattr(cal, "reviewer_a", "A"), getattr(cal, "reviewer_b", "B")
     coefficients = getattr(cal, "verdicts", None)
     if coefficients is not None:
-        shown = [f"{getattr(c, 'label', c.name)} **{decimals(c.value)}**" for c in getattr(coefficients, "coefficients", ())
-                 if getattr(c, "value", None) is not None]
+        shown = [f"{getattr(c, 'label', c.name)} **{decimals(c.value)}**"
+                 for c in getattr(coefficients, "coefficients", ()) if getattr(c, "value", None) is not None]
         if shown:
             band = getattr(coefficients, "kappa_band", "")
             lines.append(f"Agreement of {plain(a)} and {plain(b)} over {coefficients.n} items: " + ", ".join(shown)

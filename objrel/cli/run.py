@@ -73,7 +73,8 @@ def add_run_commands(subparsers) -> None:
     p.add_argument("--config", help="TOML file with run settings (a [run] table or top-level keys)")
     p.add_argument("--resume", type=int, metavar="RUN", help="continue a stopped run with its stored settings")
     p.add_argument("--model", help=f"model name: {', '.join(model_choices())} (default efficientnet-lite0)")
-    p.add_argument("--weights", help="local state-dict file (loaded with weights_only=True) or torchvision weights name")
+    p.add_argument("--weights",
+                   help="local state-dict file (loaded with weights_only=True) or torchvision weights name")
     p.add_argument("--task", choices=["single", "multi"], help="single-label (softmax) or multi-label (sigmoid)")
     p.add_argument("--threshold", type=float, help="multi-label decision threshold (default 0.5)")
     p.add_argument("--dataset", help="COCO JSON, manifest JSON, VOC XML file/folder, or 'demo'")

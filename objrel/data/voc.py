@@ -66,7 +66,8 @@ def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int,
     try:
         node = parse_xml(xml_path, xml_path.name, MAX_XML_FILE_BYTES)
     except ET.ParseError as exc:
-        return Sample(sid, image_path, rel, None, None, problem=("bad-annotation", f"{xml_path.name}: invalid XML: {exc}"))
+        return Sample(sid, image_path, rel, None, None,
+                      problem=("bad-annotation", f"{xml_path.name}: invalid XML: {exc}"))
     except InputFileError as exc:
         return Sample(sid, image_path, rel, None, None, problem=("bad-annotation", str(exc)))
     try:

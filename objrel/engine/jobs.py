@@ -93,7 +93,8 @@ def start_run(actor: Actor, store_url: str, config: RunConfig | DetectionConfig 
         cfg_file = work / f"run-{stamp}.json"
         cfg_file.write_text(json.dumps((config or RunConfig()).to_dict()))
         cmd += ["--config-json", str(cfg_file)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))}
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True, cwd=os.getcwd())

@@ -39,8 +39,8 @@ def uploads_root() -> Path:
     root = UPLOADS_DIR.expanduser().resolve()
     roots = data_roots()
     if not any(root == r or r in root.parents for r in roots):
-        raise ConfigError(f"the uploads folder {root} is not inside the allowed data roots ({', '.join(map(str, roots))}); "
-                          f"add it to {DATA_ROOTS_ENV} to accept uploads")
+        raise ConfigError(f"the uploads folder {root} is not inside the allowed data roots "
+                          f"({', '.join(map(str, roots))}); add it to {DATA_ROOTS_ENV} to accept uploads")
     return root
 
 

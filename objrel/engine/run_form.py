@@ -159,8 +159,8 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
                           f"{', '.join(code)}. Start such runs with the objrel command on the server")
     regions_from = getattr(config, "regions_from", None)
     if regions_from and regions_from not in web_models(store, DETECTOR):
-        raise ConfigError(f"regions_from must be one of the app's detectors ({', '.join(web_models(store, DETECTOR))}); "
-                          f"got {regions_from!r}")
+        raise ConfigError(f"regions_from must be one of the app's detectors "
+                          f"({', '.join(web_models(store, DETECTOR))}); got {regions_from!r}")
     roots = data_roots()
     if config.dataset not in type(config).BUILTIN_DATASETS:
         _inside_roots("dataset", config.dataset, roots)

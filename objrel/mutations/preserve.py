@@ -7,8 +7,8 @@ import numpy as np
 
 from objrel.constants import DEFAULT_NOISE_VARIANCE
 from objrel.mutations.colours import PALETTE_15, parse_colour
-from objrel.mutations.pixels import (add_gaussian_noise, background_names, background_picture, blur_boundary, centre_box,
-                                     copy_where, paint)
+from objrel.mutations.pixels import (add_gaussian_noise, background_names, background_picture, blur_boundary,
+                                     centre_box, copy_where, paint)
 from objrel.mutations.registry import register
 
 S002 = "seed 002 Table I"

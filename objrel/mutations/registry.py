@@ -118,4 +118,5 @@ def check_inputs(image: np.ndarray, region: np.ndarray) -> None:
         got = f"{image.shape} {image.dtype}" if isinstance(image, np.ndarray) else type(image).__name__
         raise ValueError(f"image must be an (H, W, 3) uint8 RGB array, got {got}")
     if region.shape != image.shape[:2] or region.dtype != bool:
-        raise ValueError(f"region must be an (H, W) bool mask matching the image {image.shape[:2]}, got {region.shape} {region.dtype}")
+        raise ValueError(f"region must be an (H, W) bool mask matching the image {image.shape[:2]}, "
+                         f"got {region.shape} {region.dtype}")

@@ -143,7 +143,8 @@ def mr1_single(src: Prediction, mut: Prediction) -> Check:
 
 def mr2_single(src: Prediction, mut: Prediction) -> Check:
     same = mut.top1 == src.top1
-    return Check("MR-2", HOLDS if same else VIOLATED, top_certainty(src), top_certainty(mut) if same else None, not same)
+    return Check("MR-2", HOLDS if same else VIOLATED, top_certainty(src), top_certainty(mut) if same else None,
+                 not same)
 
 
 def _multi_certainties(pred: Prediction, labels) -> list[float]:

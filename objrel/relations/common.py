@@ -52,7 +52,8 @@ def vote(group: str, relation: str, verdicts: Sequence[str], k: int) -> Vote:
 # Seed 002 s V-A, Table I: the six mutation functions (three object-preserving, three object-removing)
 # and the number of mutation operations the paper gives each (12 + 12 + 1 = 25 preserving, 9 + 2 + 2 = 13
 # removing, 38 in all), keyed by the objrel operator that implements the function.
-SEED002_PRESERVING = ("move_to_background", "blend_to_background", "gray_background_blur")  # MvObjToImg, BldObjToImg, PsvObj
+# MvObjToImg, BldObjToImg, PsvObj
+SEED002_PRESERVING = ("move_to_background", "blend_to_background", "gray_background_blur")
 SEED002_REMOVING = ("fill_object_blur", "inpaint", "margin_fill")  # RmvObjByRGB, RmvObjByTool, RmvObjByMM
 SEED002_PAPER_OPERATIONS = {"move_to_background": 12, "blend_to_background": 12, "gray_background_blur": 1,
                             "fill_object_blur": 9, "inpaint": 2, "margin_fill": 2}

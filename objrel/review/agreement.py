@@ -28,8 +28,8 @@ from objrel.review.coefficients import (KAPPA_CI_LEVEL, KAPPA_SE_COHEN1960, KAPP
                                         KAPPA_SE_METHODS, LANDIS_KOCH_BANDS, POOR_BAND, UNDEFINED_BAND,
                                         AgreementCoefficients, Kappa, agreement_coefficients, cohen_kappa,
                                         landis_koch_band)
-from objrel.review.judgments import (INVALID, VALIDITY, Judgment, check_call, check_validity, check_relation, check_run_id, check_sample_id,
-                                     iso, judgments)
+from objrel.review.judgments import (INVALID, VALIDITY, Judgment, check_call, check_validity, check_relation,
+                                     check_run_id, check_sample_id, iso, judgments)
 from objrel.review.sampling import review_sample_info
 from objrel.store import Store
 from objrel.store import reviews as review_rows

@@ -80,7 +80,8 @@ class UpgradeResult:
         if self.how == "current":
             return f"already at revision {self.after}, this objrel's head; nothing to do"
         if self.how == "stamped":
-            return f"brought a store made before Alembic under it at revision {self.before} and upgraded it to {self.after}"
+            return (f"brought a store made before Alembic under it at revision {self.before} and upgraded it to "
+                    f"{self.after}")
         return f"upgraded from revision {self.before} to {self.after}"
 
 

@@ -120,7 +120,8 @@ def _swap_types(cfg: SyntheticConfig, labels: tuple[int, ...], bg_type: int) -> 
 
 
 def _queue_counterfactuals(cfg: SyntheticConfig, root: Path, rec: dict, img: np.ndarray, segmentations,
-                           labels: tuple[int, ...], draws: int, batch: list[np.ndarray]) -> tuple[list[int], int, list[int]]:
+                           labels: tuple[int, ...], draws: int, batch: list[np.ndarray]
+                           ) -> tuple[list[int], int, list[int]]:
     """Append a scene's counterfactuals to ``batch``: for each other background type and draw, the object
     (the union of ``segmentations``) pasted on that background, and that background alone; then the
     scene's own background alone.  Returns their positions: ``(swap idx, own-bg idx, other-bg idx)``."""

@@ -226,8 +226,8 @@ def factory(weights: str | None = None) -> TorchClassifier:
     if not weights:
         from objrel.errors import ConfigError
 
-        raise ConfigError(f"{MODEL_SPEC} needs weights=<state dict saved by objrel.studies.shortcut.models.save_model>; "
-                          f"got none")
+        raise ConfigError(f"{MODEL_SPEC} needs weights=<state dict saved by "
+                          "objrel.studies.shortcut.models.save_model>; got none")
     return load_model(weights)
 
 

@@ -83,9 +83,11 @@ class PassEstimate:
         self._last: tuple[int, int | None] = (0, None)
 
     def finished(self, samples_done: int, passes_done: int) -> None:
+        """Record that ``samples_done`` samples of this invocation were done after ``passes_done`` passes."""
         self.samples_done, self.passes_finished = int(samples_done), int(passes_done)
 
     def expected(self, passes_done: int) -> int:
+        """The expected passes of this invocation after ``passes_done``, never lower in share than the last one."""
         left = max(0, self.todo - self.samples_done)
         raw = expected_passes(passes_done, self.samples_done, left, self.guess, self.passes_finished)
         if left:

@@ -74,10 +74,12 @@ class NothingTested:
 
     @property
     def n_skipped(self) -> int:
+        """Skipped samples over all the run's skip reasons."""
         return sum(n for _, n in self.skipped)
 
     @property
     def n_untested(self) -> int:
+        """Untested samples over all the run's reasons."""
         return sum(n for _, n in self.untested)
 
 

@@ -25,6 +25,7 @@ FORMATS = ("auto", "coco", "voc", "manifest")
 
 
 def detect_format(annotation) -> str:
+    """The format of an annotation path: "voc" (an .xml file or folder), "coco" or "manifest" (a .json file)."""
     path = Path(annotation)
     if not path.exists():
         raise AnnotationError(f"annotation {path} does not exist; expected a COCO or manifest .json, a VOC .xml "

@@ -97,6 +97,7 @@ class Upload:
 
 
 def check_name(name: str) -> str:
+    """``name`` stripped, or UploadError unless it is 1-64 safe characters starting with a letter or digit."""
     name = (name or "").strip()
     if not NAME_PATTERN.match(name) or name in {".", ".."}:
         raise UploadError(f"an upload name is 1-64 letters, digits, '_', '.' or '-' starting with a letter or "

@@ -159,6 +159,7 @@ def is_active(run: RunRecord) -> bool:
 
 
 def can_cancel(run: RunRecord) -> bool:
+    """True when the run is running, so a user may stop it."""
     return run.status == "running"
 
 
@@ -168,10 +169,12 @@ def is_resumable(run: RunRecord) -> bool:
 
 
 def active_runs(store: Store) -> list[RunRecord]:
+    """The store's runs in progress or waiting to go on."""
     return [r for r in store.list_runs() if is_active(r)]
 
 
 def resumable_runs(store: Store) -> list[RunRecord]:
+    """The store's stopped runs that still have samples to do."""
     return [r for r in store.list_runs() if is_resumable(r)]
 
 

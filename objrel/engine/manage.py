@@ -45,6 +45,7 @@ def uploads_root() -> Path:
 
 
 def rename_run(actor: Actor, store: Store, run_id: int, name: str) -> None:
+    """Rename run ``run_id`` if ``actor`` may; ConfigError unless the name is 1 to MAX_RUN_NAME characters."""
     A.authorize(actor, A.RENAME_RUN, f"run {int(run_id)}")
     name = (name or "").strip()
     if not name or len(name) > MAX_RUN_NAME:

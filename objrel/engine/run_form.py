@@ -196,10 +196,12 @@ def _text_fields(config: AnyConfig):
 
 
 def task_of(config: AnyConfig) -> str:
+    """Which kind of run the config starts: the detector task or the classifier task."""
     return DETECTOR if isinstance(config, DetectionConfig) else CLASSIFIER
 
 
 def default_config(task: str) -> AnyConfig:
+    """A config with the defaults for ``task``; ConfigError for an unknown task."""
     if task not in TASKS:
         raise ConfigError(f"task must be one of {TASKS}, got {task!r}")
     return DetectionConfig() if task == DETECTOR else RunConfig()

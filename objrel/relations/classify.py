@@ -74,15 +74,18 @@ class Prediction:
 
     @property
     def top1(self) -> int:
+        """The top-ranked label."""
         return self.top_labels[0]
 
     def prob(self, label: int) -> float:
+        """The kept probability of ``label``; KeyError naming the kept labels when it was not kept."""
         try:
             return self.probs[int(label)]
         except KeyError:
             raise KeyError(f"probability of label {label} was not kept; kept {sorted(self.probs)}") from None
 
     def to_dict(self) -> dict:
+        """The prediction as a JSON-ready dict (label keys as text)."""
         d = asdict(self)
         d["probs"] = {str(k): v for k, v in self.probs.items()}
         d["ranks"] = {str(k): v for k, v in self.ranks.items()}
@@ -90,6 +93,7 @@ class Prediction:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Prediction":
+        """A prediction from a ``to_dict`` dict."""
         return cls(
             task=d["task"], top_labels=tuple(d["top_labels"]), top_probs=tuple(d["top_probs"]),
             predicted=tuple(d["predicted"]), probs={int(k): float(v) for k, v in d["probs"].items()},
@@ -135,6 +139,7 @@ class Check:
 
 
 def mr1_single(src: Prediction, mut: Prediction) -> Check:
+    """Single-label MR-1: holds when the top label changes or its certainty falls."""
     cs, cm = top_certainty(src), top_certainty(mut)
     if mut.top1 != src.top1:
         return Check("MR-1", HOLDS, cs, None, True)
@@ -142,6 +147,7 @@ def mr1_single(src: Prediction, mut: Prediction) -> Check:
 
 
 def mr2_single(src: Prediction, mut: Prediction) -> Check:
+    """Single-label MR-2: holds when the top label stays."""
     same = mut.top1 == src.top1
     return Check("MR-2", HOLDS if same else VIOLATED, top_certainty(src), top_certainty(mut) if same else None,
                  not same)
@@ -152,6 +158,7 @@ def _multi_certainties(pred: Prediction, labels) -> list[float]:
 
 
 def mr1_multi(src: Prediction, mut: Prediction) -> Check:
+    """Multi-label MR-1: holds when the predicted set changes or every predicted label's certainty falls."""
     if set(mut.predicted) != set(src.predicted):
         return Check("MR-1", HOLDS, None, None, True)
     cs = _multi_certainties(src, src.predicted)
@@ -162,6 +169,7 @@ def mr1_multi(src: Prediction, mut: Prediction) -> Check:
 
 
 def mr2_multi(src: Prediction, mut: Prediction) -> Check:
+    """Multi-label MR-2: holds when the predicted set stays."""
     same = set(mut.predicted) == set(src.predicted)
     return Check("MR-2", HOLDS if same else VIOLATED, None, None, not same)
 

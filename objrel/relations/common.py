@@ -33,10 +33,12 @@ class Vote:
 
     @property
     def flagged(self) -> bool:
+        """True when at least ``k`` mutations violated the relation."""
         return self.violations >= self.k
 
 
 def vote(group: str, relation: str, verdicts: Sequence[str], k: int) -> Vote:
+    """The k-of-n vote of one group's verdicts; ValueError for an unknown verdict or k < 1."""
     bad = [v for v in verdicts if v not in VERDICTS]
     if bad:
         raise ValueError(f"unknown verdicts {bad}; expected {VERDICTS}")
@@ -97,6 +99,7 @@ def weighted_score(distances: dict[str, list[float]]) -> float | None:
 
 
 def relevancy(preserving: dict[str, list[float]], removing: dict[str, list[float]]) -> Relevancy:
+    """S_p and S_r by objrel's ``applicable`` weights from the distances per operator."""
     return Relevancy(weighted_score(preserving), weighted_score(removing))
 
 

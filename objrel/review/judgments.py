@@ -64,6 +64,7 @@ class Judgment:
     validity: str | None = None
 
     def to_dict(self) -> dict:
+        """The judgment as a JSON-ready dict."""
         d = asdict(self)
         d["reasons"] = list(self.reasons)
         d["created_at"], d["updated_at"] = iso(self.created_at), iso(self.updated_at)
@@ -83,12 +84,15 @@ class JudgedRun:
 
     @property
     def relations(self) -> tuple[str, ...]:
+        """The relations that have reviewers."""
         return tuple(r for r, _ in self.reviewers)
 
     def reviewers_of(self, relation: str) -> tuple[str, ...]:
+        """The reviewers of ``relation`` (none when it has none)."""
         return dict(self.reviewers).get(relation, ())
 
     def to_dict(self) -> dict:
+        """The run's reviewers per relation as a JSON-ready dict."""
         d = asdict(self)
         d["reviewers"] = {r: list(names) for r, names in self.reviewers}
         return d
@@ -231,6 +235,7 @@ class JudgmentVersion:
     validity: str | None = None
 
     def to_dict(self) -> dict:
+        """The version as a JSON-ready dict."""
         d = asdict(self)
         d["reasons"], d["created_at"] = list(self.reasons), iso(self.created_at)
         return d

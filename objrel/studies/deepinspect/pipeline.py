@@ -64,6 +64,7 @@ class Inspector:
 
     @property
     def threshold(self) -> float:
+        """The activation threshold the hooks count neurons against."""
         return self.hooks.threshold
 
     def skip(self, code: str, reason: str) -> None:

@@ -86,9 +86,11 @@ class Reliance:
 
     @property
     def reliant(self) -> bool | None:
+        """True when the model relies on the background for this scene; None when its inference is wrong."""
         return is_reliant(self.correct, self.swap_dependent, self.background_sufficient)
 
     def to_dict(self) -> dict:
+        """The reliance as a JSON-ready dict, with ``reliant``."""
         d = asdict(self)
         d["labels"], d["predicted"], d["background_label"] = (list(self.labels), list(self.predicted),
                                                               list(self.background_label))
@@ -97,6 +99,7 @@ class Reliance:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Reliance":
+        """A reliance from a ``to_dict`` dict (``reliant`` is recomputed)."""
         keep = {k: v for k, v in d.items() if k != "reliant"}
         for k in ("labels", "predicted", "background_label"):
             keep[k] = tuple(keep.get(k, ()))
@@ -250,19 +253,23 @@ class UnitReliance:
 
     @property
     def correct(self) -> bool:
+        """True when the detector found the object on the source (T = 1)."""
         return self.t_source == 1
 
     @property
     def reliant(self) -> bool | None:
+        """True when the detector relies on the background for this unit; None when it missed the object."""
         return is_reliant(self.correct, self.swap_dependent, self.background_sufficient)
 
     def to_dict(self) -> dict:
+        """The unit's reliance as a JSON-ready dict, with ``correct`` and ``reliant``."""
         d = asdict(self)
         d["correct"], d["reliant"] = self.correct, self.reliant
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "UnitReliance":
+        """A unit's reliance from a ``to_dict`` dict (``correct`` and ``reliant`` are recomputed)."""
         return cls(**{k: v for k, v in d.items() if k not in ("correct", "reliant")})
 
 

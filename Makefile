@@ -59,8 +59,10 @@ system-deps:
 	  fi; \
 	fi
 
-# A skipped test fails the run (tests/conftest.py) unless OBJREL_ALLOW_SKIPS=1.
+# The linter first (rules in pyproject.toml [tool.ruff]), then every test; a skipped test fails the run
+# (tests/conftest.py) unless OBJREL_ALLOW_SKIPS=1.
 test: setup system-deps
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
 test-fast: setup

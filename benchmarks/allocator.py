@@ -90,7 +90,8 @@ def main(argv=None) -> int:
         print(f"round {r + 1}: glibc defaults {line(system)} | kept {line(kept)}", flush=True)
     med = statistics.median
     ratios = [k["images_per_s"] / s["images_per_s"] for s, k in rows]
-    print(f"{args.model}, batch {args.batch_size}, {args.batches} batches, {args.rounds} rounds (medians): glibc defaults "
+    print(f"{args.model}, batch {args.batch_size}, {args.batches} batches, {args.rounds} rounds (medians): "
+          f"glibc defaults "
           f"{med(s['images_per_s'] for s, _ in rows):.1f} images/s, kept {med(k['images_per_s'] for _, k in rows):.1f} "
           f"images/s; kept / defaults = {med(ratios):.2f} (pairs {min(ratios):.2f}..{max(ratios):.2f})")
     return 0

@@ -94,7 +94,7 @@ class Proc:
         if self.rc < 0:
             return f"killed by {signal.Signals(-self.rc).name}"
         if "Traceback (most recent call last)" in self.stderr:
-            last = [l for l in self.stderr.strip().splitlines() if l.strip()]
+            last = [s for s in self.stderr.strip().splitlines() if s.strip()]
             cap = " (a file past the 1 GiB file-size cap)" if "File too large" in self.stderr else ""
             return f"traceback: {last[-1].strip() if last else '?'}{cap}"
         if self.rc != 0 and not self.error_line:
@@ -104,7 +104,7 @@ class Proc:
     @property
     def error_line(self) -> str | None:
         """The ``objrel: error: ...`` line of a refused command (its last stderr line), if it is one."""
-        lines = [l for l in self.stderr.strip().splitlines() if l.strip()]
+        lines = [s for s in self.stderr.strip().splitlines() if s.strip()]
         if self.rc and lines and lines[-1].startswith("objrel: error: "):
             return lines[-1][len("objrel: error: "):]
         return None
@@ -183,7 +183,7 @@ class Ctx:
         p = spawn([sys.executable, str(Path(__file__).resolve()), "--probe", name, str(self.dir)], self.dir,
                   timeout=timeout)
         self.procs.append(p)
-        lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+        lines = [s for s in p.stdout.splitlines() if s.startswith("{")]
         try:
             return p, json.loads(lines[-1]) if lines else None
         except json.JSONDecodeError:
@@ -952,8 +952,8 @@ PROBES = {
     "shortcut-results-nested-400KB": lambda d: _shortcut(d, b'{"runs": ' + NESTED + b"}"),
     "shortcut-results-not-utf8": lambda d: _shortcut(d, b'{"runs": "\xff\xfe"}'),
     "web-config-regions-from-py": lambda d: _web_config(
-        d, f'[detect]\ndetector = "haar:frontalface_default"\nregions_from = "py:os:system"\n'
-           f'dataset = "annotations.json"\n', "detect"),
+        d, '[detect]\ndetector = "haar:frontalface_default"\nregions_from = "py:os:system"\n'
+           'dataset = "annotations.json"\n', "detect"),
     "web-config-model-py": lambda d: _web_config(d, '[run]\nmodel = "py:os:system"\ndataset = "annotations.json"\n',
                                                  "run"),
     "web-config-data-outside-roots": lambda d: _web_config(

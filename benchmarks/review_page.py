@@ -79,7 +79,8 @@ def build_store(path: Path, n_flagged: int) -> int:
                 label = src.objects[0].class_index
                 w, h = sizes[src.sample_id]
                 samples.append({"run_id": run_id, "sample_id": sid, "rel_path": src.rel_path, "status": "tested",
-                                "width": w, "height": h, "gt_labels": [label], "gt_categories": [src.objects[0].category],
+                                "width": w, "height": h, "gt_labels": [label],
+                                "gt_categories": [src.objects[0].category],
                                 "predicted": [label], "correct": True, "objects": [o.to_dict() for o in src.objects],
                                 "region_source": "annotation", "area_ratio": 0.2 + 0.6 * (i % 97) / 97,
                                 "s_p": 0.5, "s_r": 0.3, "s": 0.4, "elapsed_ms": 1.0})

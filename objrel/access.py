@@ -59,6 +59,7 @@ class Rule:
 
     @property
     def public(self) -> bool:
+        """True when the action needs no role (anyone, signed in or not, may do it)."""
         return not self.roles
 
 
@@ -135,6 +136,7 @@ def allowed_roles(action: str) -> tuple[str, ...]:
 
 
 def rule(action: str) -> Rule:
+    """The table's rule for ``action``; ValueError naming the declared actions when it has none."""
     try:
         return ACTIONS[action]
     except KeyError:
@@ -164,13 +166,16 @@ class Actor:
 
     @property
     def signed_in(self) -> bool:
+        """True when an account is signed in (the server operator and nobody are not)."""
         return self.name is not None
 
     def holds(self, roles: Iterable[str]) -> bool:
+        """True when the actor holds at least one of ``roles``."""
         return bool(self.roles & set(roles))
 
     @property
     def label(self) -> str:
+        """How messages name the actor: the quoted account name, "the server operator" or "nobody signed in"."""
         return repr(self.name) if self.name else ("the server operator" if self.server else "nobody signed in")
 
 

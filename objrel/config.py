@@ -164,6 +164,7 @@ class RunConfig(_Codec):
         return TORCH_RUNTIME if self.compile else self.runtime
 
     def build_plan(self) -> Plan:
+        """The run's mutation plan: from its named operators when it lists any, otherwise its preset."""
         if self.operators:
             return plan_from_operators(list(self.operators), k=self.vote_k, dilate=self.dilate)
         return preset(self.plan, k=self.vote_k, dilate=self.dilate)
@@ -239,6 +240,7 @@ class DetectionConfig(_Codec):
         object.__setattr__(self, "labels", tuple(self.labels))
 
     def build_plan(self) -> Plan:
+        """The run's mutation plan: its preset plus a vote group for each named operator the preset lacks."""
         return preset_with_operators(self.plan, self.operators, k=self.vote_k, dilate=self.dilate)
 
 

@@ -35,6 +35,7 @@ class ProgressPrinter:
         self._last: float | None = None
 
     def __call__(self, samples: int, total: int, passes: int, expected: int, seconds: float) -> None:
+        """Print one progress line, unless the last one was printed less than ``every`` seconds ago."""
         if self.log is None or (self._last is not None and seconds - self._last < self.every):
             return
         self._last = seconds
@@ -116,7 +117,8 @@ def detection_demo_runs():
     return (
         DetectionConfig(detector="haar:frontalface_default+haar:frontalcatface", dataset="demo-faces",
                         name="OpenCV Haar face + cat face on demo photos (random erase + noise plan)"),
-        DetectionConfig(detector="mtcnn", dataset="demo-faces", name="MTCNN faces on demo photos (random erase + noise plan)"),
+        DetectionConfig(detector="mtcnn", dataset="demo-faces",
+                        name="MTCNN faces on demo photos (random erase + noise plan)"),
     )
 
 

@@ -2,9 +2,9 @@
 
 Pure functions over plain values, so the run loop, the demo build, the Runs page and the Review page share
 one definition and tests check it by hand; only ``job_progress`` reads files (a background job's log and
-the store it writes runs to), for a job that writes no progress of its own.  A run's invocation writes ``passes_done`` (forward passes since
-it started), ``passes_expected`` (its running estimate) and ``progress_at`` (when) through
-``Store.set_progress``; ``run_estimate`` turns a record into samples done, images per second and an ETA.
+the store it writes runs to), for a job that writes no progress of its own.  A run's invocation writes
+``passes_done`` (forward passes since it started), ``passes_expected`` (its running estimate) and ``progress_at``
+(when) through ``Store.set_progress``; ``run_estimate`` turns a record into samples done, images per second and an ETA.
 
 The expected passes: ``1 + len(mutations)`` per sample is only an upper bound (lazy votes stop a sample's
 mutants once its votes are decided; an incorrect inference gets the source pass only), so the estimate
@@ -83,9 +83,11 @@ class PassEstimate:
         self._last: tuple[int, int | None] = (0, None)
 
     def finished(self, samples_done: int, passes_done: int) -> None:
+        """Record that ``samples_done`` samples of this invocation were done after ``passes_done`` passes."""
         self.samples_done, self.passes_finished = int(samples_done), int(passes_done)
 
     def expected(self, passes_done: int) -> int:
+        """The expected passes of this invocation after ``passes_done``, never lower in share than the last one."""
         left = max(0, self.todo - self.samples_done)
         raw = expected_passes(passes_done, self.samples_done, left, self.guess, self.passes_finished)
         if left:
@@ -178,7 +180,8 @@ def fraction_eta(fraction: float, elapsed_s: float) -> float | None:
 
 def lime_eta_text(fraction: float, elapsed_s: float) -> str:
     """``'40% of the pair, 1 min 05 s left'`` for LIME's progress bar."""
-    return f"{100 * min(1.0, max(0.0, fraction)):.0f}% of the pair, {format_duration(fraction_eta(fraction, elapsed_s))} left"
+    left = format_duration(fraction_eta(fraction, elapsed_s))
+    return f"{100 * min(1.0, max(0.0, fraction)):.0f}% of the pair, {left} left"
 
 
 # ---------------------------------------------------------------- a background job without progress of its own

@@ -96,7 +96,8 @@ st.subheader("Precision of the flags (seed 000 Tables 1-3)")
 st.caption("From decided items only (agreed by every reviewer, or adjudicated), counted over the drawn "
            "review sample once two reviewers have judged every item of it (until then every item is pending, so "
            "no number here gives a reviewer's call away). Precision is the share of the decided items that are "
-           "true positives (uncertain ones count in the denominator), with its Wilson 95% interval. Kappa compares the run's first two "
+           "true positives (uncertain ones count in the denominator), with its Wilson 95% interval. "
+           "Kappa compares the run's first two "
            "reviewers (adjudicators and admins only). The full table below each adds the false-positive "
            "reasons, the task (Table 3 is a multi-label model's) and the items still open: unresolved ones "
            "await a decision, pending ones a second judgment.")
@@ -223,7 +224,8 @@ if waiting and actor.name not in (name_a, name_b) and access.permits(actor, acce
     st.warning(f"{waiting} open disagreement{'s' if waiting != 1 else ''} of run {run_id}, {plain(relation)} "
                "wait for your decision: [go to them](#disagreements)")
 if state.closed:
-    st.caption(f"The review sample ({state.drawn} items) is closed: {plain(', '.join(state.closed_by))} judged every item. "
+    st.caption(f"The review sample ({state.drawn} items) is closed: {plain(', '.join(state.closed_by))} "
+               "judged every item. "
                "Changes from now on are kept as new versions.")
 else:
     st.caption(f"The review sample ({state.drawn} items) is still open: reviewers see only their own calls until "

@@ -73,7 +73,7 @@ store = open_store()
 page_sidebar(store)
 catalog = A.run_catalog(store)
 if catalog.empty:
-    st.info(f"No runs with results yet. Start one with `objrel run --dataset demo` or `make run`, "
+    st.info("No runs with results yet. Start one with `objrel run --dataset demo` or `make run`, "
             "then come back here.")
     st.stop()
 
@@ -248,7 +248,8 @@ if relation == A.BOTH:
     st.info("The colour comparison is made per relation: choose MR-1 or MR-2 above.")
 elif not A.has_palette(store, focus):
     others = [labels[r] for r in run_ids if A.has_palette(store, r)]
-    st.info(f"Run {plain(labels[focus])} has no 15-colour vote groups. To compare 3 with 15 colours (seed 000 Table 4), "
+    st.info(f"Run {plain(labels[focus])} has no 15-colour vote groups. "
+            "To compare 3 with 15 colours (seed 000 Table 4), "
             f"run the palette plan: `{A.PALETTE_PLAN_HINT}`"
             + (f"; or pick one of these runs above: {plain(', '.join(others))}." if others else "."))
 else:

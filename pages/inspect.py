@@ -17,7 +17,7 @@ from objrel.app.caches import inspect_file, inspect_upload, open_store, planted_
 from objrel.app.state import init_value, keep_choice, keep_number
 from objrel.app.tables import table
 from objrel.app.widgets import page_sidebar, use_app_navigation
-from objrel.errors import NotAllowed, ObjrelError
+from objrel.errors import ObjrelError
 from objrel.studies.deepinspect import evaluation_table, example_images
 from objrel.studies.deepinspect.browse import MAX_UPLOAD_MB, examples_allowed, pair_choices, planted_lines, \
     result_files, results_dir

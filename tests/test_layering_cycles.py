@@ -27,7 +27,8 @@ def module_files(root: Path = PACKAGE_ROOT, package: str = PACKAGE) -> dict[str,
 
 
 def _containing_module(name: str, modules) -> str | None:
-    """The longest prefix of the dotted ``name`` that is a module (``objrel.models.Classifier`` -> ``objrel.models``)."""
+    """The longest prefix of the dotted ``name`` that is a module
+    (``objrel.models.Classifier`` -> ``objrel.models``)."""
     while name and name not in modules:
         name = name.rpartition(".")[0]
     return name or None

@@ -32,7 +32,8 @@ def test_listing_runs_loads_no_model_library(tmp_path):
 
     Store(tmp_path / "s.db").dispose()
     code = ("import contextlib, io\nfrom objrel.cli.main import main\n"
-            f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['runs', '--store', {str(tmp_path / 's.db')!r}]) == 0")
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['runs', '--store', {str(tmp_path / 's.db')!r}]) == 0")
     assert loaded_after(code) == []
 
 

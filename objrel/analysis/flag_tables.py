@@ -255,7 +255,8 @@ def size_bins(store: Store, run_ids: Sequence[int] | int, relation: str) -> pd.D
         df = df[df["correct"] & df["tested"] & df["area_ratio"].notna()]
         idx = np.array([size_bin_index(min(max(r, 0.0), 1.0)) for r in df["area_ratio"]], dtype=int)
         tested += np.bincount(idx, minlength=N_SIZE_BINS)
-        flagged += np.bincount(idx, weights=relation_flags(df, relation).to_numpy(dtype=float), minlength=N_SIZE_BINS).astype(int)
+        flagged += np.bincount(idx, weights=relation_flags(df, relation).to_numpy(dtype=float),
+                               minlength=N_SIZE_BINS).astype(int)
     lower = np.arange(N_SIZE_BINS) * SIZE_BIN_WIDTH
     upper = lower + SIZE_BIN_WIDTH
     x = lower + SIZE_BIN_WIDTH / 2

@@ -20,8 +20,8 @@ MR1, MR2, BOTH = "MR-1", "MR-2", "MR-1&2"
 # Striking examples shown by default.
 STRIKING_EXAMPLES = 4
 # The run history's columns (Overview and Runs pages).
-HISTORY_COLUMNS = ("run", "name", "task", "model", "runtime", "dataset", "status", "samples", "tested", "forward passes",
-                   "passes/s", "skipped", "created")
+HISTORY_COLUMNS = ("run", "name", "task", "model", "runtime", "dataset", "status", "samples", "tested",
+                   "forward passes", "passes/s", "skipped", "created")
 # The history's status of a finished run with samples done and none tested.
 TESTED_NOTHING = "finished, tested nothing"
 
@@ -74,10 +74,12 @@ class NothingTested:
 
     @property
     def n_skipped(self) -> int:
+        """Skipped samples over all the run's skip reasons."""
         return sum(n for _, n in self.skipped)
 
     @property
     def n_untested(self) -> int:
+        """Untested samples over all the run's reasons."""
         return sum(n for _, n in self.untested)
 
 

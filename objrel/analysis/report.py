@@ -139,7 +139,8 @@ def build_report(store: Store, run_id: int) -> str:
     fig = go.Figure(go.Bar(x=bins["x"], y=bins["share"].fillna(0.0), customdata=bins[["tested", "flagged"]],
                            marker_color=SERIES_COLOURS["MR-2"],
                            hovertemplate="%{customdata[1]} of %{customdata[0]} flagged"))
-    fig.update_layout(template=REPORT_TEMPLATE, height=300, title="Share flagged by MR-2 per object size (seed 000 Fig. 8)",
+    fig.update_layout(template=REPORT_TEMPLATE, height=300,
+                      title="Share flagged by MR-2 per object size (seed 000 Fig. 8)",
                       xaxis_title="target area ratio", margin=dict(l=40, r=10, t=40, b=40))
     figs.append(fig)
     sections.append("<h2>Where it happens</h2>")

@@ -84,6 +84,7 @@ class SignificanceTest:
         return "normal approximation (approx): " + "; ".join(why)
 
     def to_dict(self) -> dict:
+        """The test's fields as a JSON-ready dict, with its method label."""
         return {"name": self.name, "statistic": self.statistic, "pvalue": self.pvalue, "n": self.n,
                 "alternative": self.alternative, "method": self.method, "zero_method": self.zero_method,
                 "n_zero": self.n_zero, "ties": self.ties, "method_label": self.method_label}
@@ -99,6 +100,7 @@ class ReliableAccuracy:
     note: str | None = None
 
     def to_dict(self) -> dict:
+        """The comparison as a JSON-ready dict: its table as records and the Wilcoxon test, if any."""
         return {"relation": self.relation, "table": _records(self.table),
                 "wilcoxon": self.wilcoxon.to_dict() if self.wilcoxon else None, "note": self.note}
 
@@ -125,9 +127,11 @@ class Contingency:
 
     @property
     def v_method(self) -> str:
+        """Which Cramer's V the ``cramers_v`` field holds: from the Yates-corrected chi-square or the plain one."""
         return CRAMERS_V_YATES if self.yates else CRAMERS_V_STANDARD
 
     def to_dict(self) -> dict:
+        """The test as a JSON-ready dict: the contingency table as nested counts, both chi-squares and V methods."""
         return {"run_id": self.run_id, "relation": self.relation,
                 "table": {str(r): {str(c): int(self.table.loc[r, c]) for c in self.table.columns}
                           for r in self.table.index},
@@ -150,6 +154,7 @@ class Correlation:
     table: pd.DataFrame
 
     def to_dict(self) -> dict:
+        """The correlation as a JSON-ready dict, its table as records."""
         return {"relation": self.relation, "r": self.r, "pvalue": self.pvalue, "n": self.n, "slope": self.slope,
                 "intercept": self.intercept, "table": _records(self.table)}
 
@@ -185,12 +190,12 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
 
     The Wilcoxon signed-rank test (:func:`wilcoxon_signed_rank`: paired by run, zero_method ``wilcox``,
     exact null distribution when there are no zero or tied differences and at most
-    ``WILCOXON_EXACT_MAX_N`` pairs, otherwise the normal approximation; the result says which) compares ``reliable_accuracy`` with ``original`` across runs: the paper's
-    "results before and after removing the unreliable inferences".  ``alternative`` is passed to scipy
-    (``two-sided`` by default; ``greater`` tests reliable > original).  The paper's p = 3.81e-6 for 18 models
-    that all gain accuracy equals 2**-18, the exact *one-sided* p (the two-sided one is twice that).  Runs
-    with an empty Reliable set are left out of the test.  The test is None (with ``note``) when fewer than
-    ``MIN_WILCOXON_PAIRS`` runs have a non-zero difference.
+    ``WILCOXON_EXACT_MAX_N`` pairs, otherwise the normal approximation; the result says which) compares
+    ``reliable_accuracy`` with ``original`` across runs: the paper's "results before and after removing the
+    unreliable inferences".  ``alternative`` is passed to scipy (``two-sided`` by default; ``greater`` tests
+    reliable > original).  The paper's p = 3.81e-6 for 18 models that all gain accuracy equals 2**-18, the exact
+    *one-sided* p (the two-sided one is twice that).  Runs with an empty Reliable set are left out of the test.
+    The test is None (with ``note``) when fewer than ``MIN_WILCOXON_PAIRS`` runs have a non-zero difference.
 
     Table columns: ``run``, ``model``, ``evaluated``, ``untested``, ``correct``, ``original``,
     ``unreliable`` (int), ``unreliable_accuracy``, ``reliable`` (int), ``reliable_accuracy``, ``delta``.
@@ -295,10 +300,12 @@ class McNemar:
 
     @property
     def discordant(self) -> int:
+        """The discordant pairs b + c (flagged by one relation only)."""
         return self.only_a + self.only_b
 
     @property
     def method_label(self) -> str:
+        """Which test gave the p-value (exact binomial or corrected chi-square) and its statistic, in words."""
         if self.method == "exact":
             return (f"exact binomial test (b + c = {self.discordant} < {MCNEMAR_EXACT_BELOW}), statistic "
                     "min(b, c)")
@@ -312,6 +319,7 @@ class McNemar:
                             index=[f"{a} flags", f"{a} does not"], columns=[f"{b} flags", f"{b} does not"])
 
     def to_dict(self) -> dict:
+        """The test's fields as a dict, with the discordant count and the method label."""
         return {**asdict(self), "discordant": self.discordant, "method_label": self.method_label}
 
 

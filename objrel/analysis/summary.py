@@ -47,9 +47,11 @@ class Summary:
     incorrect_detections: int | None = None
 
     def to_dict(self) -> dict:
+        """The summary's fields as a dict."""
         return asdict(self)
 
     def table_row(self) -> dict:
+        """The summary as one row of seed 000's Table 1 (accuracy and violation counts with ratios), as text."""
         pct = lambda r: "-" if r is None else f"{100 * r:.2f}%"  # noqa: E731
         row = {
             "Model": self.model,
@@ -65,6 +67,7 @@ class Summary:
 
     @property
     def is_detection(self) -> bool:
+        """True for a detection run (its summary counts missing and incorrect detections)."""
         return self.missing_detections is not None
 
     def detection_row(self) -> dict:
@@ -85,10 +88,12 @@ class Summary:
 
 
 def flagged_sets(store: Store, run_id: int) -> tuple[set[str], set[str]]:
+    """The ids of the samples flagged by MR-1 and by MR-2 in run ``run_id``."""
     return (set(store.flagged_sample_ids(run_id, "MR-1")), set(store.flagged_sample_ids(run_id, "MR-2")))
 
 
 def summarize(store: Store, run_id: int) -> Summary:
+    """Counts and violation ratios of one stored run (samples, units for a detection run)."""
     rec = store.get_run(run_id)
     rows = store.samples(run_id)
     skipped = sum(r["status"] == "skipped" for r in rows)

@@ -53,6 +53,7 @@ def run_model(store: Store, run_id: int):
 
 
 def cached_review_item(store: Store, run_id: int, sample_id: str, relation: str):
+    """The review item of (run, sample, relation), kept in Streamlit's data cache per store URL."""
     from objrel.review.items import review_item
 
     @st.cache_data(max_entries=REVIEW_ITEM_CACHE, show_spinner=False)

@@ -50,18 +50,21 @@ def run_label(run) -> str:
 
 
 def model_help() -> str:
+    """The model names the run form accepts, comma separated."""
     from objrel.models import model_choices
 
     return ", ".join(model_choices())
 
 
 def detector_help() -> str:
+    """The detector names the run form accepts, one per line."""
     from objrel.models import detector_choices
 
     return "  \n".join(detector_choices())
 
 
 def run_progress(run) -> str:
+    """A run's label with its samples done of total and its skipped count."""
     return f"{plain(run_label(run))}: {run.n_done}/{run.n_total} samples, {run.n_skipped} skipped"
 
 
@@ -86,6 +89,7 @@ def panel_caption(panel, detection: bool) -> str:
 
 
 def source_image_caption(detection: bool) -> str:
+    """The caption under the source image: what each outline colour marks."""
     return ("source: object (gold), detections (blue), compared record (magenta)" if detection
             else "source (target outlined)")
 
@@ -97,6 +101,7 @@ def detection_thumb_caption(panel) -> str:
 
 
 def detection_source_caption(panel) -> str:
+    """The caption under a detection source image: the panel's note and the outline colours."""
     return f"source: {panel.note}; object gold, detections blue, compared record magenta"
 
 
@@ -140,14 +145,17 @@ def lazy_scores_note(item, run) -> str | None:
 
 
 def my_call(verdict: str | None) -> str:
+    """The signed-in reviewer's current call on the item, in words."""
     return f"Your call: **{CALL_LABELS.get(verdict, NOT_JUDGED)}**"
 
 
 def queue_caption(queue) -> str:
+    """How many of the flagged inferences the queue drew for review."""
     return f"{len(queue)} of {queue.n_flagged} flagged inferences drawn for review."
 
 
 def queue_progress(queue, position: int) -> str:
+    """The item's place in the queue and how many items the reviewer has judged."""
     return f"Item {position + 1} of {len(queue)} - you judged {queue.n_judged}"
 
 
@@ -179,11 +187,13 @@ def reason_words(reasons) -> str:
 
 
 def unknown_run_text(named: str) -> str:
+    """What the Review page says when a link names a run with no tested inferences."""
     return (f"The link names run {plain(named)}, which has no tested inferences here (deleted, or never run). "
             "Nothing was opened in its place: choose where to go on.")
 
 
 def nothing_for_you_text(run_id: int, relation: str) -> str:
+    """What the Review page says when the run has no inference of ``relation`` flagged for review."""
     return (f"Run {int(run_id)} has no {plain(relation)} inference flagged for review. Choose another relation or "
             "run above, or one of your queues below.")
 
@@ -205,8 +215,8 @@ def calibration_lines(cal, files: dict[str, str] | None = None) -> list[str]:
     a, b = getattr(cal, "reviewer_a", "A"), getattr(cal, "reviewer_b", "B")
     coefficients = getattr(cal, "verdicts", None)
     if coefficients is not None:
-        shown = [f"{getattr(c, 'label', c.name)} **{decimals(c.value)}**" for c in getattr(coefficients, "coefficients", ())
-                 if getattr(c, "value", None) is not None]
+        shown = [f"{getattr(c, 'label', c.name)} **{decimals(c.value)}**"
+                 for c in getattr(coefficients, "coefficients", ()) if getattr(c, "value", None) is not None]
         if shown:
             band = getattr(coefficients, "kappa_band", "")
             lines.append(f"Agreement of {plain(a)} and {plain(b)} over {coefficients.n} items: " + ", ".join(shown)
@@ -259,12 +269,14 @@ def call_text(verdict: str, reasons, note: str | None) -> str:
 
 
 def disagreement_heading(d, rel_path: str | None = None) -> str:
+    """The heading of one disagreement: the item, its place in the review sample and what the calls differ in."""
     where = f"#{d.position + 1} of the review sample" if d.position is not None else "outside the review sample"
     item = f"{plain(rel_path)} (sample {plain(d.sample_id)})" if rel_path else plain(d.sample_id)
     return f"**{item}** ({where}; they differ in the {d.kind})"
 
 
 def disagreement_calls(d, name_a: str, name_b: str) -> str:
+    """Both reviewers' calls on one disagreement, one list line each."""
     return (f"- {plain(name_a)}: {call_text(d.verdict_a, d.reasons_a, d.note_a)}\n"
             f"- {plain(name_b)}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}")
 
@@ -288,6 +300,7 @@ def review_link(url: str) -> str:
 
 
 def card_problem(card) -> str:
+    """What an item card shows in place of an image it could not draw."""
     return f"No image: {plain(card.problem)}"
 
 
@@ -298,6 +311,7 @@ def card_mutant_caption(panel) -> str:
 
 
 def decision_text(d) -> str:
+    """The adjudicator's decision on a disagreement, in words."""
     return f"Decided by {plain(d.resolved_by)}: {call_text(d.resolved_verdict, d.resolved_reasons, d.resolved_note)}"
 
 
@@ -311,12 +325,14 @@ NAPVD_HEATMAP_CAPTION = ("Euclidean distance between the classes' neuron activat
 
 
 def inspect_summary(result) -> str:
+    """One line on a DeepInspect result: model, source, threshold, task and computing time."""
     source = result.source.get("name", result.source.get("kind"))
     return (f"**{plain(result.model.get('name', '?'))}** on **{plain(source)}**, Th = {result.activation_threshold}, "
             f"{result.task}-label; computed in {result.seconds:.1f} s.")
 
 
 def shortcut_summary(results: dict) -> str:
+    """One line on a shortcut benchmark results file: run size, seeds, scenes, plan and step times."""
     cfg = results["config"]
     times = ", ".join(f"{k} {v:.0f} s" for k, v in results["timings"].items())
     return (f"**{'Quick' if cfg['quick'] else 'Full'} run**: {len(results['seeds'])} seed(s), K = {cfg['n_classes']} "

@@ -88,6 +88,7 @@ def per_label_bars(labels: pd.DataFrame, stem: str, relation: str) -> go.Figure:
 
 
 def size_bars(bins: pd.DataFrame, relation: str) -> go.Figure:
+    """Bars of the share flagged by ``relation`` per object-size bin, labelled flagged / tested."""
     fig = px.bar(bins, x="interval", y="share", text=_counts(bins["flagged"], bins["tested"]),
                  labels={"interval": "object area / image area", "share": f"share flagged ({relation})"})
     fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
@@ -95,6 +96,7 @@ def size_bars(bins: pd.DataFrame, relation: str) -> go.Figure:
 
 
 def overlap_bars(overlap: pd.DataFrame) -> go.Figure:
+    """Bars of the share of flagged images by how many runs flag each one."""
     fig = px.bar(overlap, x="n_models", y="share", text="inputs",
                  labels={"n_models": "number of runs flagging the image", "share": "share of flagged images"})
     fig.update_layout(yaxis_tickformat=PERCENT_AXIS, xaxis_dtick=1)
@@ -167,6 +169,7 @@ def accuracy_scatter(corr, relation: str) -> go.Figure:
 
 
 def napvd_heatmap(frame: pd.DataFrame) -> go.Figure:
+    """A heatmap of the NAPVD matrix (``frame``'s rows and columns are the classes)."""
     fig = px.imshow(frame, color_continuous_scale="Viridis_r", aspect="auto",
                     labels={"color": "NAPVD", "x": "", "y": ""})
     fig.update_layout(height=max(HEATMAP_MIN_HEIGHT, HEATMAP_ROW_PX * len(frame)))
@@ -227,6 +230,7 @@ def precision_recall_bars(scores: pd.DataFrame) -> go.Figure:
 
 
 def repair_bars(repair: pd.DataFrame) -> go.Figure:
+    """Grouped bars per seed of the MR-2 ratio and accuracies before, in the control and after the repair."""
     long = _per_seed(repair).melt(id_vars=["seed", "when"], value_vars=["MR-2 ratio", "swapped accuracy", "accuracy"],
                                   var_name="measure", value_name="value")
     long["seed"] = long["seed"].astype(str)
@@ -237,6 +241,7 @@ def repair_bars(repair: pd.DataFrame) -> go.Figure:
 
 
 def share_search_lines(sweep: pd.DataFrame) -> go.Figure:
+    """Lines of the MR-2 ratios and swapped accuracy against the share of mutants added to training."""
     tuned = sweep[sweep["share asked"].astype(str) != "original"].copy()
     tuned["seed"] = tuned["seed"].astype(str)
     fig = px.line(tuned, x="share", y=["val MR-2 ratio", "test MR-2 ratio", "swapped accuracy"], line_dash="seed",
@@ -250,6 +255,7 @@ ATTACK_SCENARIOS = {1: "1: object not recognised", 2: "2: label without object"}
 
 
 def attack_bars(attack: pd.DataFrame) -> go.Figure:
+    """Grouped bars of the attack successes per scenario and strategy, one panel per model."""
     named = attack.assign(scenario=attack["scenario"].map(ATTACK_SCENARIOS))
     return _facet_titles(px.bar(named, x="scenario", y="successes", color="strategy", facet_col="model",
                                 barmode="group", text="successes"))

@@ -29,6 +29,7 @@ def percent(x: float | None, digits: int = 1) -> str:
 
 
 def decimals(x: float | None, digits: int = 3) -> str:
+    """``x`` with ``digits`` decimals, or the missing-value mark when there is none."""
     return MISSING if is_missing(x) else f"{x:.{digits}f}"
 
 

@@ -29,6 +29,7 @@ CARD_COLUMNS = 6                # an adjudication card: the source and up to fiv
 
 
 def headline(item: ReviewItem, relation: str) -> None:
+    """The item's metrics row: ground truth, object area, S_p, S_r and the relation's vote."""
     # Short labels and values (help says the rest): five metrics fit beside the sign-in sidebar at 1,400 px.
     truth = ", ".join(item.ground_truth) or "-"
     m = st.columns([2, 1, 1, 1, 1.2])
@@ -179,6 +180,7 @@ def _lime_on_demand(actor: Actor, store: Store, item: ReviewItem, applied: list[
 
 
 def size_histogram(store: Store, item: ReviewItem, relation: str) -> None:
+    """The run's object-size histogram with this item's size marked."""
     st.markdown("**Object size: where does this item sit?**")
     bins = cached_size_bins(store, item.run_id, relation)
     fig = charts.size_histogram(bins, item.area_ratio, relation)

@@ -70,6 +70,7 @@ def oidc_configured() -> bool:
 
 
 def signed_in() -> str | None:
+    """The name of the account signed in on this session, or None."""
     return st.session_state.get(REVIEWER_KEY)
 
 

@@ -16,6 +16,7 @@ STORE_HELP = "database URL or SQLite file (default: $OBJREL_STORE or ./objrel.db
 
 
 def add_store_option(parser) -> None:
+    """Add the ``--store`` option (the store URL or SQLite file) to ``parser``."""
     parser.add_argument("--store", default=None, help=STORE_HELP)
 
 

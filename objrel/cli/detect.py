@@ -112,6 +112,7 @@ def _print_detection_summary(store, run_id: int, out) -> None:
 
 
 def cmd_detect(args) -> int:
+    """``objrel detect``: start or resume a detector run and print its report."""
     store = Store(args.store)
     if args.resume is not None:
         config = stored_config(store, args.resume, DetectionConfig)
@@ -130,6 +131,7 @@ def cmd_detect(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    """``objrel sweep``: run a parameter sweep (or read a stored one) and print its table."""
     store = Store(args.store)
     if args.run is not None:
         result = sweep_table(store, args.run)
@@ -148,6 +150,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_detectors(args) -> int:
+    """``objrel detectors``: print the detector names and what each takes."""
     print(_detector_help())
     return 0
 

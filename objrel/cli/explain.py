@@ -19,6 +19,7 @@ from objrel.store import Store
 
 
 def cmd_explain_sample(args) -> int:
+    """``objrel explain-sample``: compute LIME for a run's review sample, here or in a background job."""
     from objrel.review import lime_ahead
 
     if args.job:
@@ -39,6 +40,7 @@ def cmd_explain_sample(args) -> int:
 
 
 def add_explain_command(sub) -> None:
+    """Add the ``explain-sample`` command to the subparsers ``sub``."""
     from objrel.review.lime_ahead import AHEAD_SAMPLES
 
     p = sub.add_parser("explain-sample", help="LIME for a run's review sample, cached ahead of the reviewers")

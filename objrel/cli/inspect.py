@@ -95,6 +95,7 @@ def print_result(result, top: int = DEFAULT_TOP, out=None) -> None:
 
 
 def cmd_inspect(args) -> int:
+    """``objrel inspect``: run DeepInspect on a dataset (or the planted benchmark) and print or save the result."""
     if args.top < 0:
         raise ValueError(f"--top must be >= 0, got {args.top}")
     if args.planted:

@@ -21,6 +21,7 @@ from objrel.store import Store
 
 
 def cmd_export(args) -> int:
+    """``objrel judgments export``: write the reviewers' calls as CSV or JSON to a file or stdout."""
     rows = export.judgment_export(SERVER, Store(args.store), run_ids=args.run, relation=args.relation)
     text = export.to_csv(rows) if args.format == "csv" else export.to_json(rows) + "\n"
     if args.out:

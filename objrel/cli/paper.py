@@ -134,6 +134,7 @@ def _fmt(x: float) -> str:
 
 
 def render(rows: list[Check]) -> str:
+    """The checks as an aligned text table, followed by the paper's own inconsistencies."""
     head = ("table", "row", "quantity", "published", "objrel", "status")
     body = [(c.table, c.row, c.quantity, _fmt(c.published), _fmt(c.reproduced), c.status) for c in rows]
     widths = [max(len(str(r[i])) for r in [head, *body]) for i in range(len(head))]
@@ -148,6 +149,7 @@ def render(rows: list[Check]) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """``objrel paper-check``: print the recomputed published figures as a table or JSON."""
     rows = checks()
     if args.json:
         print(json.dumps([asdict(c) for c in rows], indent=2))

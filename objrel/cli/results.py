@@ -18,6 +18,7 @@ from objrel.store import Store
 
 
 def cmd_runs(args) -> int:
+    """``objrel runs``: list the store's runs as a table or JSON."""
     runs = Store(args.store).list_runs()
     if args.json:
         print(json.dumps([r.to_dict() for r in runs], indent=2, default=str))
@@ -33,6 +34,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_summary(args) -> int:
+    """``objrel summary``: print one run's counts and violation ratios as text or JSON."""
     from objrel.analysis.summary import summarize
 
     s = summarize(Store(args.store), args.run)
@@ -49,6 +51,7 @@ def cmd_summary(args) -> int:
 
 
 def cmd_export(args) -> int:
+    """``objrel export``: write one run's results in the chosen format to a file or stdout."""
     from objrel.analysis.export import export_run
 
     text = export_run(Store(args.store), args.run, args.format)
@@ -61,6 +64,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_report(args) -> int:
+    """``objrel report``: write one run's HTML report."""
     # imported here: the report's charts (plotly) add over a second to every command's start-up
     from objrel.analysis.report import build_report
 

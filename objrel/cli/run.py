@@ -46,6 +46,7 @@ def run_config(args) -> RunConfig:
 
 
 def cmd_run(args) -> int:
+    """``objrel run``: start or resume a classifier run and print its report."""
     store = Store(args.store)
     config = stored_config(store, args.resume, RunConfig) if args.resume is not None else run_config(args)
     engine = engine_for(store, config)
@@ -55,12 +56,14 @@ def cmd_run(args) -> int:
 
 
 def cmd_operators(args) -> int:
+    """``objrel operators``: print every mutation operator with its kind, relation and settings."""
     for op in operators():
         print(f"{op.name:<22} {op.kind:<9} {op.relation}  {len(op.grid):>2} settings  {op.description} [{op.source}]")
     return 0
 
 
 def cmd_demo(args) -> int:
+    """``objrel demo``: build the demo store (real model, bundled photos, finished runs)."""
     build_demo_store(args.store, force=args.force, log=sys.stderr)
     return 0
 
@@ -73,7 +76,8 @@ def add_run_commands(subparsers) -> None:
     p.add_argument("--config", help="TOML file with run settings (a [run] table or top-level keys)")
     p.add_argument("--resume", type=int, metavar="RUN", help="continue a stopped run with its stored settings")
     p.add_argument("--model", help=f"model name: {', '.join(model_choices())} (default efficientnet-lite0)")
-    p.add_argument("--weights", help="local state-dict file (loaded with weights_only=True) or torchvision weights name")
+    p.add_argument("--weights",
+                   help="local state-dict file (loaded with weights_only=True) or torchvision weights name")
     p.add_argument("--task", choices=["single", "multi"], help="single-label (softmax) or multi-label (sigmoid)")
     p.add_argument("--threshold", type=float, help="multi-label decision threshold (default 0.5)")
     p.add_argument("--dataset", help="COCO JSON, manifest JSON, VOC XML file/folder, or 'demo'")

@@ -20,6 +20,7 @@ def _open(args) -> Store:
 
 
 def cmd_version(args) -> int:
+    """``objrel store version``: print the store's schema revision beside this objrel's head."""
     store = _open(args)
     try:
         print(f"{store!r}: {revisions.version(store.engine).line()}")
@@ -29,6 +30,7 @@ def cmd_version(args) -> int:
 
 
 def cmd_upgrade(args) -> int:
+    """``objrel store upgrade``: upgrade the store to this objrel's head revision and say what was done."""
     store = _open(args)
     try:
         print(f"{store!r}: {revisions.upgrade(store.engine).line()}")
@@ -38,6 +40,7 @@ def cmd_upgrade(args) -> int:
 
 
 def add_store_commands(sub) -> None:
+    """Add the ``store`` command and its ``version`` and ``upgrade`` subcommands to the subparsers ``sub``."""
     p = sub.add_parser("store", help="the store's schema revision: version, upgrade")
     group = p.add_subparsers(dest="store_command", required=True)
     v = group.add_parser("version", help="the store's schema revision and this objrel's head (changes nothing)")

@@ -30,6 +30,7 @@ def _passphrase(args) -> str:
 
 
 def cmd_add(args) -> int:
+    """``objrel users add``: create an account with the given roles and print them."""
     store = Store(args.store)
     who = accounts.create_reviewer(store, args.name, _passphrase(args), roles=args.role)
     print(f"{who.name}: {', '.join(roles.roles_of(store, who.name))}")
@@ -37,6 +38,7 @@ def cmd_add(args) -> int:
 
 
 def cmd_list(args) -> int:
+    """``objrel users list``: print each account's name, kind and roles, one per line."""
     rows = accounts.list_accounts(Store(args.store))
     if not rows:
         print("no accounts yet; make the first with: objrel users add NAME --role admin")
@@ -46,12 +48,14 @@ def cmd_list(args) -> int:
 
 
 def cmd_grant(args) -> int:
+    """``objrel users grant``: give an account roles as the server operator and print its roles."""
     now = roles.grant_as_operator(Store(args.store), args.name, args.role)
     print(f"{args.name}: {', '.join(now)}")
     return 0
 
 
 def cmd_revoke(args) -> int:
+    """``objrel users revoke``: take roles from an account as the server operator and print what it keeps."""
     store = Store(args.store)
     now = ()
     for role in args.role:

@@ -25,6 +25,7 @@ FORMATS = ("auto", "coco", "voc", "manifest")
 
 
 def detect_format(annotation) -> str:
+    """The format of an annotation path: "voc" (an .xml file or folder), "coco" or "manifest" (a .json file)."""
     path = Path(annotation)
     if not path.exists():
         raise AnnotationError(f"annotation {path} does not exist; expected a COCO or manifest .json, a VOC .xml "
@@ -32,7 +33,8 @@ def detect_format(annotation) -> str:
     if path.is_dir() or path.suffix.lower() == ".xml":
         return "voc"
     if path.suffix.lower() != ".json":
-        raise AnnotationError(f"cannot tell the format of {path}: expected a .json file, an .xml file or a folder of .xml")
+        raise AnnotationError(f"cannot tell the format of {path}: expected a .json file, an .xml file or a folder "
+                              "of .xml")
     head = parse_json(path, f"annotation file {path}", MAX_ANNOTATION_FILE_BYTES)
     if isinstance(head, dict) and isinstance(head.get("images"), list) and (
         "annotations" in head or "categories" in head

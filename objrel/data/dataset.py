@@ -38,5 +38,6 @@ class Dataset:
         return iter(self.samples)
 
     def describe(self) -> dict:
+        """The dataset's name, format, root, annotation and sample count, as a dict."""
         return {"name": self.name, "format": self.format, "root": self.root, "annotation": self.annotation,
                 "n_samples": len(self.samples)}

@@ -81,6 +81,7 @@ class Detections:
         return self.take(order)
 
     def take(self, indices) -> "Detections":
+        """The detections at ``indices``, in that order."""
         idx = list(indices)
         return Detections(tuple(self.boxes[i] for i in idx), tuple(self.labels[i] for i in idx),
                           tuple(self.scores[i] for i in idx))
@@ -103,12 +104,15 @@ class Detections:
         return Detections(tuple(boxes), tuple(self.labels[i] for i in keep), tuple(self.scores[i] for i in keep))
 
     def concat(self, other: "Detections") -> "Detections":
+        """These detections followed by ``other``'s."""
         return Detections(self.boxes + other.boxes, self.labels + other.labels, self.scores + other.scores)
 
     def to_dict(self) -> dict:
+        """The detections as a JSON-ready dict of boxes, labels and scores."""
         return {"boxes": [list(b) for b in self.boxes], "labels": list(self.labels), "scores": list(self.scores)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Detections":
+        """Detections from a ``to_dict`` dict (a missing key gives none)."""
         return cls(tuple(tuple(b) for b in d.get("boxes", [])), tuple(d.get("labels", [])),
                    tuple(d.get("scores", [])))

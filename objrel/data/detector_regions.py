@@ -3,7 +3,6 @@ target regions a detector supplies (``objrel.engine.regions.detector_regions``, 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from objrel.data import Dataset, load_dataset

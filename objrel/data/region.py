@@ -97,6 +97,7 @@ def clip_objects(objects, width, height, names=None) -> tuple[tuple, tuple[str, 
 
 
 def box_mask(box: Box, width: int, height: int, padding: int = 0) -> np.ndarray:
+    """An ``(H, W)`` bool mask of ``box`` grown by ``padding`` pixels on each side, cut at the image border."""
     x1, y1, x2, y2 = check_box(box, width, height)
     m = np.zeros((height, width), dtype=bool)
     m[max(0, y1 - padding) : min(height, y2 + padding), max(0, x1 - padding) : min(width, x2 + padding)] = True
@@ -282,8 +283,10 @@ def encode_region(region: np.ndarray) -> dict:
 
 
 def decode_region(rle: dict) -> np.ndarray:
+    """The bool mask of a COCO run-length encoding whose counts are stored as text."""
     return mask_utils.decode({"size": rle["size"], "counts": rle["counts"].encode("ascii")}).astype(bool)
 
 
 def sample_region(sample: Sample, width: int, height: int, padding: int = 0) -> np.ndarray:
+    """The union of the sample's object regions as an ``(H, W)`` bool mask (``target_region``)."""
     return target_region(sample.objects, width, height, padding)

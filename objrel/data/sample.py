@@ -45,6 +45,7 @@ class TargetObject:
     iscrowd: bool = False
 
     def to_dict(self) -> dict:
+        """The object as a JSON-ready dict."""
         return {
             "category": self.category,
             "class_index": self.class_index,
@@ -55,6 +56,7 @@ class TargetObject:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TargetObject":
+        """An object from a ``to_dict`` dict."""
         return cls(
             category=d["category"],
             class_index=d.get("class_index"),

@@ -10,9 +10,9 @@ files or declares more than ``MAX_UNPACKED_BYTES`` (and extraction stops if the 
 ones); every image must decode; the annotation file must load with objrel's own loader and give at least one
 sample, and each of its image names must resolve to one image of the zip (by its path, or by its trailing
 path components wherever the zip nests the images: ``objrel.data.locate``); weights load with
-``torch.load(weights_only=True)`` (``objrel.models.safe_load``) and must fit the architecture.  Work happens in a hidden folder beside the target and is renamed into place only when all
-checks pass, so a refused upload leaves nothing behind.  The role check is the caller's
-(``objrel.engine.manage``); this module only knows files.
+``torch.load(weights_only=True)`` (``objrel.models.safe_load``) and must fit the architecture.  Work
+happens in a hidden folder beside the target and is renamed into place only when all checks pass, so a refused
+upload leaves nothing behind.  The role check is the caller's (``objrel.engine.manage``); this module only knows files.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class Upload:
 
 
 def check_name(name: str) -> str:
+    """``name`` stripped, or UploadError unless it is 1-64 safe characters starting with a letter or digit."""
     name = (name or "").strip()
     if not NAME_PATTERN.match(name) or name in {".", ".."}:
         raise UploadError(f"an upload name is 1-64 letters, digits, '_', '.' or '-' starting with a letter or "

@@ -33,7 +33,7 @@ def read_synset_mapping(path) -> dict[str, tuple[int, str]]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise AnnotationError(f"cannot read synset mapping {path}: {exc}") from exc
-    for index, line in enumerate(l for l in lines if l.strip()):
+    for index, line in enumerate(s for s in lines if s.strip()):
         wnid, _, names = line.strip().partition(" ")
         mapping[wnid] = (index, names.split(",")[0].strip() or wnid)
     return mapping
@@ -66,7 +66,8 @@ def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int,
     try:
         node = parse_xml(xml_path, xml_path.name, MAX_XML_FILE_BYTES)
     except ET.ParseError as exc:
-        return Sample(sid, image_path, rel, None, None, problem=("bad-annotation", f"{xml_path.name}: invalid XML: {exc}"))
+        return Sample(sid, image_path, rel, None, None,
+                      problem=("bad-annotation", f"{xml_path.name}: invalid XML: {exc}"))
     except InputFileError as exc:
         return Sample(sid, image_path, rel, None, None, problem=("bad-annotation", str(exc)))
     try:

@@ -42,6 +42,7 @@ def run_in_this_process(store: Store, config: RunConfig | DetectionConfig | None
 
 
 def main(argv=None) -> int:
+    """Run or resume one run in this process (a background job's entry point); the exit status."""
     ap = argparse.ArgumentParser(prog="python -m objrel.engine.background", description=__doc__.splitlines()[0])
     ap.add_argument("--store", required=True, help="database URL or SQLite file")
     ap.add_argument("--run-id-file", required=True, help="the run id is written here once the run exists")

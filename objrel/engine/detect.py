@@ -104,6 +104,7 @@ class DetectionEngine:
     # ------------------------------------------------------------ run bookkeeping
 
     def create_run(self) -> int:
+        """Record a new detection run in the store (its settings, plan and dataset) and return its id."""
         c = self.config
         dataset_config = {**self.dataset.describe(), "padding": c.padding, "fmt": c.fmt,
                           "synset_mapping": c.synset_mapping,

@@ -93,7 +93,8 @@ def start_run(actor: Actor, store_url: str, config: RunConfig | DetectionConfig 
         cfg_file = work / f"run-{stamp}.json"
         cfg_file.write_text(json.dumps((config or RunConfig()).to_dict()))
         cmd += ["--config-json", str(cfg_file)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))}
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True, cwd=os.getcwd())
@@ -158,6 +159,7 @@ def is_active(run: RunRecord) -> bool:
 
 
 def can_cancel(run: RunRecord) -> bool:
+    """True when the run is running, so a user may stop it."""
     return run.status == "running"
 
 
@@ -167,10 +169,12 @@ def is_resumable(run: RunRecord) -> bool:
 
 
 def active_runs(store: Store) -> list[RunRecord]:
+    """The store's runs in progress or waiting to go on."""
     return [r for r in store.list_runs() if is_active(r)]
 
 
 def resumable_runs(store: Store) -> list[RunRecord]:
+    """The store's stopped runs that still have samples to do."""
     return [r for r in store.list_runs() if is_resumable(r)]
 
 

@@ -39,12 +39,13 @@ def uploads_root() -> Path:
     root = UPLOADS_DIR.expanduser().resolve()
     roots = data_roots()
     if not any(root == r or r in root.parents for r in roots):
-        raise ConfigError(f"the uploads folder {root} is not inside the allowed data roots ({', '.join(map(str, roots))}); "
-                          f"add it to {DATA_ROOTS_ENV} to accept uploads")
+        raise ConfigError(f"the uploads folder {root} is not inside the allowed data roots "
+                          f"({', '.join(map(str, roots))}); add it to {DATA_ROOTS_ENV} to accept uploads")
     return root
 
 
 def rename_run(actor: Actor, store: Store, run_id: int, name: str) -> None:
+    """Rename run ``run_id`` if ``actor`` may; ConfigError unless the name is 1 to MAX_RUN_NAME characters."""
     A.authorize(actor, A.RENAME_RUN, f"run {int(run_id)}")
     name = (name or "").strip()
     if not name or len(name) > MAX_RUN_NAME:

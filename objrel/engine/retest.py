@@ -34,6 +34,7 @@ class Retest:
     area_ratio: float
 
     def to_dict(self) -> dict:
+        """The re-test's box, votes, verdicts, prediction and area ratio as a JSON-ready dict."""
         return {"box": list(self.box), "votes": self.votes, "verdicts": self.verdicts, "predicted": self.predicted,
                 "area_ratio": self.area_ratio}
 

@@ -159,8 +159,8 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
                           f"{', '.join(code)}. Start such runs with the objrel command on the server")
     regions_from = getattr(config, "regions_from", None)
     if regions_from and regions_from not in web_models(store, DETECTOR):
-        raise ConfigError(f"regions_from must be one of the app's detectors ({', '.join(web_models(store, DETECTOR))}); "
-                          f"got {regions_from!r}")
+        raise ConfigError(f"regions_from must be one of the app's detectors "
+                          f"({', '.join(web_models(store, DETECTOR))}); got {regions_from!r}")
     roots = data_roots()
     if config.dataset not in type(config).BUILTIN_DATASETS:
         _inside_roots("dataset", config.dataset, roots)
@@ -196,10 +196,12 @@ def _text_fields(config: AnyConfig):
 
 
 def task_of(config: AnyConfig) -> str:
+    """Which kind of run the config starts: the detector task or the classifier task."""
     return DETECTOR if isinstance(config, DetectionConfig) else CLASSIFIER
 
 
 def default_config(task: str) -> AnyConfig:
+    """A config with the defaults for ``task``; ConfigError for an unknown task."""
     if task not in TASKS:
         raise ConfigError(f"task must be one of {TASKS}, got {task!r}")
     return DetectionConfig() if task == DETECTOR else RunConfig()

@@ -65,6 +65,7 @@ class SweepRow:
     not_applicable: int
 
     def to_dict(self) -> dict:
+        """The row as a dict."""
         return asdict(self)
 
 
@@ -79,6 +80,7 @@ class SweepResult:
     rows: tuple[SweepRow, ...]
 
     def to_dict(self) -> dict:
+        """The sweep as a JSON-ready dict, its rows included."""
         d = asdict(self)
         d["rows"] = [r.to_dict() for r in self.rows]
         return d
@@ -101,6 +103,7 @@ class SweepResult:
         return "\n".join(out)
 
     def markdown(self) -> str:
+        """The sweep table as a Markdown table."""
         lines = self.table().splitlines()
         head, body = lines[1], lines[3:]
         md = ["| " + " | ".join(c.strip() for c in head.split("|")) + " |",
@@ -127,8 +130,8 @@ def sweep_table(store: Store, run_id: int) -> SweepResult:
             counts[c.mutation_key].append(c)
     rows = []
     for m in muts:
-        cs = counts[m.key]
-        count = lambda pred: sum(c.n for c in cs if pred(c))  # noqa: E731
+        def count(pred, cs=counts[m.key]) -> int:
+            return sum(c.n for c in cs if pred(c))
         rows.append(SweepRow(float(m.kwargs[swept]), m.key, m.relation, count(lambda c: True),
                              count(lambda c: c.verdict == C.VIOLATED),
                              count(lambda c: c.outcome == MISSING_DETECTION),

@@ -47,6 +47,7 @@ class Classifier:
 
     @property
     def num_classes(self) -> int:
+        """How many classes the model scores."""
         return len(self.class_names)
 
     def predict(self, images) -> np.ndarray:
@@ -88,6 +89,7 @@ class Classifier:
         raise NotImplementedError
 
     def describe(self) -> dict:
+        """The model's name, task, threshold, classes, configuration and runtime, as a dict."""
         out = {"name": self.name, "task": self.task, "threshold": self.threshold,
                "num_classes": self.num_classes, **self.config, "runtime": self.runtime}
         if self.runtime_choice is not None:
@@ -152,6 +154,7 @@ class TorchClassifier(Classifier):
         return type(self).prepare is TorchClassifier.prepare and type(self.preprocess) is Preprocess
 
     def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared: torch.Tensor | None = None) -> FillBasis:
+        """The pixels a fill operator reads, from ``image`` or from the batch tensor already prepared for it."""
         if prepared is not None:
             # read, not kept (the basis holds new arrays); a caller that runs the batch through the module
             # first passes a copy made before, since a module may change its input in place

@@ -50,6 +50,7 @@ class Detector:
 
     @property
     def class_names(self) -> list[str]:
+        """The detector's labels as a list (empty when it has none)."""
         return list(self.labels or ())
 
     def detect(self, images) -> list[Detections]:
@@ -71,6 +72,7 @@ class Detector:
         raise NotImplementedError
 
     def describe(self) -> dict:
+        """The detector's name, task, labels, threshold, configuration and runtime, as a dict."""
         out = {"name": self.name, "task": self.task, "labels": self.class_names,
                "score_threshold": self.score_threshold, **self.config, "runtime": self.runtime}
         if self.runtime_choice is not None:

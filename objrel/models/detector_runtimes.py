@@ -239,6 +239,7 @@ class ExportedDetector(TorchvisionDetector):
         return state
 
     def describe(self) -> dict:
+        """The torch detector's description plus the runtime's version, precision, export and tolerances."""
         return {**super().describe(), "runtime_version": runtime_version(self.runtime), "precision": "f32",
                 "onnx_export": self.export_key, "difference_from_torch": self.max_difference,
                 "tolerance": {"score": SCORE_TOLERANCE, "box_px": BOX_TOLERANCE}}

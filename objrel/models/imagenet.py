@@ -9,6 +9,7 @@ from typing import Mapping
 
 @lru_cache(maxsize=1)
 def imagenet_classes() -> tuple[str, ...]:
+    """The 1,000 ImageNet class names, in class-index order (torchvision's list)."""
     from torchvision.models._meta import _IMAGENET_CATEGORIES
 
     return tuple(_IMAGENET_CATEGORIES)

@@ -53,9 +53,9 @@ def load_state_dict(path) -> dict:
 
     Checkpoints that wrap the state dict (``{"state_dict": ...}`` or ``{"model": ...}``)
     are unwrapped.  A zip archive is first checked from its directory (``check_archive``): members that
-    unpack to far more than the file's size are refused before torch allocates them.  A file that needs full unpickling (a pickled ``nn.Module`` or
-    custom classes) is refused with ``UnsafeWeightsError``: unpickling can run any
-    code the file's author chose.
+    unpack to far more than the file's size are refused before torch allocates them.  A file that needs
+    full unpickling (a pickled ``nn.Module`` or custom classes) is refused with ``UnsafeWeightsError``: unpickling
+    can run any code the file's author chose.
     """
     p = Path(path)
     if not p.is_file():

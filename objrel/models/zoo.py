@@ -115,6 +115,7 @@ def cached_classifier(name: str = DEFAULT_MODEL, weights: str | None = None) -> 
 
 
 def model_choices() -> list[str]:
+    """The model names ``load_classifier`` accepts: the EfficientNet-Lite sizes and the two spec patterns."""
     return sorted(LITE_SIZES) + [f"{TORCHVISION_PREFIX}<arch>", f"{PYTHON_PREFIX}<module>:<factory>"]
 
 

@@ -13,6 +13,7 @@ from objrel.mutations.registry import NotApplicable, Operator, Target, get_opera
 
 __all__ = [
     "Operator", "Target", "NotApplicable", "register", "get_operator", "operators",
-    "Mutation", "VoteGroup", "Plan", "preset", "preset_with_operators", "canonical_preset", "ERASE_NOISE", "plan_from_operators", "operator_group", "PRESETS", "derive_seed",
+    "Mutation", "VoteGroup", "Plan", "preset", "preset_with_operators", "canonical_preset", "ERASE_NOISE",
+    "plan_from_operators", "operator_group", "PRESETS", "derive_seed",
     "THREE_COLOURS", "PALETTE_15", "NINE_COLOURS", "parse_colour", "dilate_region", "build_target", "make_mutant",
 ]

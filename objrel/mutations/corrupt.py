@@ -19,6 +19,7 @@ S002 = "seed 002 Table I"
     "Fill the target region with one colour.", S000, keeps_outside=True, fills="inside",
 )
 def fill_object(image, target, rng, colour="black"):
+    """Paint the object's region with ``colour``."""
     return paint(image, target.region, parse_colour(colour))
 
 
@@ -27,6 +28,7 @@ def fill_object(image, target, rng, colour="black"):
     "RmvObjByRGB: fill the object with a colour, then median-blur its boundary.", S002,
 )
 def fill_object_blur(image, target, rng, colour="black"):
+    """Paint the object's region with ``colour`` and blur its boundary."""
     return blur_boundary(fill_object(image, target, rng, colour=colour), target.region)
 
 
@@ -38,6 +40,7 @@ _INPAINT = {"ns": cv2.INPAINT_NS, "telea": cv2.INPAINT_TELEA}
     "RmvObjByTool: OpenCV inpainting (Navier-Stokes or Telea) of the object.", S002, keeps_outside=True,
 )
 def inpaint(image, target, rng, method="telea"):
+    """Fill the object's region from its surroundings with OpenCV inpainting (``telea`` or ``ns``)."""
     if method not in _INPAINT:
         raise ValueError(f"inpaint method must be one of {sorted(_INPAINT)}, got {method!r}")
     h, w = target.region.shape
@@ -63,6 +66,7 @@ def inpaint(image, target, rng, method="telea"):
     "(only where a mask exists).", S002, keeps_outside=True,
 )
 def margin_fill(image, target, rng, stat="mean"):
+    """Fill the object's mask with the mean or median colour of its box outside the mask."""
     if stat not in ("mean", "median"):
         raise ValueError(f"stat must be 'mean' or 'median', got {stat!r}")
     if not target.masked:
@@ -84,6 +88,7 @@ def margin_fill(image, target, rng, stat="mean"):
     "its area (centre out).", "seed 001 s2.3",
 )
 def random_erase(image, target, rng, ratio=DEFAULT_ERASE_RATIO):
+    """Replace a centred share ``ratio`` of each object box with random pixels."""
     out = image.copy()
     h, w = target.region.shape
     for box in target.boxes:

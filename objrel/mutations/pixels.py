@@ -117,6 +117,7 @@ def background_picture(name: str, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def background_names() -> list[str]:
+    """The file names of the bundled background pictures."""
     from objrel.data.bundled import background_paths
 
     return [p.name for p in background_paths()]

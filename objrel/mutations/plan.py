@@ -25,27 +25,33 @@ class Mutation:
 
     @classmethod
     def of(cls, operator: str, **params) -> "Mutation":
+        """A mutation of ``operator`` with ``params``; KeyError for an unknown operator."""
         get_operator(operator)  # fail early on unknown names
         return cls(operator, tuple(sorted((k, _freeze(v)) for k, v in params.items())))
 
     @property
     def kwargs(self) -> dict:
+        """The parameters as keyword arguments (tuples back to lists)."""
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.params}
 
     @property
     def key(self) -> str:
+        """The mutation's stable name: ``operator(name=value,...)`` with the parameters sorted."""
         inner = ",".join(f"{k}={_fmt(v)}" for k, v in self.params)
         return f"{self.operator}({inner})"
 
     @property
     def relation(self) -> str:
+        """The relation the operator's kind tests ("MR-1" or "MR-2")."""
         return RELATION_OF_KIND[get_operator(self.operator).kind]
 
     def to_dict(self) -> dict:
+        """The mutation as a JSON-ready dict."""
         return {"operator": self.operator, "params": self.kwargs}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Mutation":
+        """A mutation from a ``to_dict`` dict."""
         return cls.of(d["operator"], **(d.get("params") or {}))
 
 
@@ -74,11 +80,13 @@ class VoteGroup:
             raise ValueError(f"vote group {self.name!r}: k must be in 1..{len(self.mutations)}, got {self.k}")
 
     def to_dict(self) -> dict:
+        """The group as a JSON-ready dict."""
         return {"name": self.name, "relation": self.relation, "k": self.k,
                 "mutations": [m.to_dict() for m in self.mutations]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "VoteGroup":
+        """A vote group from a ``to_dict`` dict."""
         return cls(d["name"], d["relation"], tuple(Mutation.from_dict(m) for m in d["mutations"]), int(d["k"]))
 
 
@@ -106,17 +114,21 @@ class Plan:
         return tuple(seen.values())
 
     def primary(self, relation: str) -> VoteGroup | None:
+        """The plan's first vote group of ``relation`` (its primary vote), or None."""
         return next((g for g in self.groups if g.relation == relation), None)
 
     def to_dict(self) -> dict:
+        """The plan as a JSON-ready dict."""
         return {"dilate": self.dilate, "groups": [g.to_dict() for g in self.groups]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Plan":
+        """A plan from a ``to_dict`` dict."""
         return cls(tuple(VoteGroup.from_dict(g) for g in d["groups"]), int(d.get("dilate", 0)))
 
 
 def colour_groups(colours: dict, k: int, suffix: str) -> tuple[VoteGroup, VoteGroup]:
+    """The MR-1 object fills and MR-2 background fills of ``colours``, voting with ``k``."""
     mr1 = VoteGroup(f"MR-1 {suffix}", "MR-1", tuple(Mutation.of("fill_object", colour=c) for c in colours), k)
     mr2 = VoteGroup(f"MR-2 {suffix}", "MR-2", tuple(Mutation.of("fill_background", colour=c) for c in colours), k)
     return mr1, mr2

@@ -7,8 +7,8 @@ import numpy as np
 
 from objrel.constants import DEFAULT_NOISE_VARIANCE
 from objrel.mutations.colours import PALETTE_15, parse_colour
-from objrel.mutations.pixels import (add_gaussian_noise, background_names, background_picture, blur_boundary, centre_box,
-                                     copy_where, paint)
+from objrel.mutations.pixels import (add_gaussian_noise, background_names, background_picture, blur_boundary,
+                                     centre_box, copy_where, paint)
 from objrel.mutations.registry import register
 
 S002 = "seed 002 Table I"
@@ -20,6 +20,7 @@ S002 = "seed 002 Table I"
     fills="outside",
 )
 def fill_background(image, target, rng, colour="black"):
+    """Paint everything outside the object's region with ``colour``."""
     return paint(image, ~target.region, parse_colour(colour))
 
 
@@ -28,6 +29,7 @@ def fill_background(image, target, rng, colour="black"):
     "PsvObj: gray background, then median-blur the object boundary.", S002,
 )
 def gray_background_blur(image, target, rng):
+    """Paint the background gray and blur the object's boundary."""
     return blur_boundary(fill_background(image, target, rng, colour="gray"), target.region)
 
 
@@ -37,6 +39,7 @@ def gray_background_blur(image, target, rng):
     keeps_inside=True,
 )
 def background_noise(image, target, rng, variance=DEFAULT_NOISE_VARIANCE):
+    """Add Gaussian noise of ``variance`` to everything outside the object's region."""
     return add_gaussian_noise(image, ~target.region, float(variance), rng)
 
 
@@ -46,6 +49,7 @@ def background_noise(image, target, rng, variance=DEFAULT_NOISE_VARIANCE):
     "(object-preserving for small variances).", "seed 001 s2.3, s4.3",
 )
 def object_noise(image, target, rng, ratio=1.0, variance=160.0):
+    """Add Gaussian noise of ``variance`` to the object's pixels inside a centred share ``ratio`` of each box."""
     where = np.zeros_like(target.region)
     for box in target.boxes:
         x1, y1, x2, y2 = centre_box(box, float(ratio))
@@ -59,6 +63,7 @@ def object_noise(image, target, rng, ratio=1.0, variance=160.0):
     needs_backgrounds=True,
 )
 def move_to_background(image, target, rng, background=""):
+    """Copy the object onto a bundled background picture (``background``) and blur its boundary."""
     out = copy_where(background_picture(background, image.shape), image, target.region)
     return blur_boundary(out, target.region)
 
@@ -69,6 +74,7 @@ def move_to_background(image, target, rng, background=""):
     needs_backgrounds=True,
 )
 def blend_to_background(image, target, rng, background=""):
+    """Blend the object into a bundled background picture with OpenCV's seamless cloning."""
     bg = background_picture(background, image.shape)
     mask = target.region.astype(np.uint8) * 255
     # seamlessClone rejects masks touching the border; keep a 1-pixel frame clear.

@@ -73,9 +73,11 @@ class Operator:
 
     @property
     def relation(self) -> str:
+        """The relation the operator's kind tests ("MR-1" or "MR-2")."""
         return RELATION_OF_KIND[self.kind]
 
     def __call__(self, image: np.ndarray, target: Target, rng: np.random.Generator, **params) -> np.ndarray:
+        """Apply the operator to ``image``; checks the inputs and that the mutant keeps the image's shape and dtype."""
         check_inputs(image, target.region)
         out = self.apply(image, target, rng, **params)
         if out.shape != image.shape or out.dtype != np.uint8:
@@ -103,6 +105,7 @@ def register(name: str, kind: str, grid, description: str, source: str, **flags)
 
 
 def get_operator(name: str) -> Operator:
+    """The registered operator ``name``; KeyError naming the registered ones otherwise."""
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -110,12 +113,15 @@ def get_operator(name: str) -> Operator:
 
 
 def operators(kind: str | None = None) -> list[Operator]:
+    """The registered operators, by name, of ``kind`` (all when None)."""
     return [op for n, op in sorted(_REGISTRY.items()) if kind is None or op.kind == kind]
 
 
 def check_inputs(image: np.ndarray, region: np.ndarray) -> None:
+    """ValueError unless ``image`` is an (H, W, 3) uint8 array and ``region`` a bool mask of its size."""
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
         got = f"{image.shape} {image.dtype}" if isinstance(image, np.ndarray) else type(image).__name__
         raise ValueError(f"image must be an (H, W, 3) uint8 RGB array, got {got}")
     if region.shape != image.shape[:2] or region.dtype != bool:
-        raise ValueError(f"region must be an (H, W) bool mask matching the image {image.shape[:2]}, got {region.shape} {region.dtype}")
+        raise ValueError(f"region must be an (H, W) bool mask matching the image {image.shape[:2]}, "
+                         f"got {region.shape} {region.dtype}")

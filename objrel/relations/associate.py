@@ -101,21 +101,25 @@ class RecordMatch:
 
     @property
     def found(self) -> bool:
+        """True when a detection matched (the match has an index)."""
         return self.index is not None
 
     def to_dict(self) -> dict:
+        """The match as a JSON-ready dict."""
         d = asdict(self)
         d["box"] = list(self.box) if self.box is not None else None
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "RecordMatch":
+        """A match from a ``to_dict`` dict."""
         box = d.get("box")
         return cls(d.get("index"), d.get("label"), d.get("score"), float(d.get("iou", 0.0)),
                    tuple(float(v) for v in box) if box is not None else None)
 
 
 def record_of(detections: Detections, index: int, iou_value: float) -> RecordMatch:
+    """The match of detection ``index`` at ``iou_value``: its label, score and box."""
     return RecordMatch(index, detections.labels[index], detections.scores[index], float(iou_value),
                        detections.boxes[index])
 

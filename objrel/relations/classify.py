@@ -74,15 +74,18 @@ class Prediction:
 
     @property
     def top1(self) -> int:
+        """The top-ranked label."""
         return self.top_labels[0]
 
     def prob(self, label: int) -> float:
+        """The kept probability of ``label``; KeyError naming the kept labels when it was not kept."""
         try:
             return self.probs[int(label)]
         except KeyError:
             raise KeyError(f"probability of label {label} was not kept; kept {sorted(self.probs)}") from None
 
     def to_dict(self) -> dict:
+        """The prediction as a JSON-ready dict (label keys as text)."""
         d = asdict(self)
         d["probs"] = {str(k): v for k, v in self.probs.items()}
         d["ranks"] = {str(k): v for k, v in self.ranks.items()}
@@ -90,6 +93,7 @@ class Prediction:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Prediction":
+        """A prediction from a ``to_dict`` dict."""
         return cls(
             task=d["task"], top_labels=tuple(d["top_labels"]), top_probs=tuple(d["top_probs"]),
             predicted=tuple(d["predicted"]), probs={int(k): float(v) for k, v in d["probs"].items()},
@@ -135,6 +139,7 @@ class Check:
 
 
 def mr1_single(src: Prediction, mut: Prediction) -> Check:
+    """Single-label MR-1: holds when the top label changes or its certainty falls."""
     cs, cm = top_certainty(src), top_certainty(mut)
     if mut.top1 != src.top1:
         return Check("MR-1", HOLDS, cs, None, True)
@@ -142,15 +147,18 @@ def mr1_single(src: Prediction, mut: Prediction) -> Check:
 
 
 def mr2_single(src: Prediction, mut: Prediction) -> Check:
+    """Single-label MR-2: holds when the top label stays."""
     same = mut.top1 == src.top1
-    return Check("MR-2", HOLDS if same else VIOLATED, top_certainty(src), top_certainty(mut) if same else None, not same)
+    return Check("MR-2", HOLDS if same else VIOLATED, top_certainty(src), top_certainty(mut) if same else None,
+                 not same)
 
 
 def _multi_certainties(pred: Prediction, labels) -> list[float]:
-    return [certainty_multi(pred.prob(l)) for l in labels]
+    return [certainty_multi(pred.prob(label)) for label in labels]
 
 
 def mr1_multi(src: Prediction, mut: Prediction) -> Check:
+    """Multi-label MR-1: holds when the predicted set changes or every predicted label's certainty falls."""
     if set(mut.predicted) != set(src.predicted):
         return Check("MR-1", HOLDS, None, None, True)
     cs = _multi_certainties(src, src.predicted)
@@ -161,6 +169,7 @@ def mr1_multi(src: Prediction, mut: Prediction) -> Check:
 
 
 def mr2_multi(src: Prediction, mut: Prediction) -> Check:
+    """Multi-label MR-2: holds when the predicted set stays."""
     same = set(mut.predicted) == set(src.predicted)
     return Check("MR-2", HOLDS if same else VIOLATED, None, None, not same)
 
@@ -206,7 +215,7 @@ def distance_removing(p: float, rank: int, p2: float, rank2: int) -> float:
 def highest_ranked_label(source: Prediction, labels: Iterable[int]) -> int | None:
     """The ground-truth label the model ranks highest on ``source`` (seed 002 s V-A.1: "the object whose
     label has the highest rank"); ties go to the smaller class index; None when no label has a rank."""
-    ranked = [(source.ranks[int(l)], int(l)) for l in labels if int(l) in source.ranks]
+    ranked = [(source.ranks[int(label)], int(label)) for label in labels if int(label) in source.ranks]
     return min(ranked)[1] if ranked else None
 
 
@@ -221,10 +230,10 @@ def inference_distance(relation: str, source: Prediction, mutant: Prediction, la
     if relation not in ("MR-1", "MR-2"):
         raise ValueError(f"relation must be MR-1 or MR-2, got {relation!r}")
     fn = distance_preserving if relation == "MR-2" else distance_removing
-    labels = [int(l) for l in labels]
+    labels = [int(label) for label in labels]
     if highest_ranked:
         best = highest_ranked_label(source, labels)
         labels = [] if best is None else [best]
-    ds = [fn(source.probs[l], source.ranks[l], mutant.probs[l], mutant.ranks[l])
-          for l in labels if l in source.ranks and l in mutant.ranks]
+    ds = [fn(source.probs[k], source.ranks[k], mutant.probs[k], mutant.ranks[k])
+          for k in labels if k in source.ranks and k in mutant.ranks]
     return float(np.mean(ds)) if ds else None

@@ -33,10 +33,12 @@ class Vote:
 
     @property
     def flagged(self) -> bool:
+        """True when at least ``k`` mutations violated the relation."""
         return self.violations >= self.k
 
 
 def vote(group: str, relation: str, verdicts: Sequence[str], k: int) -> Vote:
+    """The k-of-n vote of one group's verdicts; ValueError for an unknown verdict or k < 1."""
     bad = [v for v in verdicts if v not in VERDICTS]
     if bad:
         raise ValueError(f"unknown verdicts {bad}; expected {VERDICTS}")
@@ -52,7 +54,8 @@ def vote(group: str, relation: str, verdicts: Sequence[str], k: int) -> Vote:
 # Seed 002 s V-A, Table I: the six mutation functions (three object-preserving, three object-removing)
 # and the number of mutation operations the paper gives each (12 + 12 + 1 = 25 preserving, 9 + 2 + 2 = 13
 # removing, 38 in all), keyed by the objrel operator that implements the function.
-SEED002_PRESERVING = ("move_to_background", "blend_to_background", "gray_background_blur")  # MvObjToImg, BldObjToImg, PsvObj
+# MvObjToImg, BldObjToImg, PsvObj
+SEED002_PRESERVING = ("move_to_background", "blend_to_background", "gray_background_blur")
 SEED002_REMOVING = ("fill_object_blur", "inpaint", "margin_fill")  # RmvObjByRGB, RmvObjByTool, RmvObjByMM
 SEED002_PAPER_OPERATIONS = {"move_to_background": 12, "blend_to_background": 12, "gray_background_blur": 1,
                             "fill_object_blur": 9, "inpaint": 2, "margin_fill": 2}
@@ -96,6 +99,7 @@ def weighted_score(distances: dict[str, list[float]]) -> float | None:
 
 
 def relevancy(preserving: dict[str, list[float]], removing: dict[str, list[float]]) -> Relevancy:
+    """S_p and S_r by objrel's ``applicable`` weights from the distances per operator."""
     return Relevancy(weighted_score(preserving), weighted_score(removing))
 
 

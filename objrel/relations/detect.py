@@ -49,6 +49,7 @@ OUTCOMES = (REMOVED, STILL_DETECTED, KEPT, STILL_MISSED, MISSING_DETECTION, INCO
 
 
 def check_threshold(threshold: float) -> float:
+    """The IoU threshold as a float; ValueError unless it is in (0, 1]."""
     t = float(threshold)
     if not 0.0 < t <= 1.0:
         raise ValueError(f"IoU threshold must be in (0, 1], got {threshold!r}")
@@ -100,6 +101,7 @@ class DetectionCheck:
     distance: float | None
 
     def to_dict(self) -> dict:
+        """The check as a dict."""
         return asdict(self)
 
 
@@ -133,6 +135,7 @@ def check_mr2(src: RecordMatch, mut: RecordMatch, label: str,
 
 def check(relation: str, src: RecordMatch, mut: RecordMatch, label: str,
           threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
+    """The detection check of ``relation`` (MR-1 or MR-2) on one record's source and mutant matches."""
     if relation == "MR-1":
         return check_mr1(src, mut, label, threshold)
     if relation == "MR-2":

@@ -45,12 +45,15 @@ class ScoringBasis:
 
     @property
     def paper_counts(self) -> bool:
+        """True when the basis is seed 002's and counts the paper's operations per function."""
         return self.name == C.SCORING_SEED002 and dict(self.h) == C.SEED002_PAPER_OPERATIONS
 
     def h_of(self, functions: tuple[str, ...]) -> dict[str, int]:
+        """H_n of the given functions (operations per function)."""
         return {fn: n for fn, n in self.h if fn in functions}
 
     def describe(self) -> str:
+        """How S was computed, in one sentence for the reader."""
         if self.name != C.SCORING_SEED002:
             return (f"S by objrel's 'applicable' weights over {len(self.operations)} operations (H_n, N count "
                     f"only operations that gave a distance); the plan lacks some of seed 002's six functions")
@@ -60,6 +63,7 @@ class ScoringBasis:
                 f"N = 3 functions per type")
 
     def to_dict(self) -> dict:
+        """The basis as a JSON-ready dict, with its description."""
         return {"name": self.name, "operations": list(self.operations), "h": dict(self.h),
                 "paper_counts": self.paper_counts, "description": self.describe()}
 
@@ -96,6 +100,7 @@ class Distances:
         self._by_relation[relation][operator].append(distance)
 
     def relevancy(self) -> C.Relevancy:
+        """S_p and S_r of the distances kept, by the plan's scoring basis."""
         b = self.basis
         if b is not None and b.name == C.SCORING_SEED002:
             return C.seed002_relevancy(self._by_relation[PRESERVING], self._by_relation[REMOVING],
@@ -138,10 +143,12 @@ class VoteSchedule:
         return violations, left
 
     def decided(self, group, verdicts: dict[str, str]) -> bool:
+        """True when ``group``'s vote can no longer change whatever its unevaluated mutations give."""
         violations, left = self._state(group, verdicts)
         return violations >= group.k or violations + len(left) < group.k
 
     def all_decided(self, verdicts: dict[str, str]) -> bool:
+        """True when every group of the plan is decided."""
         return all(self.decided(g, verdicts) for g in self.plan.groups)
 
     def next_wave(self, verdicts: dict[str, str]) -> list[Mutation]:

@@ -95,6 +95,7 @@ class Reviewer:
     created_at: dt.datetime
 
     def to_dict(self) -> dict:
+        """The account's name, kind and creation time as a JSON-ready dict."""
         return {"name": self.name, "kind": self.kind,
                 "created_at": self.created_at.isoformat() if self.created_at is not None else None}
 
@@ -220,6 +221,7 @@ class SignIn:
 
     @property
     def message(self) -> str:
+        """What the sign-in form says: signed in, busy, locked out for a while, or refused."""
         if self.ok:
             return f"signed in as {self.name}"
         if self.busy:

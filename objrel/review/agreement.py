@@ -28,8 +28,8 @@ from objrel.review.coefficients import (KAPPA_CI_LEVEL, KAPPA_SE_COHEN1960, KAPP
                                         KAPPA_SE_METHODS, LANDIS_KOCH_BANDS, POOR_BAND, UNDEFINED_BAND,
                                         AgreementCoefficients, Kappa, agreement_coefficients, cohen_kappa,
                                         landis_koch_band)
-from objrel.review.judgments import (INVALID, VALIDITY, Judgment, check_call, check_validity, check_relation, check_run_id, check_sample_id,
-                                     iso, judgments)
+from objrel.review.judgments import (INVALID, VALIDITY, Judgment, check_call, check_validity, check_relation,
+                                     check_run_id, check_sample_id, iso, judgments)
 from objrel.review.sampling import review_sample_info
 from objrel.store import Store
 from objrel.store import reviews as review_rows
@@ -64,12 +64,14 @@ class Agreement:
     kappa: Kappa | None
 
     def to_dict(self) -> dict:
+        """The agreement as a JSON-ready dict, its pairs and kappa included."""
         d = asdict(self)
         d["pairs"] = [list(p) for p in self.pairs]
         d["kappa"] = self.kappa.to_dict() if self.kappa else None
         return d
 
     def calls_frame(self) -> pd.DataFrame:
+        """One row per item both reviewers judged: their calls and whether they agree."""
         import pandas as pd
 
         return pd.DataFrame([{"sample": s, self.reviewer_a: a, self.reviewer_b: b, "agree": a == b}
@@ -100,6 +102,7 @@ class Consensus:
     validity: str | None = None
 
     def to_dict(self) -> dict:
+        """The consensus as a JSON-ready dict."""
         d = asdict(self)
         d["reasons"], d["reviewers"] = list(self.reasons), list(self.reviewers)
         d["decided_at"] = iso(self.decided_at)
@@ -132,6 +135,7 @@ class Disagreement:
 
     @property
     def resolved(self) -> bool:
+        """True when an adjudicator decided the disagreement."""
         return self.resolved_verdict is not None
 
     @property
@@ -143,6 +147,7 @@ class Disagreement:
         return f"{self.resolved_verdict}{reasons} by {self.resolved_by}"
 
     def to_dict(self) -> dict:
+        """The disagreement as a JSON-ready dict, with whether it is resolved."""
         d = asdict(self)
         for k in ("reasons_a", "reasons_b", "resolved_reasons"):
             d[k] = list(d[k])
@@ -241,6 +246,7 @@ class SampleState:
 
     @property
     def closed(self) -> bool:
+        """True when enough reviewers judged every item of the drawn review sample."""
         return self.drawn > 0 and len(self.closed_by) >= review_rows.CLOSING_REVIEWERS
 
 

@@ -41,10 +41,12 @@ class Calibration:
 
     @property
     def adjudicated(self) -> int:
+        """How many disagreements an adjudicator decided."""
         return sum(d.resolved for d in self.disagreements)
 
     @property
     def open_disagreements(self) -> int:
+        """How many disagreements still wait for an adjudicator."""
         return sum(not d.resolved for d in self.disagreements)
 
 

@@ -81,6 +81,7 @@ class Kappa:
     se_method: str = "fleiss"
 
     def to_dict(self) -> dict:
+        """The table as a JSON-ready dict."""
         d = asdict(self)
         d["categories"] = list(self.categories)
         d["confusion"] = [list(r) for r in self.confusion]
@@ -249,13 +250,16 @@ class Coefficient:
 
     @property
     def has_interval(self) -> bool:
+        """True when the coefficient has both interval bounds."""
         return self.lo is not None and self.hi is not None
 
     @property
     def label(self) -> str:
+        """The coefficient's display name."""
         return COEFFICIENT_LABELS.get(self.name, self.name)
 
     def to_dict(self) -> dict:
+        """The coefficient as a dict."""
         return asdict(self)
 
 
@@ -305,9 +309,11 @@ class AgreementCoefficients:
 
     @property
     def coefficients(self) -> tuple[Coefficient, Coefficient, Coefficient]:
+        """Kappa, AC1 and PABAK, in that order."""
         return (self.kappa, self.ac1, self.pabak)
 
     def to_dict(self) -> dict:
+        """The coefficients as a JSON-ready dict."""
         d = asdict(self)
         d["categories"] = list(self.categories)
         d["confusion"] = [list(r) for r in self.confusion]

@@ -56,6 +56,7 @@ class ExportRow:
     adjudication_validity: str | None
 
     def to_dict(self) -> dict:
+        """The exported call as a JSON-ready dict."""
         d = asdict(self)
         d["reasons"], d["adjudication_reasons"] = list(self.reasons), list(self.adjudication_reasons)
         return d

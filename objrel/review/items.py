@@ -68,10 +68,12 @@ class ReviewItem:
 
     @property
     def is_incorrect(self) -> bool:
+        """True when the model got the source wrong (False, not unknown)."""
         return self.correct is False
 
     @property
     def is_detection(self) -> bool:
+        """True for an item of a detection run."""
         return self.task == DETECTION_TASK
 
     def target_box(self) -> tuple:
@@ -84,6 +86,7 @@ class ReviewItem:
 
 
 def thumbnail(image: np.ndarray, side: int = THUMB_SIDE) -> np.ndarray:
+    """``image`` scaled down so its longer side is ``side`` pixels (unchanged when it is already smaller)."""
     h, w = image.shape[:2]
     scale = side / max(h, w)
     if scale >= 1.0:
@@ -100,6 +103,7 @@ def outline(image: np.ndarray, region: np.ndarray, colour=OUTLINE_RGB, width: in
 
 
 def draw_box(image: np.ndarray, box, colour=(0, 200, 255), width: int = 2) -> np.ndarray:
+    """A copy of ``image`` with ``box`` outlined in ``colour``."""
     out = np.ascontiguousarray(image.copy())
     x1, y1, x2, y2 = (int(round(v)) for v in box)
     cv2.rectangle(out, (x1, y1), (max(x1, x2 - 1), max(y1, y2 - 1)), colour, width)
@@ -165,6 +169,7 @@ class StoredSample:
     target: Target
 
     def prediction(self, key: str) -> dict | None:
+        """The stored prediction of mutation ``key`` (the source under its own key), or None."""
         return self.predictions.get(key, {}).get("prediction")
 
     def seed(self, key: str) -> int:
@@ -174,6 +179,7 @@ class StoredSample:
 
 
 def stored_sample(store: Store, run_id: int, sample_id: str) -> StoredSample:
+    """Everything the store holds on one sample of a run: rows, predictions, verdicts, votes, image and target."""
     run = store.get_run(run_id)
     image, target = source_of(store, run_id, sample_id)
     return StoredSample(

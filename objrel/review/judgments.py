@@ -64,6 +64,7 @@ class Judgment:
     validity: str | None = None
 
     def to_dict(self) -> dict:
+        """The judgment as a JSON-ready dict."""
         d = asdict(self)
         d["reasons"] = list(self.reasons)
         d["created_at"], d["updated_at"] = iso(self.created_at), iso(self.updated_at)
@@ -83,12 +84,15 @@ class JudgedRun:
 
     @property
     def relations(self) -> tuple[str, ...]:
+        """The relations that have reviewers."""
         return tuple(r for r, _ in self.reviewers)
 
     def reviewers_of(self, relation: str) -> tuple[str, ...]:
+        """The reviewers of ``relation`` (none when it has none)."""
         return dict(self.reviewers).get(relation, ())
 
     def to_dict(self) -> dict:
+        """The run's reviewers per relation as a JSON-ready dict."""
         d = asdict(self)
         d["reviewers"] = {r: list(names) for r, names in self.reviewers}
         return d
@@ -176,9 +180,9 @@ def record_judgment(actor: Actor, store: Store, run_id: int, sample_id: str, rel
     becomes its current verdict, reasons, note and ``updated_at``, and every call is also kept as a
     numbered version with its time (``judgment_history``), marked when made after the review sample
     closed.  ``validity`` is the call on the mutant itself (one of ``VALIDITY``, or None for none; a later
-    call without one clears it).  Raises NotAllowed unless ``actor`` holds the reviewer role and has not adjudicated the item (an
-    adjudicator is never a party to the decision they made).  Raises ValueError when the verdict or a reason is
-    not one of ``VERDICTS`` / ``FP_REASONS``, reasons come with a verdict other than ``fp``,
+    call without one clears it).  Raises NotAllowed unless ``actor`` holds the reviewer role and has not
+    adjudicated the item (an adjudicator is never a party to the decision they made).  Raises ValueError when the
+    verdict or a reason is not one of ``VERDICTS`` / ``FP_REASONS``, reasons come with a verdict other than ``fp``,
     ``other`` has no note, the reviewer has no account, or the sample is not flagged by the
     run's primary vote for ``relation``.  Safe to call from several processes at once.
     """
@@ -231,6 +235,7 @@ class JudgmentVersion:
     validity: str | None = None
 
     def to_dict(self) -> dict:
+        """The version as a JSON-ready dict."""
         d = asdict(self)
         d["reasons"], d["created_at"] = list(self.reasons), iso(self.created_at)
         return d

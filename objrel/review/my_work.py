@@ -36,6 +36,7 @@ class QueueWork:
 
     @property
     def done(self) -> bool:
+        """True when the reviewer judged every item of the queue."""
         return self.total > 0 and self.judged >= self.total
 
     @property
@@ -59,6 +60,7 @@ class DisputeWork:
 
     @property
     def link(self) -> str:
+        """The Agreement page's address for this run and relation."""
         return f"{AGREEMENT_URL_PATH}?{urlencode({'run': self.run_id, 'relation': self.relation})}"
 
 
@@ -73,18 +75,22 @@ class MyWork:
 
     @property
     def open_queues(self) -> tuple[QueueWork, ...]:
+        """The queues with items left to judge."""
         return tuple(q for q in self.queues if not q.done)
 
     @property
     def open_disputes(self) -> tuple[DisputeWork, ...]:
+        """The disagreements still open."""
         return tuple(d for d in self.disputes if d.open)
 
     @property
     def first_open_queue(self) -> QueueWork | None:
+        """The first queue with items left, or None."""
         return next(iter(self.open_queues), None)
 
     @property
     def first_open_dispute(self) -> DisputeWork | None:
+        """The first open disagreement, or None."""
         return next(iter(self.open_disputes), None)
 
 

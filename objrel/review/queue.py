@@ -120,6 +120,7 @@ class Queue:
 
     @property
     def n_judged(self) -> int:
+        """How many of the queue's items the reviewer judged."""
         return len(self.mine)
 
     @property
@@ -142,15 +143,19 @@ class Queue:
         return self.clamp(int(position) + int(delta))
 
     def at(self, position: int) -> str:
+        """The sample id at ``position`` (held inside the queue)."""
         return self.sample_ids[self.clamp(position)]
 
     def is_first(self, position: int) -> bool:
+        """True when ``position`` is the queue's first item."""
         return self.clamp(position) == 0
 
     def is_last(self, position: int) -> bool:
+        """True when ``position`` is the queue's last item."""
         return self.clamp(position) >= len(self) - 1
 
     def my_call(self, sample_id: str) -> str | None:
+        """The reviewer's call on ``sample_id``, or None."""
         return self.mine.get(sample_id)
 
     def my_saved(self, sample_id: str) -> tuple[tuple[str, ...], str]:

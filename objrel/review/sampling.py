@@ -42,9 +42,11 @@ class SampleDraw:
 
     @property
     def size(self) -> int:
+        """How many samples were drawn."""
         return len(self.sample_ids)
 
     def to_dict(self) -> dict:
+        """The review sample as a JSON-ready dict."""
         d = asdict(self)
         d["sample_ids"] = list(self.sample_ids)
         return d
@@ -63,6 +65,7 @@ class QueueItem:
     my_validity: str | None = None
 
     def to_dict(self) -> dict:
+        """The item as a JSON-ready dict."""
         d = asdict(self)
         d["my_reasons"] = list(self.my_reasons)
         return d

@@ -209,7 +209,8 @@ def _lock_failures(c: Connection) -> None:
 
 
 def reserve_sign_in(store: Store, name_key: str, client: str, since: dt.datetime, at: dt.datetime,
-                    wait_for: Callable[[list[dt.datetime], list[tuple[str, dt.datetime]]], float]) -> tuple[int | None, float]:
+                    wait_for: Callable[[list[dt.datetime], list[tuple[str, dt.datetime]]], float]
+                    ) -> tuple[int | None, float]:
     """Count and reserve one sign-in try of ``name_key`` (the casefolded typed name) from ``client`` atomically.
 
     In one transaction that no other reservation can interleave with: the failures after ``since`` are read

@@ -106,12 +106,14 @@ class DetectionUnit:
         return self.t_source == 1
 
     def to_dict(self) -> dict:
+        """The unit as a JSON-ready dict."""
         d = asdict(self)
         d["record_box"] = _list_box(self.record_box)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "DetectionUnit":
+        """A unit from a dict (keys that are not fields are left out)."""
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
@@ -162,15 +164,18 @@ class DetectionVerdict:
 
     @property
     def unit_id(self) -> str:
+        """The unit id: the image id and unit key joined."""
         return make_unit_id(self.image_id, self.unit_key)
 
     def to_dict(self) -> dict:
+        """The verdict as a JSON-ready dict."""
         d = asdict(self)
         d["record_box"] = _list_box(self.record_box)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "DetectionVerdict":
+        """A verdict from a dict (keys that are not fields are left out)."""
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
@@ -192,6 +197,7 @@ class ImageResult:
 
     @property
     def skipped(self) -> bool:
+        """True when the image was skipped."""
         return self.sample.get("status") == "skipped"
 
     @property
@@ -211,6 +217,7 @@ class OutcomeCount:
     n: int
 
     def to_dict(self) -> dict:
+        """The outcome count as a dict."""
         return asdict(self)
 
 

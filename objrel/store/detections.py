@@ -213,4 +213,7 @@ def flagged_units(store: "Store", run_id: int, labels: bool = True) -> tuple[tup
 
 
 # The records travel with their queries: readers import both from here.
-__all__ = ['DETECTION_TASK', 'DetectionUnit', 'DetectionVerdict', 'ImageResult', 'OutcomeCount', 'SCHEMA_WITH_DETECTION_TABLES', 'SOURCE_KEY', 'UNIT_ID_SEP', 'UNIT_KINDS', 'UNIT_MISSED', 'UNIT_RECORD', 'flagged_units', 'is_detection_run', 'make_unit_id', 'outcome_counts', 'source_detections', 'tested_unit_ids', 'unit', 'unit_kind', 'unit_verdicts', 'units', 'verdicts', 'write_image']
+__all__ = ['DETECTION_TASK', 'DetectionUnit', 'DetectionVerdict', 'ImageResult', 'OutcomeCount',
+           'SCHEMA_WITH_DETECTION_TABLES', 'SOURCE_KEY', 'UNIT_ID_SEP', 'UNIT_KINDS', 'UNIT_MISSED', 'UNIT_RECORD',
+           'flagged_units', 'is_detection_run', 'make_unit_id', 'outcome_counts', 'source_detections',
+           'tested_unit_ids', 'unit', 'unit_kind', 'unit_verdicts', 'units', 'verdicts', 'write_image']

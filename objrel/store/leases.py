@@ -40,6 +40,7 @@ TOKEN_BYTES = 16
 
 
 def this_host() -> str:
+    """This machine's host name (a lease names its holder by host and pid)."""
     return socket.gethostname()
 
 
@@ -70,11 +71,13 @@ class Holder:
     beat_at: dt.datetime | None
 
     def age_s(self, at: dt.datetime | None = None) -> float | None:
+        """Seconds since the lease's last beat (at ``at``, default now), or None before its first beat."""
         if self.beat_at is None:
             return None
         return ((at or now()) - _aware(self.beat_at)).total_seconds()
 
     def describe(self) -> str:
+        """The lease's holder and last beat, in words."""
         age = self.age_s()
         beat = f"last beat {age:.0f} s ago ({_aware(self.beat_at).isoformat(timespec='seconds')})" \
             if age is not None else "no beat yet"

@@ -38,6 +38,7 @@ def latest_job(store: Store, kind: str, run_id: int, relation: str) -> dict | No
 
 
 def job(store: Store, job_id: int) -> dict | None:
+    """The row of review job ``job_id`` as a dict, or None."""
     with store.engine.connect() as c:
         row = c.execute(select(S.review_jobs).where(S.review_jobs.c.id == int(job_id))).first()
     return dict(row._mapping) if row is not None else None

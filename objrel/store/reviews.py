@@ -190,9 +190,9 @@ def judged_runs(store: Store) -> list[dict]:
 def save_adjudication(store: Store, *, run_id: int, sample_id: str, relation: str, verdict: str,
                       reasons: Sequence[str], note: str | None, adjudicator: str, validity: str | None = None) -> dict:
     """Insert or replace the decided call of (run, sample, relation), with the decided ``validity`` of its
-    mutant (or None), and return its row (``created_at`` = the time of this decision).  Raises ValueError when ``adjudicator`` has no
-    account or the item is not flagged by the run's primary ``relation`` vote; NotAllowed when
-    ``adjudicator`` judged the item (checked in the same transaction as the write)."""
+    mutant (or None), and return its row (``created_at`` = the time of this decision).  Raises ValueError
+    when ``adjudicator`` has no account or the item is not flagged by the run's primary ``relation`` vote;
+    NotAllowed when ``adjudicator`` judged the item (checked in the same transaction as the write)."""
     key = {"run_id": run_id, "sample_id": sample_id, "relation": relation}
 
     def work(c: Connection) -> dict:
@@ -203,7 +203,8 @@ def save_adjudication(store: Store, *, run_id: int, sample_id: str, relation: st
             S.judgments.c.run_id == run_id, S.judgments.c.sample_id == sample_id, S.judgments.c.relation == relation,
             S.judgments.c.reviewer == adjudicator).limit(1)).first()
         if party is not None:
-            raise NotAllowed(adjudicator, f"adjudicate {sample_id!r} ({relation}, run {run_id})", (), roles_in(c, adjudicator),
+            raise NotAllowed(adjudicator, f"adjudicate {sample_id!r} ({relation}, run {run_id})", (),
+                             roles_in(c, adjudicator),
                              reason="they judged this item themselves; an adjudicator is never a party to the "
                                     "disagreement")
         upsert(c, S.consensus, key, {"verdict": verdict, "reasons": list(reasons), "note": note,

@@ -53,9 +53,11 @@ class StoreVersion:
 
     @property
     def current(self) -> bool:
+        """True when the store is at this objrel's head revision."""
         return self.revision == self.head
 
     def line(self) -> str:
+        """The store's revision state in words, with what ``objrel store upgrade`` would do."""
         if self.empty:
             return f"an empty database; opening it creates the objrel schema at revision {self.head}"
         if self.revision is None:
@@ -75,12 +77,14 @@ class UpgradeResult:
     how: str   # created | stamped | upgraded | current
 
     def line(self) -> str:
+        """What the upgrade did, in words."""
         if self.how == "created":
             return f"created the objrel schema at revision {self.after}"
         if self.how == "current":
             return f"already at revision {self.after}, this objrel's head; nothing to do"
         if self.how == "stamped":
-            return f"brought a store made before Alembic under it at revision {self.before} and upgraded it to {self.after}"
+            return (f"brought a store made before Alembic under it at revision {self.before} and upgraded it to "
+                    f"{self.after}")
         return f"upgraded from revision {self.before} to {self.after}"
 
 
@@ -110,6 +114,7 @@ def head() -> str:
 
 
 def known(revision: str) -> bool:
+    """True when ``revision`` is one of this objrel's schema revisions."""
     from alembic.util import CommandError
 
     try:

@@ -45,12 +45,14 @@ SQLITE_DAMAGE = ("file is not a database", "database disk image is malformed", "
 
 
 def lease_lost(run_id: int) -> RunLeaseLost:
+    """The error a write raises when this process no longer holds run ``run_id``'s lease."""
     return RunLeaseLost(f"run {run_id} is no longer this process's to write: it was deleted, or another process "
                         f"took its lease over after this one stopped beating (objrel.store.leases); stopped "
                         f"without writing more")
 
 
 def now() -> dt.datetime:
+    """The current time, timezone-aware in UTC (what the store writes)."""
     return dt.datetime.now(dt.timezone.utc)
 
 
@@ -93,6 +95,7 @@ class RunRecord:
     lease_host: str | None = None         # the host of the process holding the run (objrel.store.leases)
 
     def to_dict(self) -> dict:
+        """The run record as a JSON-ready dict (times as ISO text)."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         for k in ("created_at", "started_at", "finished_at", "heartbeat_at", "progress_at"):
             d[k] = d[k].isoformat() if d[k] else None
@@ -165,6 +168,7 @@ class Store:
         return f"Store({make_url(self.url).render_as_string(hide_password=True)!r})"
 
     def dispose(self) -> None:
+        """Close the store's pooled database connections."""
         self.engine.dispose()
 
     # ------------------------------------------------------------ leases (objrel.store.leases)
@@ -174,6 +178,7 @@ class Store:
         self._leases[int(run_id)] = token
 
     def let_go(self, run_id: int) -> None:
+        """Forget run ``run_id``'s lease: this process's writes of the run no longer check it."""
         self._leases.pop(int(run_id), None)
 
     def lease(self, run_id: int) -> str | None:
@@ -196,6 +201,7 @@ class Store:
 
     def create_run(self, *, name: str, model: str, model_config: dict, task: str, class_names: list[str],
                    dataset: str, dataset_config: dict, plan: dict, config: dict, seed: int, n_total: int) -> int:
+        """Insert a new pending run with its settings and return its id."""
         with self.engine.begin() as c:
             res = c.execute(insert(S.runs).values(
                 name=name, status="pending", created_at=now(), model=model, model_config=model_config, task=task,
@@ -209,6 +215,7 @@ class Store:
         return RunRecord(**{k: m[k] for k in RunRecord.__dataclass_fields__})
 
     def get_run(self, run_id: int) -> RunRecord:
+        """The record of run ``run_id``; KeyError when the store has no such run."""
         with self.engine.connect() as c:
             row = c.execute(select(S.runs).where(S.runs.c.id == int(run_id))).first()
         if row is None:
@@ -216,15 +223,18 @@ class Store:
         return self._record(row)
 
     def list_runs(self) -> list[RunRecord]:
+        """Every run of the store, by id."""
         with self.engine.connect() as c:
             rows = c.execute(select(S.runs).order_by(S.runs.c.id)).all()
         return [self._record(r) for r in rows]
 
     def class_names(self, run_id: int) -> list[str]:
+        """The class names run ``run_id`` was tested with."""
         with self.engine.connect() as c:
             return list(c.execute(select(S.runs.c.class_names).where(S.runs.c.id == int(run_id))).scalar_one())
 
     def update_run(self, run_id: int, **values) -> None:
+        """Set columns of run ``run_id`` (checking its lease); ValueError for an unknown status."""
         if "status" in values and values["status"] not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {values['status']!r}")
         with self.engine.begin() as c:
@@ -275,15 +285,18 @@ class Store:
         return [r for r in rows if r["status"] != "tested" or r["dropped"]]
 
     def request_cancel(self, run_id: int) -> None:
+        """Ask run ``run_id`` to stop (its loop reads the flag between chunks)."""
         self.update_run(run_id, cancel_requested=True)
 
     def cancel_requested(self, run_id: int) -> bool:
+        """True when someone asked run ``run_id`` to stop."""
         with self.engine.connect() as c:
             return bool(c.execute(select(S.runs.c.cancel_requested).where(S.runs.c.id == int(run_id))).scalar())
 
     # ------------------------------------------------------------ samples
 
     def done_sample_ids(self, run_id: int) -> set[str]:
+        """The ids of the samples run ``run_id`` has written."""
         with self.engine.connect() as c:
             return set(c.execute(select(S.samples.c.sample_id).where(S.samples.c.run_id == int(run_id))).scalars())
 
@@ -330,6 +343,7 @@ class Store:
         return [True] * len(results)
 
     def sample(self, run_id: int, sample_id: str) -> dict:
+        """The sample row of (run, sample) as a dict; KeyError when there is none."""
         with self.engine.connect() as c:
             row = c.execute(select(S.samples).where(S.samples.c.run_id == int(run_id),
                                                     S.samples.c.sample_id == str(sample_id))).first()
@@ -338,6 +352,7 @@ class Store:
         return dict(row._mapping)
 
     def samples(self, run_id: int, status: str | None = None) -> list[dict]:
+        """The run's sample rows as dicts, by sample id, only those of ``status`` when given."""
         q = select(S.samples).where(S.samples.c.run_id == int(run_id))
         if status:
             q = q.where(S.samples.c.status == status)
@@ -345,12 +360,14 @@ class Store:
             return [dict(r._mapping) for r in c.execute(q.order_by(S.samples.c.sample_id))]
 
     def predictions(self, run_id: int, sample_id: str) -> dict[str, dict]:
+        """The sample's prediction rows, keyed by mutation key ("source" for the source image)."""
         q = select(S.predictions).where(S.predictions.c.run_id == int(run_id),
                                         S.predictions.c.sample_id == str(sample_id))
         with self.engine.connect() as c:
             return {r.mutation_key: dict(r._mapping) for r in c.execute(q)}
 
     def verdicts(self, run_id: int, sample_id: str | None = None) -> list[dict]:
+        """The run's verdict rows as dicts, of one sample when ``sample_id`` is given."""
         q = select(S.verdicts).where(S.verdicts.c.run_id == int(run_id))
         if sample_id is not None:
             q = q.where(S.verdicts.c.sample_id == str(sample_id))
@@ -358,6 +375,7 @@ class Store:
             return [dict(r._mapping) for r in c.execute(q.order_by(S.verdicts.c.sample_id, S.verdicts.c.id))]
 
     def votes(self, run_id: int, sample_id: str | None = None) -> list[dict]:
+        """The run's vote rows as dicts, of one sample when ``sample_id`` is given."""
         q = select(S.votes).where(S.votes.c.run_id == int(run_id))
         if sample_id is not None:
             q = q.where(S.votes.c.sample_id == str(sample_id))
@@ -365,12 +383,14 @@ class Store:
             return [dict(r._mapping) for r in c.execute(q.order_by(S.votes.c.sample_id, S.votes.c.id))]
 
     def skip_counts(self, run_id: int) -> dict[str, int]:
+        """How many of the run's samples were skipped, per skip code."""
         q = (select(S.samples.c.skip_code, func.count()).where(S.samples.c.run_id == int(run_id),
              S.samples.c.status == "skipped").group_by(S.samples.c.skip_code))
         with self.engine.connect() as c:
             return {code: int(n) for code, n in c.execute(q)}
 
     def flagged_sample_ids(self, run_id: int, relation: str, primary_only: bool = True) -> list[str]:
+        """The sorted ids of the samples flagged by a ``relation`` vote (only primary votes by default)."""
         q = select(S.votes.c.sample_id).where(S.votes.c.run_id == int(run_id), S.votes.c.relation == relation,
                                               S.votes.c.flagged.is_(True))
         if primary_only:
@@ -402,6 +422,7 @@ class Store:
                     c.execute(insert(S.attempts).values(run_id=rid, sample_id=sid, count=int(alone)))
 
     def clear_attempts(self, run_id: int, sample_ids) -> None:
+        """Delete the recorded attempts of ``sample_ids`` in run ``run_id`` (checking its lease)."""
         ids = [str(i) for i in sample_ids]
         if ids:
             with self.engine.begin() as c:

@@ -62,6 +62,7 @@ def test_app_built_report_draws_each_series_in_its_own_real_colour(monkeypatch, 
         seen += colours
         assert len(set(colours)) == len(colours), f"series share a colour: {colours}"
         for c in colours:
-            assert not PLACEHOLDER.match(c) and c not in BLACK, f"expected a real colour, got {c} (Streamlit's placeholder)"
+            assert not PLACEHOLDER.match(c) and c not in BLACK, \
+                f"expected a real colour, got {c} (Streamlit's placeholder)"
     per_label = series_colours(*figures[0])
     assert len(per_label) == 2 and per_label[0] != per_label[1]   # MR-1 and MR-2 side by side

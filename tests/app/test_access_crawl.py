@@ -34,7 +34,6 @@ import signal
 import sqlite3
 import sys
 import sysconfig
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,7 +140,7 @@ def build_world(base: Path) -> World:
                                class_names=["a"], dataset="d", dataset_config={"root": "/"}, plan={"groups": []},
                                config={}, seed=0, n_total=3)
     store.update_run(stopped, status="cancelled")
-    for name, (account, roles) in ROLE_ACCOUNTS.items():
+    for account, roles in ROLE_ACCOUNTS.values():
         if account:
             R.create_reviewer(store, account, f"{account}-passphrase", roles=list(roles))
     R.create_reviewer(store, OTHER_REVIEWER, "bob-passphrase", roles=[A.REVIEWER])
@@ -487,7 +486,7 @@ def check_step(crawl: Crawl, step: Step, v: Verdicts) -> None:
         if ok and not table_permits(crawl.role, act, tgt):
             v.hole(step, f"the gate granted {act} ({tgt.what}), which the table does not give a {crawl.role}")
     # decisions the page made as someone else: only the server, only after the actor's own grant of that action
-    for who, act, tgt, ok in step.decisions:
+    for who, act, _target, _ok in step.decisions:
         if who.name == actor.name and not who.server:
             continue
         if not (who.server and act in granted):
@@ -587,7 +586,7 @@ def test_every_page_as_every_role_does_what_the_action_table_says(tmp_path_facto
     assert not any(s["processes"] for s in anonymous)
     refused = collections.defaultdict(set)
     granted = collections.defaultdict(set)
-    for (page, role), s in summary.items():
+    for (_page, role), s in summary.items():
         refused[role] |= set(s["refused"])
         granted[role] |= set(s["granted"])
     # The pages offer each role only what the table gives it (they ask access.permits), so the gate refuses

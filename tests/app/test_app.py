@@ -17,8 +17,8 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 def test_overview_lists_runs_and_headline(tmp_path, monkeypatch, colour_set):
     db = tmp_path / "app.db"
-    Engine(Store(db), RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3",
-                                name="colour run"), model=factory()).execute()
+    Engine(Store(db), RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set),
+                                plan="colours3", name="colour run"), model=factory()).execute()
     monkeypatch.setenv("OBJREL_STORE", str(db))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception

@@ -103,7 +103,8 @@ def test_incorrect_badge_and_queue_end_texts():
     q = Queue(("a", "b", "c"), {"a": "tp"})
     assert captions.queue_end(q, 0) is None
     assert captions.queue_end(q, 2) == "Last item of the queue: 2 of 3 items still wait for your call."
-    assert "judged every item of this queue (3)" in captions.queue_end(Queue(("a", "b", "c"), dict.fromkeys("abc", "tp")), 1)
+    full = Queue(("a", "b", "c"), dict.fromkeys("abc", "tp"))
+    assert "judged every item of this queue (3)" in captions.queue_end(full, 1)
     assert captions.agreement_link().endswith("[Agreement page](agreement)")
 
 

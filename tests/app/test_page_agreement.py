@@ -53,8 +53,10 @@ def judged_store(tmp_path, monkeypatch):
     rid = make_run(store, SIDS)
     assert len(R.draw_review_sample(SERVER, store, rid, "MR-1")) == 10  # 384.1459 / 39.31459 = 9.77 -> 10: all
     for sid, a, b in zip(SIDS, CALLS_A, CALLS_B):
-        R.record_judgment(actor_of(store, "alice"), store, rid, sid, "MR-1", a, ["multiple-objects"] if a == "fp" else ())
-        R.record_judgment(actor_of(store, "bob"), store, rid, sid, "MR-1", b, ["multiple-objects"] if b == "fp" else ())
+        R.record_judgment(actor_of(store, "alice"), store, rid, sid, "MR-1", a,
+                          ["multiple-objects"] if a == "fp" else ())
+        R.record_judgment(actor_of(store, "bob"), store, rid, sid, "MR-1", b,
+                          ["multiple-objects"] if b == "fp" else ())
     monkeypatch.setenv("OBJREL_STORE", str(db))
     return store, rid
 
@@ -128,8 +130,8 @@ def test_stakeholders_and_reviewers_see_precision_but_never_the_calls(judged_sto
 
 def test_pair_view_refuses_a_reviewer_server_side(judged_store):
     store, rid = judged_store
-    with pytest.raises(NotAllowed, match="'alice' may not see reviewers' calls .the calls of alice and bob.: it needs the role "
-                                         "adjudicator or admin; alice has reviewer"):
+    with pytest.raises(NotAllowed, match="'alice' may not see reviewers' calls .the calls of alice and bob.: "
+                                         "it needs the role adjudicator or admin; alice has reviewer"):
         R.pair_view(actor_of(store, "alice"), store, rid, "MR-1", "alice", "bob")
     with pytest.raises(NotAllowed, match="nobody signed in"):
         R.pair_view(ANONYMOUS, store, rid, "MR-1", "alice", "bob")
@@ -149,7 +151,8 @@ def test_a_party_to_the_disagreement_gets_no_form(judged_store):
 
 def test_notes_are_shown_as_typed_not_as_markdown(judged_store):
     store, rid = judged_store
-    R.record_judgment(actor_of(store, "bob"), store, rid, "s005", "MR-1", "fp", ["other"], "**urgent** [see](http://evil.example) :red[x]")
+    R.record_judgment(actor_of(store, "bob"), store, rid, "s005", "MR-1", "fp", ["other"],
+                      "**urgent** [see](http://evil.example) :red[x]")
     at = run_page("carol")
     shown = " ".join(m.value for m in at.markdown)
     assert "\\*\\*urgent\\*\\* \\[see\\](http\\://evil\\.example) \\:red\\[x\\]" in shown

@@ -152,7 +152,8 @@ def test_results_are_opened_only_from_the_results_folder(tmp_path):
     root.mkdir()
     (tmp_path / "results.json").write_text("{}")
     assert results_files(root) == []
-    for name in ("/etc/passwd", "../results.json", "results.json", "quick/../../x.json", str(tmp_path / "results.json")):
+    for name in ("/etc/passwd", "../results.json", "results.json", "quick/../../x.json",
+                 str(tmp_path / "results.json")):
         with pytest.raises(ValueError, match="is not one of the benchmark's results files"):
             open_results(ANONYMOUS, name, root)
 

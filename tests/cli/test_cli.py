@@ -24,8 +24,8 @@ def objrel(*args, timeout=300):
 
 def test_run_summary_export_on_colour_set(tmp_path, colour_set):
     db = tmp_path / "cli.db"
-    res = objrel("run", "--model", "py:tests.fixtures.colour_model:factory", "--dataset", colour_set, "--plan", "colours3",
-                 "--store", db, "--quiet")
+    res = objrel("run", "--model", "py:tests.fixtures.colour_model:factory", "--dataset", colour_set,
+                 "--plan", "colours3", "--store", db, "--quiet")
     assert res.returncode == 0, res.stderr
     # the run ends by saying how many were skipped and why
     assert "4 skipped" in res.stdout
@@ -46,8 +46,8 @@ def test_run_summary_export_on_colour_set(tmp_path, colour_set):
 
 def test_toml_config_and_env_store(tmp_path, colour_set):
     cfg = tmp_path / "run.toml"
-    cfg.write_text(f'[run]\nmodel = "py:tests.fixtures.colour_model:factory"\ndataset = "{colour_set}"\nplan = "colours3"\n'
-                   'seed = 5\nbatch_size = 3\n')
+    cfg.write_text(f'[run]\nmodel = "py:tests.fixtures.colour_model:factory"\ndataset = "{colour_set}"\n'
+                   'plan = "colours3"\nseed = 5\nbatch_size = 3\n')
     env_db = tmp_path / "env.db"
     res = subprocess.run([sys.executable, "-m", "objrel", "run", "--config", str(cfg), "--quiet"], cwd=ROOT,
                          env={**ENV, "OBJREL_STORE": str(env_db)}, capture_output=True, text=True, timeout=300)

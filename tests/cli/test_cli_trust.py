@@ -58,7 +58,8 @@ def test_a_schema_2_store_gains_the_new_columns(tmp_path):
     s = Store(path)
     assert {"dropped", "notes"} <= {c["name"] for c in inspect(s.engine).get_columns("samples")}
     with s.engine.connect() as c:
-        assert c.execute(text("SELECT value FROM objrel_meta WHERE key='schema_version'")).scalar() == str(S.SCHEMA_VERSION)
+        stamped = c.execute(text("SELECT value FROM objrel_meta WHERE key='schema_version'")).scalar()
+        assert stamped == str(S.SCHEMA_VERSION)
     s.dispose()
 
 

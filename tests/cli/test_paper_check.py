@@ -27,7 +27,8 @@ def test_paper_check_figures():
     # every Table 1 row misses it (263, 182, 141 against 311, 194, 149)
     assert [rows[("Table 1", m, cochran)].reproduced for m in ("NASNetLarge", "ResNet101", "MobileNet")] \
         == [263, 182, 141]
-    assert all(rows[("Table 1", m, cochran)].status == paper.MISMATCH for m in ("NASNetLarge", "ResNet101", "MobileNet"))
+    assert all(rows[("Table 1", m, cochran)].status == paper.MISMATCH
+               for m in ("NASNetLarge", "ResNet101", "MobileNet"))
     # the published precisions are reproduced: 202 / 311 = 65.0%, 1,030 / 1,069 = 96.4%
     assert rows[("Table 1", "NASNetLarge", "true positive %")].reproduced == 65.0
     assert rows[("Table 2", "Total", "true positive %")].status == paper.OK

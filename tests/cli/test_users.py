@@ -35,7 +35,8 @@ def test_first_admin_then_grant_list_and_revoke(tmp_path, monkeypatch, capsys):
     assert users(monkeypatch, "revoke", "carol", "--role", "reviewer", "--store", db) == 0
     capsys.readouterr()
     assert users(monkeypatch, "list", "--store", db) == 0
-    assert capsys.readouterr().out.splitlines() == ["Admin\tpassword\tadmin", "carol\tpassword\tadjudicator, run-operator"]
+    assert capsys.readouterr().out.splitlines() == ["Admin\tpassword\tadmin",
+                                                    "carol\tpassword\tadjudicator, run-operator"]
 
 
 def test_refusals_are_one_line_errors(tmp_path, monkeypatch, capsys):

@@ -1,8 +1,9 @@
 """The app's layout in a real browser (Debian's chromium through Playwright) at 1,400 and 900 px.
 
 A copy of the demo store (built once per test session: tests/conftest.py demo_db) is served by
-`streamlit run app.py`; an admin (and, for the Review page, the reviewer alice) visits every page of the top bar at each width.  A
-screenshot of the whole page is saved as test-artifacts/layout/<page>-<width>.png.  Checked on every page:
+`streamlit run app.py`; an admin (and, for the Review page, the reviewer alice) visits every page of the top
+bar at each width.  A screenshot of the whole page is saved as test-artifacts/layout/<page>-<width>.png.  Checked
+on every page:
 
 - at 1,400 px no table (``stDataFrame`` / ``stTable``) is wider than its container, neither its box nor its
   columns (the grid's scroll width against its visible width: a horizontal scroll bar cuts columns off);
@@ -51,7 +52,8 @@ MEASURE = """(checkTables) => {
       if (!shown(t)) continue;
       const r = t.getBoundingClientRect(), p = t.parentElement.getBoundingClientRect();
       if (r.right > p.right + slack || r.width > p.width + slack)
-        found.push(`table after "${named(t)}": ${Math.round(r.width)} px wide in a ${Math.round(p.width)} px container`);
+        found.push(`table after "${named(t)}": ${Math.round(r.width)} px wide in a `
+                   + `${Math.round(p.width)} px container`);
       const inner = t.querySelector('.dvn-scroller') || t.querySelector('table');
       const box = t.querySelector('.dvn-scroller') || t;
       if (inner && inner.scrollWidth > box.clientWidth + slack)
@@ -62,7 +64,8 @@ MEASURE = """(checkTables) => {
     if (!shown(b)) continue;
     for (const l of b.querySelectorAll('[data-testid="stMarkdownContainer"], p')) {
       if (shown(l) && l.scrollWidth > l.clientWidth + slack) {
-        found.push(`button "${b.innerText.replace(/\\s+/g, ' ').trim()}": label ${l.scrollWidth} px in ${l.clientWidth} px`);
+        found.push(`button "${b.innerText.replace(/\\s+/g, ' ').trim()}": `
+                   + `label ${l.scrollWidth} px in ${l.clientWidth} px`);
         break;
       }
     }

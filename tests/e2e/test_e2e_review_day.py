@@ -255,11 +255,12 @@ def test_a_review_day(day_server, tmp_path):
         carol.get_by_text(re.compile(rf"Saved: run {RUN}, {RELATION}, .+: true positive \(decided by carol\)")) \
             .first.wait_for()
         decided = [c for c in review.consensus(store, RUN, RELATION) if c.source == "adjudicated"]
-        assert [(c.sample_id, c.verdict, c.adjudicator, c.note) for c in decided] == [(disputed[0], "tp", "carol", NOTE)]
+        assert [(c.sample_id, c.verdict, c.adjudicator, c.note) for c in decided] == \
+            [(disputed[0], "tp", "carol", NOTE)]
         shot(carol, "05-carol-decided")
 
         # the reviewers' calibration: the coefficients, the disagreement, carol's decision and note
-        for name, page in people.items():
+        for page in people.values():
             page.reload()
             page.get_by_text(f"Calibration: run {RUN}, {RELATION}").first.wait_for()
             page.get_by_text(re.compile("Cohen's kappa")).first.wait_for()

@@ -296,7 +296,8 @@ def test_export_of_a_detection_run(tmp_path, store):
     _, report = run(store, ann, stuck_detector())
     units = json.loads(export_run(store, report.run_id, "json"))["inferences"]
     assert [(u["unit_id"], u["image_id"], u["unit"], u["kind"], u["label"], u["t_source"], u["iou_source"])
-            for u in units] == [("1/r0", "1", "r0", "record", "red", 1, 1.0), ("1/o1", "1", "o1", "missed", "red", 0, 0.0),
+            for u in units] == [("1/r0", "1", "r0", "record", "red", 1, 1.0),
+                                ("1/o1", "1", "o1", "missed", "red", 0, 0.0),
                                 ("1/o2", "1", "o2", "missed", "blue", 0, 0.0)]
     m = units[0]["mutations"]["fill_object(colour=black)"]
     assert (m["outcome"], m["iou"], m["t"], m["record_label"]) == ("still detected", 1.0, 1, "red")
@@ -366,7 +367,8 @@ def test_a_schema_1_store_moves_its_detection_runs_into_the_detection_tables(tmp
 
     new = Store(path)
     with new.engine.connect() as c:
-        assert c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar() == str(S.SCHEMA_VERSION)
+        stamped = c.execute(select(S.meta.c.value).where(S.meta.c.key == "schema_version")).scalar()
+        assert stamped == str(S.SCHEMA_VERSION)
     rows = by_id(new, rid)
     assert sorted(rows) == ["1", "2"] and rows["2"]["skip_code"] == "unknown-label"
     assert (rows["1"]["status"], rows["1"]["objects"]) == ("tested", [obj(A), obj(B)])

@@ -225,7 +225,8 @@ def test_multi_label_object_driven_inference_holds(tmp_path, store):
     img[0:20, 0:20] = (230, 20, 20)
     img[20:40, 20:40] = (20, 230, 20)
     ann = _coco(tmp_path / "ml", img, [("red", (0, 0, 20, 20)), ("green", (20, 20, 40, 40))])
-    cfg = RunConfig(model="py:tests.fixtures.colour_model:presence_factory", task="multi", dataset=str(ann), plan="colours3")
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:presence_factory", task="multi", dataset=str(ann),
+                    plan="colours3")
     report = Engine(store, cfg, model=presence_factory()).execute()
     s = store.sample(report.run_id, "1")
     assert s["status"] == "tested" and s["correct"] is True and s["predicted"] == [0, 1]

@@ -82,7 +82,8 @@ def test_dead_process_shows_as_stalled(tmp_path):
 def test_start_failure_is_reported(tmp_path):
     store = Store(tmp_path / "fail.db")
     with pytest.raises(RuntimeError, match="exited with code 2"):
-        jobs.start_run(actor_of(store, account(store)), store.url, RunConfig(model="py:nowhere:nothing", dataset=str(tmp_path / "none.json")))
+        jobs.start_run(actor_of(store, account(store)), store.url,
+                       RunConfig(model="py:nowhere:nothing", dataset=str(tmp_path / "none.json")))
 
 
 def test_retest_with_a_box_over_the_whole_image(tmp_path):
@@ -154,7 +155,8 @@ def test_stopped_detection_run_resumes_in_the_background(tmp_path):
 
 def test_start_run_takes_a_config_or_a_run_to_resume(tmp_path):
     with pytest.raises(ValueError, match="not both"):
-        jobs.start_run(actor_of(Store(tmp_path / "x.db"), OPERATOR), Store(tmp_path / "x.db").url, RunConfig(), resume=1)
+        jobs.start_run(actor_of(Store(tmp_path / "x.db"), OPERATOR), Store(tmp_path / "x.db").url, RunConfig(),
+                       resume=1)
 
 
 def test_run_states_for_the_runs_page(tmp_path):
@@ -220,8 +222,8 @@ def test_an_admin_may_cancel_and_read_logs(tmp_path):
 def test_retest_needs_a_reviewer_role(tmp_path):
     store = Store(tmp_path / "rt-deny.db")
     account(store, OPERATOR)
-    with pytest.raises(NotAllowed, match="'olga' may not re-test a sample with a redrawn box .'1' of run 1.: it needs the role reviewer or adjudicator or admin; "
-                                         "olga has run-operator"):
+    with pytest.raises(NotAllowed, match="'olga' may not re-test a sample with a redrawn box .'1' of run 1.: "
+                                         "it needs the role reviewer or adjudicator or admin; olga has run-operator"):
         retest_with_box(actor_of(store, OPERATOR), store, 1, "1", (0, 0, 4, 4))
 
 
@@ -232,24 +234,30 @@ def test_web_runs_refuse_code_unlisted_models_and_paths_outside_the_roots(tmp_pa
     store = Store(tmp_path / "web.db")
     op = account(store)
     with pytest.raises(ConfigError, match="never runs code named by a model spec"):
-        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="py:tests.fixtures.colour_model:factory", dataset="demo"))
+        jobs.start_web_run(actor_of(store, op), store,
+                           RunConfig(model="py:tests.fixtures.colour_model:factory", dataset="demo"))
     with pytest.raises(ConfigError, match="never runs code"):
-        jobs.start_web_run(actor_of(store, op), store, DetectionConfig(detector="mtcnn+py:evil:f", dataset="demo-faces"))
+        jobs.start_web_run(actor_of(store, op), store,
+                           DetectionConfig(detector="mtcnn+py:evil:f", dataset="demo-faces"))
     with pytest.raises(ConfigError, match="must be one of the app's list .* got 'torchvision:resnet101'"):
         jobs.start_web_run(actor_of(store, op), store, RunConfig(model="torchvision:resnet101", dataset="demo"))
     # the architectures listed for uploaded state dicts run only with a weights file, from the allowed roots
     with pytest.raises(ConfigError, match="runs with an uploaded weights file; got no weights file"):
         jobs.start_web_run(actor_of(store, op), store, RunConfig(model="torchvision:resnet18", dataset="demo"))
     with pytest.raises(ConfigError, match="weights file must lie inside an allowed folder"):
-        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="torchvision:resnet18", dataset="demo", weights="/tmp/w.pt"))
+        jobs.start_web_run(actor_of(store, op), store,
+                           RunConfig(model="torchvision:resnet18", dataset="demo", weights="/tmp/w.pt"))
     with pytest.raises(ConfigError, match="dataset must lie inside an allowed folder"):
         jobs.start_web_run(actor_of(store, op), store, RunConfig(model="efficientnet-lite0", dataset=str(colour_set)))
     with pytest.raises(ConfigError, match="weights file must lie inside an allowed folder"):
-        jobs.start_web_run(actor_of(store, op), store, RunConfig(model="efficientnet-lite0", dataset="demo", weights="/etc/passwd"))
+        jobs.start_web_run(actor_of(store, op), store,
+                           RunConfig(model="efficientnet-lite0", dataset="demo", weights="/etc/passwd"))
     with pytest.raises(ConfigError, match="dataset must lie inside"):   # no escape with ..
-        jobs.start_web_run(actor_of(store, op), store, DetectionConfig(**{**FACES, "dataset": str(tmp_path / "up" / ".." / "x.json")}))
+        jobs.start_web_run(actor_of(store, op), store,
+                           DetectionConfig(**{**FACES, "dataset": str(tmp_path / "up" / ".." / "x.json")}))
     with pytest.raises(NotAllowed, match="may not start runs"):
-        jobs.start_web_run(actor_of(store, account(store, "rita", (R.REVIEWER,))), store, DetectionConfig(**FACES, limit=1))
+        jobs.start_web_run(actor_of(store, account(store, "rita", (R.REVIEWER,))), store,
+                           DetectionConfig(**FACES, limit=1))
     assert store.list_runs() == []
     monkeypatch.setenv("OBJREL_DATA_ROOTS", str(colour_set.parent))
     from objrel.engine.run_form import check_web_config

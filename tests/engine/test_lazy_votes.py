@@ -112,7 +112,8 @@ def test_lazy_run_flags_and_verdicts_equal_the_full_run(tmp_path, plan):
                         batch_size=4, test_all=True, lazy=lazy)
         report = Engine(store, cfg, model=factory()).execute()
         out[lazy] = (report, store.samples(report.run_id), store.verdicts(report.run_id), store.votes(report.run_id),
-                     {s["sample_id"]: store.predictions(report.run_id, s["sample_id"]) for s in store.samples(report.run_id)})
+                     {s["sample_id"]: store.predictions(report.run_id, s["sample_id"])
+                      for s in store.samples(report.run_id)})
         store.dispose()
     (full, s_full, v_full, votes_full, p_full), (lazy, s_lazy, v_lazy, votes_lazy, p_lazy) = out[False], out[True]
     assert full.tested == lazy.tested > 10
@@ -129,7 +130,8 @@ def test_lazy_run_flags_and_verdicts_equal_the_full_run(tmp_path, plan):
             assert v["note"] == C.VOTE_DECIDED and v["distance"] is None
             assert p_lazy[v["sample_id"]][v["mutation_key"]]["prediction"] is None
             # its recipe is still stored: the same seed as the full run's
-            assert p_lazy[v["sample_id"]][v["mutation_key"]]["seed"] == p_full[v["sample_id"]][v["mutation_key"]]["seed"]
+            sid, key = v["sample_id"], v["mutation_key"]
+            assert p_lazy[sid][key]["seed"] == p_full[sid][key]["seed"]
         else:
             assert {k: v[k] for k in ("verdict", "note", "distance", "label_changed")} == \
                    {k: ref[k] for k in ("verdict", "note", "distance", "label_changed")}

@@ -197,7 +197,8 @@ def test_a_job_without_progress_of_its_own_shows_time_log_line_and_its_current_r
     p = job_progress(start, log, tmp_path / "shortcut.db", now_ts=start + 30)
     assert p.run_label == f"#{rid} biased seed 0 test"
     # 2 passes/s; 100 passes left = 50 s, minus the 5 s since the write
-    assert job_run_text(p) == f"run #{rid} biased seed 0 test: 2/9 samples, 50/150 forward passes, 2.0 images/s, ETA 45 s"
+    assert job_run_text(p) == \
+        f"run #{rid} biased seed 0 test: 2/9 samples, 50/150 forward passes, 2.0 images/s, ETA 45 s"
     assert share(p.estimate) == pytest.approx(1 / 3)
     assert job_progress_text(JobProgress(3.0, None)) == "Running for 3 s"
 

@@ -14,8 +14,8 @@ from objrel.mutations import operators
 
 
 @pytest.mark.parametrize("config", [
-    RunConfig(model="py:tests.fixtures.colour_model:factory", dataset="ann.json", images="imgs", plan="palette15", vote_k=3,
-              dilate=4, test_all=True, seed=9, limit=5, name="a run"),
+    RunConfig(model="py:tests.fixtures.colour_model:factory", dataset="ann.json", images="imgs", plan="palette15",
+              vote_k=3, dilate=4, test_all=True, seed=9, limit=5, name="a run"),
     DetectionConfig(detector="mtcnn", dataset=None, images="photos", regions_from="mtcnn", detected_only=True,
                     vote_k=1, seed=3, limit=2, name="faces"),
 ])

@@ -228,7 +228,8 @@ def test_run_config_and_cli_carry_lazy_compile_and_engine():
     from objrel.cli.run import run_config
     from objrel.config import RunConfig
 
-    assert (RunConfig().lazy, RunConfig().compile, RunConfig().engine, RunConfig().runtime) == (True, False, "local", "auto")
+    assert (RunConfig().lazy, RunConfig().compile, RunConfig().engine, RunConfig().runtime) == \
+        (True, False, "local", "auto")
     with pytest.raises(ConfigError, match="engine must be one of"):
         RunConfig(engine="spark")
     args = build_parser().parse_args(["run", "--no-lazy", "--compile", "--engine", "ray", "--workers", "3"])

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from objrel.relations import common as C
-from objrel.relations.detect import INCORRECT_DETECTION, MISSING_DETECTION, check_mr1, check_mr2, distance_preserving, distance_removing, iou_test
+from objrel.relations.detect import (INCORRECT_DETECTION, MISSING_DETECTION, check_mr1, check_mr2, distance_preserving,
+                                     distance_removing, iou_test)
 from objrel.relations.associate import RecordMatch, iou
 from objrel.relations import detect as DR
 from objrel.mutations import preset_with_operators
@@ -92,7 +93,8 @@ def test_k_of_n_vote_counts_violations_and_ignores_na():
 def test_erase_noise_plan_is_two_of_three_erase_and_noise():
     plan = preset_with_operators("erase_noise")
     assert [(g.name, g.relation, g.k, len(g.mutations)) for g in plan.groups] == [
-        ("MR-1 random erase", "MR-1", 2, 3), ("MR-2 background noise", "MR-2", 2, 3), ("MR-2 object noise", "MR-2", 2, 3)]
+        ("MR-1 random erase", "MR-1", 2, 3), ("MR-2 background noise", "MR-2", 2, 3),
+        ("MR-2 object noise", "MR-2", 2, 3)]
     assert [m.key for m in plan.groups[0].mutations] == [
         "random_erase(ratio=0.5)", "random_erase(ratio=0.7)", "random_erase(ratio=0.9)"]
     assert plan.primary("MR-2").name == "MR-2 background noise"

@@ -279,7 +279,8 @@ def test_second_call_updates_the_same_row(two_reviewers):
     store = two_reviewers
     rid = make_run(store, mr1=["s1"])
     first = R.record_judgment(actor_of(store, "alice"), store, rid, "s1", "MR-1", "tp")
-    second = R.record_judgment(actor_of(store, "alice"), store, rid, "s1", "MR-1", "fp", ["incomplete-removal", "multiple-objects"])
+    second = R.record_judgment(actor_of(store, "alice"), store, rid, "s1", "MR-1", "fp",
+                               ["incomplete-removal", "multiple-objects"])
     assert second.verdict == "fp"
     assert second.reasons == ("multiple-objects", "incomplete-removal")  # FP_REASONS order
     assert second.created_at == first.created_at and second.updated_at > first.updated_at
@@ -327,9 +328,11 @@ def test_judgment_input_checks(two_reviewers, verdict, reasons, note, match):
 
 def test_fp_reasons_and_other_note(two_reviewers):
     rid = make_run(two_reviewers, mr1=["s1", "s2"])
-    j = R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s1", "MR-1", "fp", ["other"], "  annotation is wrong ")
+    j = R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s1", "MR-1", "fp", ["other"],
+                          "  annotation is wrong ")
     assert j.reasons == ("other",) and j.note == "annotation is wrong"
-    k = R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s2", "MR-1", "fp")  # fp without a reason (MR-2 style)
+    # fp without a reason (MR-2 style)
+    k = R.record_judgment(actor_of(two_reviewers, "alice"), two_reviewers, rid, "s2", "MR-1", "fp")
     assert k.reasons == ()
     assert j.to_dict()["reasons"] == ["other"]
 
@@ -433,8 +436,10 @@ CALLS_B = ["tp"] * 5 + ["fp"] + ["fp"] * 3 + ["tp"]
 
 def _store_calls(store, rid, sids, a_calls, b_calls, relation="MR-1"):
     for sid, a, b in zip(sids, a_calls, b_calls):
-        R.record_judgment(actor_of(store, "alice"), store, rid, sid, relation, a, ["multiple-objects"] if a == "fp" else ())
-        R.record_judgment(actor_of(store, "bob"), store, rid, sid, relation, b, ["multiple-objects"] if b == "fp" else ())
+        R.record_judgment(actor_of(store, "alice"), store, rid, sid, relation, a,
+                          ["multiple-objects"] if a == "fp" else ())
+        R.record_judgment(actor_of(store, "bob"), store, rid, sid, relation, b,
+                          ["multiple-objects"] if b == "fp" else ())
 
 
 def test_agreement_over_items_both_judged(two_reviewers):
@@ -481,12 +486,15 @@ def test_disagreements_adjudication_and_consensus(two_reviewers):
 
     done = R.adjudicate(actor_of(store, "carol"), store, rid, "s005", "MR-1", "fp", ["multiple-objects"], None)
     assert (done.verdict, done.source, done.adjudicator) == ("fp", "adjudicated", "carol")
-    with pytest.raises(NotAllowed, match="'alice' may not adjudicate .*needs the role adjudicator or admin; alice has reviewer"):
+    with pytest.raises(NotAllowed,
+                       match="'alice' may not adjudicate .*needs the role adjudicator or admin; alice has reviewer"):
         R.adjudicate(actor_of(store, "alice"), store, rid, "s005", "MR-1", "uncertain", (), "could not tell")
     assert R.grant_roles(actor_of(store, "dave"), store, "alice", R.ADJUDICATOR) == ("adjudicator", "reviewer")
     with pytest.raises(NotAllowed, match="'alice' may not adjudicate .*they judged this item, so they are a party"):
-        R.adjudicate(actor_of(store, "alice"), store, rid, "s005", "MR-1", "uncertain", (), "could not tell")  # a party, not a judge
-    again = R.adjudicate(actor_of(store, "dave"), store, rid, "s005", "MR-1", "uncertain", (), "could not tell")  # upsert
+        # a party, not a judge
+        R.adjudicate(actor_of(store, "alice"), store, rid, "s005", "MR-1", "uncertain", (), "could not tell")
+    # upsert
+    again = R.adjudicate(actor_of(store, "dave"), store, rid, "s005", "MR-1", "uncertain", (), "could not tell")
     assert again.verdict == "uncertain" and again.adjudicator == "dave"
     with store.engine.connect() as c:
         rows = c.execute(select(S.consensus.c.sample_id, S.consensus.c.verdict)).all()
@@ -650,7 +658,8 @@ def test_precision_summary_and_kappas_by_hand(two_reviewers):
     # p_o = 0.8, p_e = 0.6^2 + 0.4^2 = 0.52: kappa = 0.28 / 0.48 = 0.5833, for adjudicators and admins only
     kappas = pair_kappas(actor_of(store, "carol"), store, judged, "MR-1")
     assert kappas == {rid: pytest.approx(0.28 / 0.48)}
-    assert pair_kappas(actor_of(store, "alice"), store, judged, "MR-1") is None and pair_kappas(ANONYMOUS, store, judged, "MR-1") is None
+    assert pair_kappas(actor_of(store, "alice"), store, judged, "MR-1") is None
+    assert pair_kappas(ANONYMOUS, store, judged, "MR-1") is None
     row = precision_summary(table, kappas).iloc[0]
     assert tuple(precision_summary(table, kappas).columns) == PRECISION_SUMMARY_COLUMNS
     # 8 decided, tp 5: precision 62.5 %, Wilson 95 % [30.6 %, 86.3 %] (test_wilson_interval_by_hand)
@@ -710,10 +719,12 @@ def _reviewer_process(path: str, run_id: int, reviewer: str, reverse: bool, barr
     barrier.wait(timeout=120)
     first = "tp" if reviewer == "alice" else "fp"
     for sid in items:
-        R.record_judgment(actor_of(store, reviewer), store, run_id, sid, "MR-1", first, ["multiple-objects"] if first == "fp" else ())
+        R.record_judgment(actor_of(store, reviewer), store, run_id, sid, "MR-1", first,
+                          ["multiple-objects"] if first == "fp" else ())
     for sid in items:
         if int(sid[1:]) % 3 == 0:
-            R.record_judgment(actor_of(store, reviewer), store, run_id, sid, "MR-1", "uncertain", (), f"{reviewer} changed {sid}")
+            R.record_judgment(actor_of(store, reviewer), store, run_id, sid, "MR-1", "uncertain", (),
+                              f"{reviewer} changed {sid}")
 
 
 def _racing_process(path: str, run_id: int, verdict: str, barrier) -> None:

@@ -71,7 +71,8 @@ def test_both_queues_of_a_run(flagged_store):
     every = open_queue(actor_of(store, "ann"), store, run_id, "MR-2", ALL_FLAGGED)
     assert every.sample_ids == tuple(flagged) and every.n_flagged == len(flagged) == 6 and not every.mine
     drawn = open_queue(actor_of(store, "ann"), store, run_id, "MR-2", REVIEW_SAMPLE, flagged)
-    assert set(drawn.sample_ids) <= set(flagged) and drawn.sample_ids == tuple(review.draw_review_sample(SERVER, store, run_id, "MR-2"))
+    assert set(drawn.sample_ids) <= set(flagged)
+    assert drawn.sample_ids == tuple(review.draw_review_sample(SERVER, store, run_id, "MR-2"))
     with pytest.raises(ValueError, match="queue mode"):
         open_queue(actor_of(store, "ann"), store, run_id, "MR-2", "mine")
 
@@ -81,7 +82,8 @@ def test_record_call_keeps_reasons_only_with_a_false_positive(flagged_store):
     review.create_reviewer(store, "ben", "ben-passphrase")
     first, second = store.flagged_sample_ids(run_id, "MR-1")[:2]
     record_call(actor_of(store, "ben"), store, run_id, first, "MR-1", "tp", reasons=["multiple-objects"], note="  ")
-    record_call(actor_of(store, "ben"), store, run_id, second, "MR-1", "fp", reasons=["multiple-objects"], note="two cats")
+    record_call(actor_of(store, "ben"), store, run_id, second, "MR-1", "fp", reasons=["multiple-objects"],
+                note="two cats")
     calls = {j.sample_id: j for j in review.judgments(store, run_id, "MR-1", reviewer="ben")}
     assert (calls[first].verdict, calls[first].reasons, calls[first].note) == ("tp", (), None)
     assert (calls[second].reasons, calls[second].note) == (("multiple-objects",), "two cats")

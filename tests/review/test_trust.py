@@ -54,7 +54,9 @@ def test_only_admins_grant_invite_and_no_admin_demotes_themselves(team):
     with pytest.raises(NotAllowed, match="'carol' may not grant roles \\(to 'bob'\\): it needs the role admin; "
                                          "carol has adjudicator"):
         R.grant_roles(actor_of(team, "carol"), team, "bob", R.ADJUDICATOR)
-    with pytest.raises(NotAllowed, match="'alice' may not invite accounts \\('mallory'\\): it needs the role admin; alice has reviewer"):
+    with pytest.raises(NotAllowed,
+                       match="'alice' may not invite accounts \\('mallory'\\): it needs the role admin; "
+                             "alice has reviewer"):
         R.invite(actor_of(team, "alice"), team, "mallory", "mallory-passphrase", [R.ADMIN])
     with pytest.raises(NotAllowed, match="nobody signed in may not invite accounts"):
         R.invite(ANONYMOUS, team, "mallory", "mallory-passphrase", [R.ADMIN])
@@ -87,7 +89,8 @@ def test_adjudication_needs_the_role_and_never_a_party(team):
     with pytest.raises(NotAllowed, match="'bob' may not adjudicate .*'f1'.*they judged this item"):
         R.adjudicate(actor_of(team, "bob"), team, rid, "f1", "MR-1", "fp", ["multiple-objects"], None)
     assert R.adjudicate(actor_of(team, "carol"), team, rid, "f1", "MR-1", "tp", (), None).adjudicator == "carol"
-    assert R.adjudicate(actor_of(team, "root"), team, rid, "f1", "MR-1", "fp", (), None).adjudicator == "root"  # admins may too
+    # admins may too
+    assert R.adjudicate(actor_of(team, "root"), team, rid, "f1", "MR-1", "fp", (), None).adjudicator == "root"
     with pytest.raises(ValueError, match="'f2' of run 1 is not a disagreement: 0 reviewer call.s., too few"):
         R.adjudicate(actor_of(team, "carol"), team, rid, "f2", "MR-1", "tp", (), None)   # nobody judged f2
 
@@ -266,7 +269,8 @@ def test_changes_are_new_versions_with_who_and_when_never_overwritten(team):
             R.record_judgment(actor_of(team, who), team, rid, sid, "MR-1", "tp")
     assert R.sample_state(team, rid, "MR-1").closed
     sid = drawn[0]
-    R.record_judgment(actor_of(team, "alice"), team, rid, sid, "MR-1", "fp", ["incomplete-removal"], "the tail survived")
+    R.record_judgment(actor_of(team, "alice"), team, rid, sid, "MR-1", "fp", ["incomplete-removal"],
+                      "the tail survived")
     history = R.judgment_history(actor_of(team, "alice"), team, rid, sid, "MR-1", "alice")
     assert [(v.version, v.verdict, v.after_close) for v in history] == [(1, "tp", False), (2, "fp", True)]
     assert history[1].note == "the tail survived" and history[1].created_at >= history[0].created_at
@@ -355,14 +359,14 @@ def test_judging_and_adjudicating_one_item_at_once_never_both_pass(team):
         start = threading.Barrier(2)
         done = {}
 
-        def judge(sid=sid):
+        def judge(sid=sid, start=start, done=done):
             start.wait()
             try:
                 done["judge"] = R.record_judgment(carol, team, rid, sid, "MR-1", "uncertain")
             except NotAllowed:
                 pass
 
-        def decide(sid=sid):
+        def decide(sid=sid, start=start, done=done):
             start.wait()
             try:
                 done["adjudicate"] = R.adjudicate(carol, team, rid, sid, "MR-1", "tp", (), None)

@@ -15,7 +15,7 @@ import pytest
 
 from objrel.errors import StoreError
 from objrel.store import Store
-from tests.store.helpers import fill_schema_1, new_database, store_at_first_revision
+from tests.store.helpers import new_database, store_at_first_revision
 
 ROOT = Path(__file__).resolve().parents[2]
 

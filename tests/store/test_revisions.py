@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, select, text, update
+from sqlalchemy import create_engine, select, text
 
 from objrel.cli.main import ERROR_EXIT, main
 from objrel.errors import StoreTooNew

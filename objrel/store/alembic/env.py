@@ -13,6 +13,7 @@ from alembic import context
 
 
 def run_migrations(config) -> None:
+    """Run Alembic's migrations on the connection objrel passes in; RuntimeError without one."""
     connection = config.attributes.get("connection")
     if connection is None:
         raise RuntimeError("the objrel store's migrations run through objrel.store.revisions, which passes a "

@@ -200,5 +200,6 @@ def sqlite_autoincrement(table: str) -> bool:
 
 
 def refuse_downgrade(revision: str) -> None:
+    """Refuse to downgrade a store past ``revision``: stores only move forward."""
     raise NotImplementedError(f"objrel stores are only upgraded; revision {revision} has no way back (restore a "
                               f"copy of the store made before the upgrade instead)")

@@ -107,14 +107,17 @@ class ActivityHooks:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The hooked layers' names."""
         return tuple(n for n, _, _ in self.layers)
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """The hooked layers' neuron counts."""
         return tuple(s for _, _, s in self.layers)
 
     @property
     def n_neurons(self) -> int:
+        """The neurons over all hooked layers."""
         return sum(self.sizes)
 
     def _hook(self, index: int, is_linear: bool):

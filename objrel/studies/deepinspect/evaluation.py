@@ -119,12 +119,14 @@ class Evaluation:
     curve_y: tuple = ()
 
     def to_dict(self) -> dict:
+        """The evaluation as a JSON-ready dict."""
         d = asdict(self)
         d["curve_x"], d["curve_y"] = list(self.curve_x), list(self.curve_y)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Evaluation":
+        """An evaluation from a ``to_dict`` dict."""
         d = dict(d)
         d["curve_x"], d["curve_y"] = tuple(d.get("curve_x", ())), tuple(d.get("curve_y", ()))
         return cls(**d)

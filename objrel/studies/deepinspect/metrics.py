@@ -30,6 +30,7 @@ def pair_values(matrix: np.ndarray) -> np.ndarray:
 
 
 def check_distance_matrix(dist: np.ndarray) -> np.ndarray:
+    """``dist`` as a float array; ValueError unless it is square, symmetric, finite, non-negative and of 3+ classes."""
     d = np.asarray(dist, dtype=np.float64)
     if d.ndim != 2 or d.shape[0] != d.shape[1]:
         raise ValueError(f"expected a square (m, m) distance matrix, got shape {d.shape}")

@@ -19,8 +19,8 @@ from torch import nn
 from objrel.data import load_rgb
 from objrel.engine.classify import resolve_objects
 from objrel.errors import BadSampleError
-from objrel.studies.deepinspect.constants import (ACTIVATION_THRESHOLD, DEFAULT_BATCH_SIZE, EXAMPLES_PER_CLASS, FAR_STD, FLAG_STD,
-                        MIN_CLASS_IMAGES)
+from objrel.studies.deepinspect.constants import (ACTIVATION_THRESHOLD, DEFAULT_BATCH_SIZE, EXAMPLES_PER_CLASS,
+                                                  FAR_STD, FLAG_STD, MIN_CLASS_IMAGES)
 from objrel.studies.deepinspect.coverage import ActivationCounter, ActivityHooks, predicted_members
 from objrel.studies.deepinspect.evaluation import (evaluate_ranking, last_linear, optimal_evaluation, random_evaluation,
                          weight_distances)
@@ -64,6 +64,7 @@ class Inspector:
 
     @property
     def threshold(self) -> float:
+        """The activation threshold the hooks count neurons against."""
         return self.hooks.threshold
 
     def skip(self, code: str, reason: str) -> None:

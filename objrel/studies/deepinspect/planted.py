@@ -90,10 +90,12 @@ class PlantedSpec:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
 
     def to_dict(self) -> dict:
+        """The spec as a dict."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "PlantedSpec":
+        """A spec from a dict (keys that are not fields are left out)."""
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
@@ -196,6 +198,7 @@ def render(spec: PlantedSpec, split: str, index: int) -> tuple[np.ndarray, int]:
 
 
 def split_size(spec: PlantedSpec, split: str) -> int:
+    """How many images the ``train`` or ``test`` split holds over all classes."""
     per = spec.train_per_class if split == "train" else spec.test_per_class
     return per * len(CLASSES)
 
@@ -216,6 +219,7 @@ TRAIN_THREADS = 1
 
 
 def planted_preprocess():
+    """The preprocessing of the planted benchmark's small model."""
     return Preprocess(size=SIZE, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
 
 

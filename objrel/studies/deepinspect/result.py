@@ -55,19 +55,23 @@ class GroundTruth:
     bias_cutoff: float
 
     def to_dict(self) -> dict:
+        """The ground truth as a JSON-ready dict."""
         return {"kind": self.kind, "n_images": self.n_images, "error": _matrix_to_list(self.error),
                 "avg_cd": _matrix_to_list(self.avg_cd), "confusion_cutoff": self.confusion_cutoff,
                 "bias_cutoff": self.bias_cutoff}
 
     @classmethod
     def from_dict(cls, d: dict) -> "GroundTruth":
+        """A ground truth from a ``to_dict`` dict."""
         return cls(d["kind"], int(d["n_images"]), _matrix(d["error"]), _matrix(d["avg_cd"]),
                    float(d["confusion_cutoff"]), float(d["bias_cutoff"]))
 
     def confused(self) -> np.ndarray:
+        """Per class pair: True when its error exceeds the confusion cutoff."""
         return pair_values(self.error) > self.confusion_cutoff
 
     def biased(self) -> np.ndarray:
+        """Per class pair: True when its average confusion difference exceeds the bias cutoff."""
         return pair_values(self.avg_cd) > self.bias_cutoff
 
 
@@ -85,12 +89,14 @@ class WeightBaseline:
     bias_cutoff: float
 
     def to_dict(self) -> dict:
+        """The weight baseline as a JSON-ready dict."""
         return {"layer": self.layer, "distances": _matrix_to_list(self.distances),
                 "avg_bias": _matrix_to_list(self.avg_bias), "confusion_cutoff": self.confusion_cutoff,
                 "bias_cutoff": self.bias_cutoff}
 
     @classmethod
     def from_dict(cls, d: dict) -> "WeightBaseline":
+        """A weight baseline from a ``to_dict`` dict."""
         return cls(d["layer"], _matrix(d["distances"]), _matrix(d["avg_bias"]), float(d["confusion_cutoff"]),
                    float(d["bias_cutoff"]))
 
@@ -142,10 +148,12 @@ class InspectResult:
 
     @property
     def n_classes(self) -> int:
+        """How many classes the result covers."""
         return len(self.class_index)
 
     @property
     def n_neurons(self) -> int:
+        """The neurons over all inspected layers."""
         return int(sum(n for _, n in self.layers))
 
     def position(self, name_or_index) -> int:
@@ -160,12 +168,14 @@ class InspectResult:
         return self.class_index.index(int(name_or_index))
 
     def evaluation(self, error: str, method: str) -> Evaluation | None:
+        """The evaluation of ``method`` against ``error``, or None."""
         for e in self.evaluations:
             if e.error == error and e.method == method:
                 return e
         return None
 
     def to_dict(self) -> dict:
+        """The result as a JSON-ready dict with its format name and version."""
         return {
             "format": "objrel-deepinspect", "version": FORMAT_VERSION,
             "model": self.model, "source": self.source, "task": self.task,
@@ -186,6 +196,7 @@ class InspectResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "InspectResult":
+        """A result from a ``to_dict`` dict; ValueError for another format or a newer version."""
         if not isinstance(d, dict) or d.get("format") != "objrel-deepinspect":
             got = d.get("format") if isinstance(d, dict) else type(d).__name__
             raise ValueError(f"not an objrel inspect result: expected format 'objrel-deepinspect', got {got!r}")
@@ -208,6 +219,7 @@ class InspectResult:
         ))
 
     def save(self, path) -> Path:
+        """Write the result as JSON to ``path`` (making its folder) and return the path."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(self.to_dict(), allow_nan=False), encoding="utf-8")

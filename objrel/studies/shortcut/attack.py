@@ -109,6 +109,7 @@ class PairResult:
     first_success: int | None
 
     def to_dict(self) -> dict:
+        """The pair's attack result as a dict."""
         return asdict(self)
 
 

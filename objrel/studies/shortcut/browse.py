@@ -82,7 +82,8 @@ def open_results(actor: Actor, name: str, root: Path | None = None) -> dict:
     authorize(actor, OPEN_RESULTS, repr(name))
     root = results_root() if root is None else Path(root)
     if name not in results_files(root):
-        raise ValueError(f"{name!r} is not one of the benchmark's results files ({', '.join(results_files(root)) or 'none yet'})")
+        raise ValueError(f"{name!r} is not one of the benchmark's results files "
+                         f"({', '.join(results_files(root)) or 'none yet'})")
     return R.load_results(root / name)
 
 

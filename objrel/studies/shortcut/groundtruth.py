@@ -86,9 +86,11 @@ class Reliance:
 
     @property
     def reliant(self) -> bool | None:
+        """True when the model relies on the background for this scene; None when its inference is wrong."""
         return is_reliant(self.correct, self.swap_dependent, self.background_sufficient)
 
     def to_dict(self) -> dict:
+        """The reliance as a JSON-ready dict, with ``reliant``."""
         d = asdict(self)
         d["labels"], d["predicted"], d["background_label"] = (list(self.labels), list(self.predicted),
                                                               list(self.background_label))
@@ -97,6 +99,7 @@ class Reliance:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Reliance":
+        """A reliance from a ``to_dict`` dict (``reliant`` is recomputed)."""
         keep = {k: v for k, v in d.items() if k != "reliant"}
         for k in ("labels", "predicted", "background_label"):
             keep[k] = tuple(keep.get(k, ()))
@@ -120,7 +123,8 @@ def _swap_types(cfg: SyntheticConfig, labels: tuple[int, ...], bg_type: int) -> 
 
 
 def _queue_counterfactuals(cfg: SyntheticConfig, root: Path, rec: dict, img: np.ndarray, segmentations,
-                           labels: tuple[int, ...], draws: int, batch: list[np.ndarray]) -> tuple[list[int], int, list[int]]:
+                           labels: tuple[int, ...], draws: int, batch: list[np.ndarray]
+                           ) -> tuple[list[int], int, list[int]]:
     """Append a scene's counterfactuals to ``batch``: for each other background type and draw, the object
     (the union of ``segmentations``) pasted on that background, and that background alone; then the
     scene's own background alone.  Returns their positions: ``(swap idx, own-bg idx, other-bg idx)``."""
@@ -188,7 +192,7 @@ def ground_truth(clf: Classifier, annotation, draws: int = DEFAULT_DRAWS,
         changes = sum(set(cf[i]) != set(p) for i in swap_idx)
         alone = cf[own]
         if cfg.multi_label:
-            sufficient = any(l in alone and any(l not in cf[i] for i in alone_idx) for l in p)
+            sufficient = any(c in alone and any(c not in cf[i] for i in alone_idx) for c in p)
         else:
             sufficient = alone == p and any(cf[i] != p for i in alone_idx)
         out[sid] = Reliance(sid, y, p, True, len(swap_idx), int(changes), tuple(alone),
@@ -249,19 +253,23 @@ class UnitReliance:
 
     @property
     def correct(self) -> bool:
+        """True when the detector found the object on the source (T = 1)."""
         return self.t_source == 1
 
     @property
     def reliant(self) -> bool | None:
+        """True when the detector relies on the background for this unit; None when it missed the object."""
         return is_reliant(self.correct, self.swap_dependent, self.background_sufficient)
 
     def to_dict(self) -> dict:
+        """The unit's reliance as a JSON-ready dict, with ``correct`` and ``reliant``."""
         d = asdict(self)
         d["correct"], d["reliant"] = self.correct, self.reliant
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "UnitReliance":
+        """A unit's reliance from a ``to_dict`` dict (``correct`` and ``reliant`` are recomputed)."""
         return cls(**{k: v for k, v in d.items() if k not in ("correct", "reliant")})
 
 

@@ -58,6 +58,7 @@ class ShortcutCNN(nn.Module):
         self.head = nn.Linear(4 * w, n_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class logits of a batch of images."""
         return self.head(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
 
 
@@ -90,14 +91,17 @@ class TrainConfig:
                              f"{self.lr}")
 
     def to_dict(self) -> dict:
+        """The training settings as a dict."""
         return asdict(self)
 
 
 def preprocess_for(size: int = 64) -> Preprocess:
+    """The preprocessing of the benchmark's models: stretch to ``size`` and normalise."""
     return Preprocess(size=size, resize="stretch", mean=MEAN, std=STD)
 
 
 def build_module(arch: str, n_classes: int, width: int = 16) -> nn.Module:
+    """An untrained module of ``arch`` (the benchmark's small CNN or a torchvision architecture)."""
     if arch == ARCH:
         return ShortcutCNN(n_classes, width)
     import torchvision.models as tvm
@@ -190,6 +194,7 @@ def save_model(module: nn.Module, path, class_names, cfg: TrainConfig, task: str
 
 
 def read_config(path) -> dict:
+    """The JSON config ``save_model`` wrote beside the state dict at ``path``; FileNotFoundError without one."""
     cfg_path = Path(path).with_suffix(CONFIG_SUFFIX)
     if not cfg_path.is_file():
         raise FileNotFoundError(f"model config {cfg_path} is missing; expected the JSON save_model writes beside "
@@ -226,8 +231,8 @@ def factory(weights: str | None = None) -> TorchClassifier:
     if not weights:
         from objrel.errors import ConfigError
 
-        raise ConfigError(f"{MODEL_SPEC} needs weights=<state dict saved by objrel.studies.shortcut.models.save_model>; "
-                          f"got none")
+        raise ConfigError(f"{MODEL_SPEC} needs weights=<state dict saved by "
+                          "objrel.studies.shortcut.models.save_model>; got none")
     return load_model(weights)
 
 

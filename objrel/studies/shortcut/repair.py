@@ -73,6 +73,7 @@ class RepairConfig:
             raise ValueError(f"mr1_target must be one of {MR1_TARGETS}, got {self.mr1_target!r}")
 
     def to_dict(self) -> dict:
+        """The repair settings as a JSON-ready dict."""
         d = asdict(self)
         d["shares"], d["relations"] = list(self.shares), list(self.relations)
         return d
@@ -118,6 +119,7 @@ def n_added(share: float, n_train: int) -> int:
 
 
 def soft_targets(labels, n_classes: int) -> np.ndarray:
+    """One-hot rows of ``labels`` over ``n_classes`` classes."""
     y = np.zeros((len(labels), n_classes), np.float32)
     y[np.arange(len(labels)), np.asarray(labels, np.int64)] = 1.0
     return y
@@ -151,6 +153,7 @@ def augmented_set(images: np.ndarray, labels: np.ndarray, pool: list[Violation],
 
 
 def accuracy(clf: Classifier, images, labels) -> float:
+    """The share of ``images`` whose top class is their label."""
     probs = np.concatenate([clf.predict(list(images[i : i + 256])) for i in range(0, len(images), 256)])
     return float((probs.argmax(1) == np.asarray(labels)).mean())
 
@@ -176,14 +179,17 @@ class RepairResult:
     chosen_share: float | None = None
 
     def to_dict(self) -> dict:
+        """The sweep as a JSON-ready dict."""
         return {"config": self.config, "pool": self.pool, "rows": list(self.rows), "chosen_share": self.chosen_share}
 
     @property
     def before(self) -> dict:
+        """The original model's row."""
         return next(r for r in self.rows if r["share"] is None)
 
     @property
     def after(self) -> dict:
+        """The row of the kept share."""
         return next(r for r in self.rows if r["share"] == self.chosen_share)
 
 
@@ -271,4 +277,5 @@ def repair(store: Store, model_state: dict, train_cfg: TrainConfig, class_names,
 
 
 def state_of(module: torch.nn.Module) -> dict:
+    """A detached copy of the module's parameters and buffers."""
     return {k: v.detach().clone() for k, v in module.state_dict().items()}

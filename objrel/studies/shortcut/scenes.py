@@ -117,27 +117,33 @@ class SyntheticConfig:
 
     @property
     def class_names(self) -> list[str]:
+        """The shape names of the benchmark's classes."""
         return list(SHAPES[: self.n_classes])
 
     @property
     def background_types(self) -> list[str]:
+        """The background names, one per class (textures or flat colours)."""
         names = BACKGROUNDS if self.backgrounds == "textures" else FLAT_COLOUR_NAMES
         return list(names[: self.n_classes])
 
     @property
     def task(self) -> str:
+        """The task of the scenes: ``multi`` for multi-label scenes, else ``single``."""
         return "multi" if self.multi_label else "single"
 
     def replace(self, **changes) -> "SyntheticConfig":
+        """A copy with ``changes`` applied."""
         return SyntheticConfig(**{**asdict(self), **changes})
 
     def to_dict(self) -> dict:
+        """The config as a JSON-ready dict."""
         d = asdict(self)
         d["objects"] = list(self.objects)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "SyntheticConfig":
+        """A config from a ``to_dict`` dict."""
         return cls(**{**d, "objects": tuple(d.get("objects", (2, 3)))})
 
 
@@ -167,6 +173,7 @@ class Scene:
 
     @property
     def labels(self) -> tuple[int, ...]:
+        """The scene's object labels, sorted, each once."""
         return tuple(sorted({o.label for o in self.objects}))
 
     @property
@@ -432,6 +439,7 @@ class SyntheticSplit:
     source_split: str
 
     def to_dict(self) -> dict:
+        """The rendered dataset's name, files, size, config and source split as a JSON-ready dict."""
         return {"name": self.name, "annotation": self.annotation, "root": self.root, "n": self.n,
                 "config": self.config.to_dict(), "source_split": self.source_split}
 

@@ -59,26 +59,32 @@ class DetectorScore:
 
     @property
     def n(self) -> int:
+        """All the units scored."""
         return self.tp + self.fp + self.fn + self.tn
 
     @property
     def precision(self) -> float | None:
+        """tp / (tp + fp), or None when nothing was flagged."""
         return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
 
     @property
     def recall(self) -> float | None:
+        """tp / (tp + fn), or None when nothing is truly reliant."""
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
 
     @property
     def precision_ci(self) -> tuple[float | None, float | None]:
+        """The Wilson 95% interval of the precision."""
         return wilson(self.tp, self.tp + self.fp)
 
     @property
     def recall_ci(self) -> tuple[float | None, float | None]:
+        """The Wilson 95% interval of the recall."""
         return wilson(self.tp, self.tp + self.fn)
 
     @property
     def flagged_ratio(self) -> float | None:
+        """The share of units the detector flagged."""
         return (self.tp + self.fp) / self.n if self.n else None
 
     def __add__(self, other: "DetectorScore") -> "DetectorScore":
@@ -88,6 +94,7 @@ class DetectorScore:
                              self.fp + other.fp, self.fn + other.fn, self.tn + other.tn)
 
     def to_dict(self) -> dict:
+        """The score as a JSON-ready dict with precision, recall and their intervals."""
         d = asdict(self)
         (plo, phi), (rlo, rhi) = self.precision_ci, self.recall_ci
         d.update(n=self.n, flagged_ratio=self.flagged_ratio, precision=self.precision, precision_lo=plo,
@@ -96,6 +103,7 @@ class DetectorScore:
 
     @classmethod
     def from_dict(cls, d: dict) -> "DetectorScore":
+        """A score from a ``to_dict`` dict."""
         return cls(d["detector"], d["relation"], d["family"], d["truth"], int(d["tp"]), int(d["fp"]),
                    int(d["fn"]), int(d["tn"]))
 

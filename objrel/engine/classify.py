@@ -92,7 +92,8 @@ def _class_index(category: str, class_index: int | None, class_names, lookup) ->
     return idx if idx is not None and 0 <= idx < len(class_names) else None
 
 
-def split_objects(sample: Sample, class_names, width: int, height: int) -> tuple[tuple[TargetObject, ...], tuple[dict, ...]]:
+def split_objects(sample: Sample, class_names, width: int,
+                  height: int) -> tuple[tuple[TargetObject, ...], tuple[dict, ...]]:
     """The sample's valid objects (with the model's class index) and its invalid annotations.
 
     An annotation is invalid when its category is not a class of the model, its box lies outside the
@@ -175,6 +176,7 @@ class Engine:
     # ------------------------------------------------------------ run bookkeeping
 
     def create_run(self) -> int:
+        """Record a new run of this model, dataset and plan in the store; returns its id."""
         c = self.config
         dataset_config = {**self.dataset.describe(), "padding": c.padding, "fmt": c.fmt,
                           "synset_mapping": c.synset_mapping}

@@ -176,7 +176,7 @@ def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False,
     while group := list(islice(jobs, batch_size - len(batch))):
         made: list = [None] * len(group)
 
-        def make(i: int) -> None:
+        def make(i: int, group: list = group, made: list = made) -> None:
             holder, sample_id, image, target, mutation = group[i]
             seed = derive_seed(run_seed, sample_id, mutation.key)
             try:
@@ -270,6 +270,7 @@ class PassTicker:
 
     @property
     def samples(self) -> int:
+        """Samples of the run done so far (committed)."""
         return self._samples
 
     @samples.setter
@@ -279,9 +280,11 @@ class PassTicker:
         self.estimate.finished(n - self.done_before, self.report.forward_passes)
 
     def expected(self) -> int:
+        """The forward passes the whole run is expected to take, from the passes and samples so far."""
         return self.estimate.expected(self.report.forward_passes)
 
     def tick(self) -> None:
+        """Write the passes done and expected to the store and the worker's hook, when they changed."""
         passes = self.report.forward_passes
         state = (passes, self.samples)
         if state == self._last:

@@ -139,6 +139,7 @@ class Preprocess:
         return torch.from_numpy(batch).permute(0, 3, 1, 2)  # keeps the NHWC strides
 
     def to_dict(self) -> dict:
+        """The preprocessing as the run's model record stores it."""
         return {"size": self.size, "resize": self.resize, "mean": list(self.mean), "std": list(self.std),
                 "crop_fraction": self.crop_fraction, "resized_as": RESIZED_AS}
 

@@ -320,6 +320,7 @@ class ExportedClassifier(TorchClassifier):
         return state
 
     def describe(self) -> dict:
+        """The torch adapter's record plus the runtime's version, the precision, the export and its difference."""
         return {**super().describe(), "runtime_version": runtime_version(self.runtime), "precision": "f32",
                 "onnx_export": self.export_key, "max_difference_from_torch": self.max_difference}
 
@@ -342,6 +343,7 @@ class RuntimeChoice:
     threads: int
 
     def to_dict(self) -> dict:
+        """The choice as a plain dict (the run's model record, the cache file)."""
         return asdict(self)
 
 

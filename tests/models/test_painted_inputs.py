@@ -79,7 +79,8 @@ def test_painted_input_refuses_a_bad_side_and_a_basis_of_another_size():
     basis = pre.fill_basis(image, region)
     with pytest.raises(ValueError, match="'inside' or 'outside'"):
         PaintedInput(basis, "border", (0, 0, 0))
-    with pytest.raises(ValueError, match=r"only with the preprocessing that made its basis .*size=32.* not with .*size=64"):
+    with pytest.raises(ValueError,
+                       match=r"only with the preprocessing that made its basis .*size=32.* not with .*size=64"):
         Preprocess(size=64)([PaintedInput(basis, "inside", (0, 0, 0))])
     with pytest.raises(ValueError, match="not with .*std=.0.25"):    # same size, other normalisation
         Preprocess(size=32, std=(0.25,) * 3)([PaintedInput(basis, "inside", (0, 0, 0))])

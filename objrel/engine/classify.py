@@ -137,8 +137,13 @@ class Engine:
     # turn on every core.
     read_ahead: bool | None = None
     prefetch_mutants: bool | None = None
-    # False while ``execute_run`` processes a suspected process killer: touch no other sample then.
+    # False while the chunk being processed is a suspected process killer (``process_chunk``'s argument, from
+    # ``execute_run``): touch no other sample then.
     speculate = True
+    # Called at each progress tick (``objrel.engine.loop.PassTicker``), or None.
+    pass_progress: Callable | None = None
+    # Bytes a chunk's images may take (None: ``$OBJREL_MEMORY_BUDGET`` or the default; a Ray actor gets its driver's).
+    memory_budget: int | None = None
     # One-colour fills (``objrel.mutations.fills``) reach a model that can mix them (``Classifier.fill_basis``)
     # as ``PaintedInput``: no mutant is painted or resized.  False: every mutant is made and prepared.
     mix_fills = True
@@ -149,8 +154,8 @@ class Engine:
         self.config = config
         self.model = model or load_classifier(config.model, config.weights, task=config.task,
                                               threshold=config.threshold, runtime=config.model_runtime)
-        if self.model.task != config.task:
-            self.config = config = config.replace(task=self.model.task)
+        # the model's own task (a py: factory's, say) may differ from the one asked: the run records both, the
+        # asked one in its settings and the model's beside it (``create_run``); every check uses the model's
         if config.compile and hasattr(self.model, "enable_compile"):
             self.model.enable_compile()
         configure_inference_threads(getattr(self.model, "threads", None))
@@ -162,6 +167,12 @@ class Engine:
         self._fills = {m.key: f for m in self.mutations if (f := constant_fill(m)) is not None}
         samples = list(self.dataset.samples)
         self.samples = samples[: config.limit] if config.limit else samples
+        # working ahead (``read_ahead``): each sample's position in the run, the decode thread (started on first
+        # use), the next chunk being decoded and the next chunk already predicted, each with its sample ids
+        self._position = {s.sample_id: i for i, s in enumerate(self.samples)}
+        self._loader: ThreadPoolExecutor | None = None
+        self._ahead: tuple | None = None
+        self._decided: tuple | None = None
 
     @property
     def passes_per_sample_guess(self) -> float:
@@ -280,8 +291,6 @@ class Engine:
 
     def _next_samples(self, chunk: list[Sample]) -> list[Sample]:
         """The run's next ``len(chunk)`` samples after ``chunk``: the guess of what comes next."""
-        if not hasattr(self, "_position"):
-            self._position = {s.sample_id: i for i, s in enumerate(self.samples)}
         at = self._position.get(chunk[-1].sample_id) if chunk else None
         return self.samples[at + 1 : at + 1 + len(chunk)] if at is not None else []
 
@@ -289,14 +298,14 @@ class Engine:
         """Start decoding the samples after ``chunk`` in the decode thread (when working ahead is on)."""
         nxt = self._next_samples(chunk)
         if nxt and self.read_ahead and self.speculate:
-            if getattr(self, "_loader", None) is None:
+            if self._loader is None:
                 self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objrel-decode")
             self._ahead = (tuple(s.sample_id for s in nxt), self._loader.submit(self._load_chunk, nxt))
 
     def _loaded_chunk(self, chunk: list[Sample]) -> tuple[list[_Prepared], object]:
         """``_load_chunk(chunk)``, done by the decode thread while the previous chunk ran when it guessed this
         chunk; then start on the next ``len(chunk)`` samples of the run (a wrong guess costs one decode)."""
-        ahead = getattr(self, "_ahead", None)
+        ahead = self._ahead
         key = tuple(s.sample_id for s in chunk)
         self._ahead = None
         loaded = ahead[1].result() if ahead is not None and ahead[0] == key else self._load_chunk(chunk)
@@ -319,7 +328,7 @@ class Engine:
     def _decided_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
         """The chunk's samples with their source predictions: from ``_decide_next`` when it guessed this
         chunk, else decoded (or taken from the decode thread) and predicted now."""
-        decided, self._decided = getattr(self, "_decided", None), None
+        decided, self._decided = self._decided, None
         if decided is not None and decided[0] == tuple(s.sample_id for s in chunk) and self.speculate:
             return decided[1]
         with report.step("decode"):
@@ -330,7 +339,7 @@ class Engine:
     def _decide_next(self, report: RunReport) -> None:
         """Run the model on the next chunk's sources now, if the decode thread has them ready: called while
         the mutant worker makes this chunk's first batch, which the model would otherwise wait for."""
-        ahead = getattr(self, "_ahead", None)
+        ahead = self._ahead
         if ahead is None or not ahead[1].done() or not (self.read_ahead and self.speculate):
             return
         self._ahead = None
@@ -339,7 +348,10 @@ class Engine:
         self._decided = (ahead[0], preps)
         self._read_ahead([p.sample for p in preps])
 
-    def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
+    def process_chunk(self, chunk: list[Sample], report: RunReport, speculate: bool = True) -> list[_Prepared]:
+        """Test the chunk's samples (``RunWorker``): sources predicted, mutants made in batches and checked, votes
+        cast; with ``speculate`` False nothing is worked ahead."""
+        self.speculate = speculate
         preps = self._decided_chunk(chunk, report)
         tested = [p for p in preps if p.skip is None and p.tested]
         self._fill_bases(tested, report)
@@ -439,7 +451,7 @@ class Engine:
         return R.inference_distance(relation, p.source, mut, p.label_of_interest,
                                     highest_ranked=bool(self.config.test_all))
 
-    def _commit_chunk(self, run_id: int, preps: list[_Prepared], report: RunReport) -> None:
+    def commit_chunk(self, run_id: int, preps: list[_Prepared], report: RunReport) -> None:
         """The chunk's samples and all their rows in one transaction (``Store.write_samples``)."""
         self._commit_rows(run_id, [self.result_rows(p) for p in preps], report)
 
@@ -505,4 +517,4 @@ class Engine:
     def test_samples(self, samples: list[Sample]) -> list[tuple[dict, list[dict], list[dict], list[dict]]]:
         """Test ``samples`` now and return their rows without storing them (re-tests, previews)."""
         report = RunReport(run_id=-1, status="running")
-        return [self.result_rows(p) for p in self._process_chunk(list(samples), report)]
+        return [self.result_rows(p) for p in self.process_chunk(list(samples), report)]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -75,6 +76,11 @@ class _Image:
 
 class DetectionEngine:
     """Runs one plan of one detector over one dataset into one store."""
+
+    # Called at each progress tick (``objrel.engine.loop.PassTicker``), or None.
+    pass_progress: Callable | None = None
+    # Bytes a chunk's images may take (None: ``$OBJREL_MEMORY_BUDGET`` or the default; a Ray actor gets its driver's).
+    memory_budget: int | None = None
 
     def __init__(self, store: Store, config: DetectionConfig, detector: Detector | None = None,
                  dataset: Dataset | None = None, plan: Plan | None = None, region_detector: Detector | None = None):
@@ -181,7 +187,15 @@ class DetectionEngine:
             img.units.append(_UnitState(u, make_unit_id(img.sample.sample_id, u.key), img.objects[u.object],
                                         img.targets[u.object], t, bool(t or not self.config.detected_only)))
 
-    def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Image]:
+    @property
+    def passes_per_sample_guess(self) -> float:
+        """Forward passes an image takes, guessed before any has finished: the source and every mutation (of one
+        unit; images with several units take more)."""
+        return 1.0 + len(self.mutations)
+
+    def process_chunk(self, chunk: list[Sample], report: RunReport, speculate: bool = True) -> list[_Image]:
+        """Test the chunk's images (``RunWorker``): sources detected, units made, their mutants detected.
+        Nothing is worked ahead, so ``speculate`` changes nothing."""
         with report.step("decode"):
             imgs = [self._prepare(s) for s in chunk]
         live = [i for i in imgs if i.skip is None]
@@ -208,8 +222,10 @@ class DetectionEngine:
 
     # ------------------------------------------------------------ results
 
-    def _commit(self, run_id: int, img: _Image, report: RunReport) -> None:
-        self._commit_result(run_id, self.image_result(img), report)
+    def commit_chunk(self, run_id: int, imgs: list[_Image], report: RunReport) -> None:
+        """Write each image of the chunk, one transaction per image."""
+        for img in imgs:
+            self._commit_result(run_id, self.image_result(img), report)
 
     def _commit_result(self, run_id: int, result: ImageResult, report: RunReport) -> None:
         """Write one image's ``result`` (``image_result``) and count it."""
@@ -281,4 +297,4 @@ class DetectionEngine:
     def test_samples(self, samples: list[Sample]) -> list[ImageResult]:
         """Test ``samples`` now and return what each image would write, without storing it."""
         report = RunReport(run_id=-1, status="running")
-        return [self.image_result(img) for img in self._process_chunk(list(samples), report)]
+        return [self.image_result(img) for img in self.process_chunk(list(samples), report)]

@@ -20,7 +20,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import Callable
+from typing import Any, Callable, Protocol
 
 from objrel.errors import RunLeaseLost
 from objrel.models import threads as per_image_threads
@@ -28,7 +28,7 @@ from objrel.models.threads import overlap_beside_forward, parallel_each
 from objrel.mutations import NotApplicable, derive_seed, make_mutant
 from objrel.progress import PassEstimate
 from objrel.store import leases
-from objrel.store.store import lease_lost, now
+from objrel.store.store import Store, lease_lost, now
 
 ProgressFn = Callable[[int, int], None]
 # pass_progress(samples done, samples total, forward passes of this invocation, passes expected, seconds)
@@ -203,6 +203,39 @@ def mutant_batches(jobs, run_seed: int, batch_size: int, parallel: bool = False,
         yield batch
 
 
+class RunWorker(Protocol):
+    """What ``execute_run`` drives: the classifier and detection engines, and their Ray forms.
+
+    store:        where the run is recorded; config: its settings (``batch_size`` sizes the chunks);
+    samples:      the run's samples, in order;
+    pass_progress: called with (samples done, samples, passes done, passes expected, seconds) at each progress
+                  tick, or None;
+    passes_per_sample_guess: forward passes a sample takes, guessed before any has finished;
+    create_run(): records a new run and returns its id;
+    process_chunk(chunk, report, speculate): tests the chunk's samples and returns what ``commit_chunk`` takes;
+                  with ``speculate`` False it touches no other sample (no working ahead: a suspected killer);
+    commit_chunk(run_id, items, report): writes the chunk's results to the store.
+    """
+
+    store: Store
+    config: Any
+    samples: list
+    pass_progress: Callable | None
+
+    @property
+    def passes_per_sample_guess(self) -> float:
+        """Forward passes a sample takes, guessed before any has finished."""
+
+    def create_run(self) -> int:
+        """Record a new run; returns its id."""
+
+    def process_chunk(self, chunk: list, report: RunReport, speculate: bool = True) -> list:
+        """Test the chunk's samples; returns what ``commit_chunk`` writes."""
+
+    def commit_chunk(self, run_id: int, items: list, report: RunReport) -> None:
+        """Write the chunk's results to the store."""
+
+
 def overlap_default(worker, device: str = "cpu") -> None:
     """Fill a worker's unset (None) ``read_ahead`` / ``prefetch_mutants`` with whether threads beside the
     forward pass have cores of their own (``objrel.models.threads.overlap_beside_forward``)."""
@@ -260,7 +293,7 @@ class PassTicker:
         self.done_before, self.todo = done_before, todo
         self.interval = PROGRESS_INTERVAL_S if interval is None else interval
         # passes per sample until one finishes: the worker's guess, else the source and each mutation
-        guess = getattr(worker, "passes_per_sample_guess", None) or 1 + len(getattr(worker, "mutations", ()) or ())
+        guess = worker.passes_per_sample_guess
         self.estimate = PassEstimate(todo, guess)
         self.samples = done_before
         self.t0 = time.perf_counter()
@@ -296,7 +329,7 @@ class PassTicker:
         except Exception as exc:  # a busy store must not stop the run; the next tick tries again
             print(f"objrel: progress not recorded ({type(exc).__name__}: {exc})", file=sys.stderr)
             self._last = None
-        hook = getattr(self.worker, "pass_progress", None)
+        hook = self.worker.pass_progress
         if hook is not None:
             hook(self.samples, self.total, passes, expected, time.perf_counter() - self.t0)
 
@@ -315,19 +348,17 @@ class PassTicker:
         self.tick()
 
 
-def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
+def execute_run(worker: RunWorker, run_id: int | None, done_ids: Callable[[int], set[str]],
                 progress: ProgressFn | None = None, stop_after: int | None = None) -> RunReport:
     """The run loop shared by the classifier and detection engines.
 
-    ``worker`` has ``store``, ``config.batch_size``, ``samples``, ``create_run()``,
-    ``_process_chunk(chunk, report)`` and ``_commit(run_id, item, report)`` (or ``_commit_chunk(run_id,
-    items, report)``: the chunk's samples in one transaction); ``done_ids(run_id)`` gives the sample ids
-    already stored.  Chunks of ``batch_size`` samples are processed and committed one by one; a cancel
-    request stops between chunks; an exception marks the run failed.
+    ``worker`` is a ``RunWorker``; ``done_ids(run_id)`` gives the sample ids already stored.  Chunks of
+    ``batch_size`` samples are processed and committed one by one; a cancel request stops between chunks; an
+    exception marks the run failed.
 
     A worker may work ahead on the next chunk while it processes this one (decode, source predictions);
     a process that dies then blames this chunk, whose samples are retried one at a time on resume.  For
-    those suspects ``worker.speculate`` is False: the worker must touch no other sample, or a killer
+    those suspects ``speculate`` is False: the worker must touch no other sample, or a killer
     read ahead would be blamed on an innocent sample until it was skipped as 'crashed-twice'.
     """
     run_id = run_id if run_id is not None else worker.create_run()
@@ -359,18 +390,12 @@ def execute_run(worker, run_id: int | None, done_ids: Callable[[int], set[str]],
                 if store.cancel_requested(run_id):
                     status = "cancelled"
                     break
-                worker.speculate = not suspect
                 ids = [s.sample_id for s in chunk]
                 store.record_attempts(run_id, ids, alone=suspect and len(ids) == 1)
-                items = worker._process_chunk(chunk, report)
-                commit_chunk = getattr(worker, "_commit_chunk", None)
-                if commit_chunk is not None:
-                    with report.step("commit"):
-                        commit_chunk(run_id, items, report)
-                for item in items:
-                    if commit_chunk is None:
-                        with report.step("commit"):
-                            worker._commit(run_id, item, report)
+                items = worker.process_chunk(chunk, report, speculate=not suspect)
+                with report.step("commit"):
+                    worker.commit_chunk(run_id, items, report)
+                for _ in items:
                     n_done += 1
                     ticker.samples = n_done
                     if progress:

@@ -133,7 +133,7 @@ def _test_batch(engine: Engine | DetectionEngine, batch: list[tuple[Sample, obje
     engine.sent = {s.sample_id: image for s, image in batch}
     try:
         report = RunReport(run_id=-1, status="running")
-        items = engine._process_chunk([s for s, _ in batch], report)
+        items = engine.process_chunk([s for s, _ in batch], report)
         made = engine.image_result if isinstance(engine, DetectionEngine) else engine.result_rows
         return [made(item) for item in items], report.forward_passes
     finally:
@@ -256,12 +256,12 @@ class _OnRay:
             config["runtime"] = ran
         return config
 
-    def _process_chunk(self, chunk: list[Sample], report: RunReport) -> list:
+    def process_chunk(self, chunk: list[Sample], report: RunReport, speculate: bool = True) -> list:
         """The rows of ``chunk``'s samples: those with a problem made here (nothing to decode or run), the others
-        taken from the actors' results, in the order they were sent."""
+        taken from the actors' results, in the order they were sent (the actors never work ahead)."""
         local = [s for s in chunk if s.problem]
         if local:
-            for item in super()._process_chunk(local, report):
+            for item in super().process_chunk(local, report, speculate=False):
                 self._ready[_item_id(item)] = self._rows(item)
         while any(s.sample_id not in self._ready for s in chunk):
             if self._pool is None:
@@ -299,7 +299,8 @@ class RayEngine(_OnRay, Engine):
     def _driver_model(self):
         return self.model
 
-    def _commit_chunk(self, run_id: int, items: list[tuple], report: RunReport) -> None:
+    def commit_chunk(self, run_id: int, items: list[tuple], report: RunReport) -> None:
+        """The chunk's rows, made by the actors, in one transaction."""
         self._commit_rows(run_id, list(items), report)
 
 
@@ -321,5 +322,7 @@ class RayDetectionEngine(_OnRay, DetectionEngine):
     def _rows(self, img):
         return self.image_result(img)
 
-    def _commit(self, run_id: int, result, report: RunReport) -> None:
-        self._commit_result(run_id, result, report)
+    def commit_chunk(self, run_id: int, results: list, report: RunReport) -> None:
+        """Each image's result, made by the actors, one transaction per image."""
+        for result in results:
+            self._commit_result(run_id, result, report)

@@ -277,3 +277,29 @@ def test_a_run_commits_each_chunk_in_one_transaction(colour_set, colour_model, s
     assert [len(c) for c in committed] == [4, 4, 2] and report.processed == 10
     assert sorted(sum(committed, [])) == sorted(s["sample_id"] for s in store.samples(report.run_id))
     assert store.get_run(report.run_id).n_done == 10
+
+
+def test_both_engines_are_run_workers_and_the_model_leaves_the_config_as_asked(colour_set, colour_model, store):
+    """``execute_run`` drives a declared protocol (``RunWorker``); a model whose own task differs from the one asked
+    keeps the run's settings as asked and records its own task beside them."""
+    import inspect
+
+    from objrel.config import DetectionConfig
+    from objrel.engine.detect import DetectionEngine
+
+    from objrel.engine.loop import RunWorker
+
+    wanted = [n for n in vars(RunWorker) if not n.startswith("_")] + list(RunWorker.__annotations__)
+    assert set(wanted) >= {"create_run", "process_chunk", "commit_chunk", "passes_per_sample_guess", "store"}
+    for cls in (Engine, DetectionEngine):
+        for name in ("create_run", "process_chunk", "commit_chunk", "passes_per_sample_guess"):
+            assert callable(getattr(cls, name, None)) or isinstance(inspect.getattr_static(cls, name), property), name
+        assert "speculate" in inspect.signature(cls.process_chunk).parameters
+        assert cls.pass_progress is None and cls.memory_budget is None
+    asked = config(colour_set, task="multi")  # the colour model is single-label
+    engine = Engine(store, asked, model=colour_model)
+    assert engine.config is asked and engine.config.task == "multi"
+    report = engine.execute()
+    run = store.get_run(report.run_id)
+    assert run.config["task"] == "multi" and run.task == "single"
+    assert DetectionEngine(store, DetectionConfig(detector="haar:frontalface_default")).passes_per_sample_guess > 1

@@ -13,7 +13,7 @@ times) and the mutants of the plan made from them, in batches of ``--batch-size`
   plain   the adapter's ``predict`` on that fastest runtime (preprocessing included);
   objrel  a full run on that fastest runtime (decode, mutate, predict, check, vote, commit to SQLite), lazy
           votes off and on: images/s (forward passes) and tested sources/s, and the share of passes lazy saves;
-  ray     (``--ray``) the same run on local Ray Data with ``--ray-workers`` actors.
+  ray     (``--ray``) the same run on a local Ray with ``--ray-workers`` actors.
 
   ratio_limit = objrel(lazy off) images/s / limit images/s                   (target >= 0.85)
   ratio_lazy  = objrel(lazy on) sources/s / (limit images/s / passes per source)   (target >= 1.10)
@@ -253,7 +253,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (5; quick 3)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--quick", action="store_true", help="fewer copies and repeats: a quicker, noisier check")
-    ap.add_argument("--ray", action="store_true", help="also run the plan on local Ray Data")
+    ap.add_argument("--ray", action="store_true", help="also run the plan on a local Ray")
     ap.add_argument("--ray-workers", type=int, default=2)
     args = ap.parse_args(argv)
     copies = args.copies or (QUICK_COPIES if args.quick else COPIES)

@@ -35,8 +35,8 @@ from objrel.constants import AUTO_RUNTIME, ONNXRUNTIME, OPENVINO, RUNTIMES, TORC
 from objrel.errors import ConfigError
 from objrel.data.detections import Detections
 from objrel.models.detector import Detector
-from objrel.models.runtimes import (EXPORTED_RUNTIMES, ONNX_OPSET, RuntimeChoice,
-                                    RuntimeUnavailable, _OnnxRuntimeSession, _OpenVinoSession, _require, _silenced,
+from objrel.models.runtimes import (EXPORTED_RUNTIMES, ONNX_OPSET, RuntimeChoice, RuntimeUnavailable,
+                                    _OnnxRuntimeSession, _OpenVinoSession, _require, _silenced, first_line,
                                     installed_runtimes, model_cache_dir, runtime_version)
 from objrel.models.threads import configure_inference_threads
 from objrel.models.torchvision import TorchvisionDetector
@@ -119,7 +119,7 @@ def export_detector_onnx(detector: TorchvisionDetector) -> Path:
         os.replace(tmp, path)
     except Exception as exc:  # any failure of the tracer or exporter: one line, and the runtime that works
         Path(tmp).unlink(missing_ok=True)
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        first = first_line(exc)
         raise RuntimeUnavailable(f"detector {detector.name} cannot be exported to ONNX ({type(exc).__name__}: "
                                  f"{first}); run it with --runtime {TORCH_RUNTIME}") from exc
     graph.module.eval()
@@ -204,7 +204,7 @@ class ExportedDetector(TorchvisionDetector):
         try:
             got = self.detect(images)
         except Exception as exc:  # the runtime refused the graph: one line, and the runtime that works
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            first = first_line(exc)
             raise RuntimeUnavailable(f"detector {detector.name} exported to ONNX cannot run on {self.runtime} "
                                      f"({type(exc).__name__}: {first}); run it with --runtime {TORCH_RUNTIME}") from exc
         difference = detections_difference(got, detector.detect(images), self.score_threshold)

@@ -28,6 +28,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -188,13 +189,26 @@ def export_onnx(model: TorchClassifier, layout: str = NHWC) -> Path:
         os.replace(tmp, path)
     except Exception as exc:  # any failure of the tracer or exporter: one line, and the runtime that works
         Path(tmp).unlink(missing_ok=True)
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        first = first_line(exc)
         raise RuntimeUnavailable(f"model {model.name} cannot be exported to ONNX ({type(exc).__name__}: {first}); "
                                  f"run it with --runtime {TORCH_RUNTIME}") from exc
     (folder / f"{key}.json").write_text(json.dumps(
         {"model": model.name, "size": size, "head": _head(model), "layout": layout, "opset": ONNX_OPSET,
          "torch": torch.__version__, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
     return path
+
+
+# Folders inside a message (``/a/b/``): left out of what a run records, so no server path reaches a visitor.
+_FOLDERS = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.\-~]+)+[/\\]")
+# Longest part of a runtime's or exporter's message kept in a refusal line.
+MESSAGE_CHARS = 200
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type name when it has none), without folders, at most
+    ``MESSAGE_CHARS`` long: what a refusal line quotes of a library's error."""
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return _FOLDERS.sub("", line)[:MESSAGE_CHARS]
 
 
 def _require(runtime: str) -> None:
@@ -287,7 +301,7 @@ class ExportedClassifier(TorchClassifier):
         try:
             got = self._forward(x)
         except Exception as exc:  # the runtime refused the graph: one line, and the runtime that works
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            first = first_line(exc)
             raise RuntimeUnavailable(f"model {model.name} exported to ONNX cannot run on {self.runtime} "
                                      f"({type(exc).__name__}: {first}); run it with --runtime {TORCH_RUNTIME}") from exc
         difference = float(np.abs(got - model._forward(x)).max()) if got.shape == (len(x), model.num_classes) \

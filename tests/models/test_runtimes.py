@@ -252,3 +252,14 @@ def test_the_command_line_refuses_an_unexportable_model_in_one_line(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "objrel: error: model dominant-colour is CallableClassifier, not a plain torch network on the CPU: objrel "
         "cannot export it for openvino; run it with --runtime torch"]
+
+
+def test_a_refusal_quotes_the_library_without_its_folders():
+    """What a run records of a runtime's or exporter's error names no server folder (visitors read run records)."""
+    from objrel.models.runtimes import MESSAGE_CHARS, first_line
+
+    err = FileNotFoundError("[Errno 2] No such file: '/root/.cache/objrel/models/.abc-1.onnx'\nsecond line")
+    assert first_line(err) == "[Errno 2] No such file: '.abc-1.onnx'"
+    assert first_line(RuntimeError("C:\\Users\\me\\models\\m.onnx is damaged")) == "m.onnx is damaged"
+    assert first_line(ValueError("")) == "ValueError"
+    assert len(first_line(ValueError("x" * 1000))) == MESSAGE_CHARS

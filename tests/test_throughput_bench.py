@@ -1,5 +1,5 @@
-"""The throughput benchmark's limit candidates: every installed runtime is measured on the same batches,
-ONNX Runtime with its own default session and objrel's."""
+"""The throughput benchmark's limit candidates: every installed runtime is measured on the same batches, as the
+bare network's NCHW graph and as objrel's NHWC one, ONNX Runtime with its own default session and objrel's."""
 
 from __future__ import annotations
 
@@ -17,9 +17,15 @@ def test_every_installed_runtime_is_a_limit_candidate_on_the_same_batches():
     images = [rng.integers(0, 256, (120, 160, 3), dtype=np.uint8) for _ in range(5)]
     candidates, missing = runtime_candidates(model, images, 4, configure_inference_threads())
     assert missing == {}
-    assert [c.label for c in candidates] == [f"{ONNXRUNTIME}, objrel's session",
-                                             f"{ONNXRUNTIME}, ONNX Runtime's defaults", f"{OPENVINO}, objrel's session"]
+    assert [c.label for c in candidates] == [
+        f"{ONNXRUNTIME}, nchw input, objrel's session", f"{ONNXRUNTIME}, nchw input, ONNX Runtime's defaults",
+        f"{ONNXRUNTIME}, nhwc input, objrel's session", f"{ONNXRUNTIME}, nhwc input, ONNX Runtime's defaults",
+        f"{OPENVINO}, nchw input, objrel's session", f"{OPENVINO}, nhwc input, objrel's session"]
+    nchw = candidates[0].prepared[0][0]
+    assert nchw.shape == (4, 3, 224, 224)
     for c in candidates:
         assert [n for _, n in c.prepared] == [4, 1]
-        assert c.prepared is candidates[0].prepared or np.array_equal(c.prepared[0][0], candidates[0].prepared[0][0])
+        first = c.prepared[0][0]
+        # the same pixels either way: an NHWC batch is the NCHW one with the channel axis moved last
+        assert np.array_equal(first if "nchw" in c.label else first.transpose(0, 3, 1, 2), nchw)
         assert c.images_per_s() > 0

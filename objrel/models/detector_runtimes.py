@@ -27,6 +27,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -36,8 +37,9 @@ from objrel.errors import ConfigError
 from objrel.data.detections import Detections
 from objrel.models.detector import Detector
 from objrel.models.runtimes import (EXPORTED_RUNTIMES, ONNX_OPSET, RuntimeChoice, RuntimeUnavailable,
-                                    _OnnxRuntimeSession, _OpenVinoSession, _require, _silenced, first_line,
-                                    installed_runtimes, model_cache_dir, runtime_version)
+                                    _OnnxRuntimeSession, _OpenVinoSession, _require, _silenced, fastest_matching,
+                                    first_line, model_cache_dir, remembered_choice,
+                                    runtime_version)
 from objrel.models.threads import configure_inference_threads
 from objrel.models.torchvision import TorchvisionDetector
 
@@ -256,39 +258,20 @@ def _timed(detector: Detector, images: list) -> float:
 
 def choose_detector_runtime(detector: TorchvisionDetector) -> RuntimeChoice:
     """The fastest installed runtime whose detections match torch's for ``detector`` here, measured once per
-    (network, thread count) and then read back from the model cache."""
+    (network, thread count) and then read back from the model cache.  Matching is checked when each
+    ``ExportedDetector`` is built (scores and boxes, ``SCORE_TOLERANCE`` / ``BOX_TOLERANCE``)."""
     threads = configure_inference_threads()
-    path = model_cache_dir() / f"{detector_export_key(detector)}.choice-{threads}t.json"
-    if path.is_file():
-        try:
-            return RuntimeChoice(**json.loads(path.read_text()))
-        except (ValueError, TypeError):
-            pass  # a damaged or older file: measure again
-    images = _check_images()
-    speeds = {TORCH_RUNTIME: _timed(detector, images)}
-    diffs: dict[str, float] = {}
-    notes: list[str] = []
-    for runtime in EXPORTED_RUNTIMES:
-        if runtime not in installed_runtimes():
-            notes.append(f"{runtime} not installed")
-            continue
-        try:
-            candidate = ExportedDetector(detector, runtime)
-        except RuntimeUnavailable as exc:
-            notes.append(str(exc))
-            continue
-        diffs[runtime] = candidate.max_difference
-        speeds[runtime] = _timed(candidate, images)
-    best = max(speeds, key=speeds.get)
-    ranked = ", ".join(f"{r} {v:.1f}" for r, v in sorted(speeds.items(), key=lambda kv: -kv[1]))
-    reason = f"fastest matching runtime at {threads} threads (images/s: {ranked})"
-    if notes:
-        reason += "; " + "; ".join(notes)
-    choice = RuntimeChoice(best, reason, {k: round(v, 2) for k, v in speeds.items()}, diffs, threads)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(choice.to_dict()))
-    os.replace(tmp, path)
-    return choice
+
+    def measure() -> RuntimeChoice:
+        images = _check_images()
+
+        def candidate(runtime: str) -> tuple[float, Callable[[], float]]:
+            exported = ExportedDetector(detector, runtime)
+            return exported.max_difference, lambda: _timed(exported, images)
+
+        return fastest_matching(threads, _timed(detector, images), candidate, math.inf, digits=1)
+
+    return remembered_choice(detector_export_key(detector), threads, measure)
 
 
 def with_detector_runtime(detector: Detector, runtime: str) -> Detector:

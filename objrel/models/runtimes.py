@@ -35,6 +35,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -361,8 +362,51 @@ class RuntimeChoice:
         return asdict(self)
 
 
-def _choice_path(model: TorchClassifier, threads: int) -> Path:
-    return model_cache_dir() / f"{export_key(model)}.choice-{threads}t.json"
+def remembered_choice(key: str, threads: int, measure: Callable[[], RuntimeChoice]) -> RuntimeChoice:
+    """The runtime choice for the exported network ``key`` at ``threads`` threads: read back from the model cache,
+    or ``measure()``d now and written there (atomically) for every later run and process."""
+    path = model_cache_dir() / f"{key}.choice-{threads}t.json"
+    if path.is_file():
+        try:
+            return RuntimeChoice(**json.loads(path.read_text()))
+        except (ValueError, TypeError):
+            pass  # a damaged or older file: measure again
+    choice = measure()
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(choice.to_dict()))
+    os.replace(tmp, path)
+    return choice
+
+
+def fastest_matching(threads: int, torch_speed: float, candidate: Callable[[str], tuple[float, Callable[[], float]]],
+                     tolerance: float, digits: int) -> RuntimeChoice:
+    """The fastest of torch (``torch_speed`` images/s) and every installed exported runtime that matches it.
+
+    ``candidate(runtime)`` builds the runtime's adapter and returns its largest difference from torch and a
+    function that times it (images/s), or raises ``RuntimeUnavailable``; a runtime whose difference is above
+    ``tolerance`` is left out, saying so in the reason.  Speeds are kept to ``digits`` decimals."""
+    speeds = {TORCH_RUNTIME: torch_speed}
+    diffs: dict[str, float] = {}
+    notes: list[str] = []
+    for runtime in EXPORTED_RUNTIMES:
+        if runtime not in installed_runtimes():
+            notes.append(f"{runtime} not installed")
+            continue
+        try:
+            diffs[runtime], timed = candidate(runtime)
+        except RuntimeUnavailable as exc:
+            notes.append(str(exc))
+            continue
+        if diffs[runtime] > tolerance:
+            notes.append(f"{runtime} differs from torch by {diffs[runtime]:.1e} (> {tolerance:.0e})")
+            continue
+        speeds[runtime] = timed()
+    best = max(speeds, key=speeds.get)
+    ranked = ", ".join(f"{r} {v:.{digits}f}" for r, v in sorted(speeds.items(), key=lambda kv: -kv[1]))
+    reason = f"fastest matching runtime at {threads} threads (images/s: {ranked})"
+    if notes:
+        reason += "; " + "; ".join(notes)
+    return RuntimeChoice(best, reason, {k: round(v, digits + 1) for k, v in speeds.items()}, diffs, threads)
 
 
 def _timed(fn, batches: list) -> float:
@@ -378,45 +422,22 @@ def choose_runtime(model: TorchClassifier) -> RuntimeChoice:
     """The fastest installed runtime whose probabilities match torch's within ``MATCH_TOLERANCE`` for
     ``model`` here, measured once per (model, thread count) and then read back from the model cache."""
     threads = configure_inference_threads(model.threads)
-    path = _choice_path(model, threads)
-    if path.is_file():
-        try:
-            return RuntimeChoice(**json.loads(path.read_text()))
-        except (ValueError, TypeError):
-            pass  # a damaged or older file: measure again
-    rng = np.random.default_rng(CHOICE_SEED)
-    size = model.preprocess.size
-    images = [rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(CHOICE_BATCH_SIZE)]
-    x = model.prepare(images)
-    batches = [x] * CHOICE_TIMED_BATCHES
-    reference = model._forward(x)
-    speeds = {TORCH_RUNTIME: _timed(model._forward, batches)}
-    diffs: dict[str, float] = {}
-    notes: list[str] = []
-    for runtime in EXPORTED_RUNTIMES:
-        if runtime not in installed_runtimes():
-            notes.append(f"{runtime} not installed")
-            continue
-        try:
-            candidate = ExportedClassifier(model, runtime)
-        except RuntimeUnavailable as exc:
-            notes.append(str(exc))
-            continue
-        diffs[runtime] = float(np.abs(candidate._forward(x) - reference).max())
-        if diffs[runtime] > MATCH_TOLERANCE:
-            notes.append(f"{runtime} differs from torch by {diffs[runtime]:.1e} (> {MATCH_TOLERANCE:.0e})")
-            continue
-        speeds[runtime] = _timed(candidate._forward, batches)
-    best = max(speeds, key=speeds.get)
-    ranked = ", ".join(f"{r} {v:.0f}" for r, v in sorted(speeds.items(), key=lambda kv: -kv[1]))
-    reason = f"fastest matching runtime at {threads} threads (images/s: {ranked})"
-    if notes:
-        reason += "; " + "; ".join(notes)
-    choice = RuntimeChoice(best, reason, {k: round(v, 1) for k, v in speeds.items()}, diffs, threads)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(choice.to_dict()))
-    os.replace(tmp, path)
-    return choice
+
+    def measure() -> RuntimeChoice:
+        rng = np.random.default_rng(CHOICE_SEED)
+        size = model.preprocess.size
+        images = [rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(CHOICE_BATCH_SIZE)]
+        x = model.prepare(images)
+        batches = [x] * CHOICE_TIMED_BATCHES
+        reference = model._forward(x)
+
+        def candidate(runtime: str) -> tuple[float, Callable[[], float]]:
+            exported = ExportedClassifier(model, runtime)
+            return float(np.abs(exported._forward(x) - reference).max()), lambda: _timed(exported._forward, batches)
+
+        return fastest_matching(threads, _timed(model._forward, batches), candidate, MATCH_TOLERANCE, digits=0)
+
+    return remembered_choice(export_key(model), threads, measure)
 
 
 def with_runtime(model: Classifier, runtime: str) -> Classifier:

@@ -19,13 +19,8 @@ remembered in the model cache (``choose_detector_runtime``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import tempfile
 import time
-import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -37,8 +32,8 @@ from objrel.errors import ConfigError
 from objrel.data.detections import Detections
 from objrel.models.detector import Detector
 from objrel.models.runtimes import (EXPORTED_RUNTIMES, ONNX_OPSET, RuntimeChoice, RuntimeUnavailable,
-                                    _OnnxRuntimeSession, _OpenVinoSession, _require, _silenced, fastest_matching,
-                                    first_line, model_cache_dir, remembered_choice,
+                                    _OnnxRuntimeSession, _OpenVinoSession, _require, export_graph, fastest_matching,
+                                    first_line, network_key, remembered_choice,
                                     runtime_version)
 from objrel.models.threads import configure_inference_threads
 from objrel.models.torchvision import TorchvisionDetector
@@ -87,47 +82,23 @@ class _Graph(torch.nn.Module):
 def detector_export_key(detector: TorchvisionDetector) -> str:
     """The cache name of ``detector``'s exported graph: a hash of its architecture, every weight and buffer,
     the opset and torch's version."""
-    h = hashlib.sha256()
-    module = detector.module
-    h.update(f"detector {type(module).__module__}.{type(module).__qualname__}\n{module!r}\n".encode())
-    for name, tensor in sorted(module.state_dict().items()):
-        t = tensor.detach().cpu().contiguous()
-        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}\n".encode())
-        h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())
-    h.update(f"opset={ONNX_OPSET} torch={torch.__version__}".encode())
-    return "det-" + h.hexdigest()[:24]
+    return "det-" + network_key(detector.module, f"opset={ONNX_OPSET} torch={torch.__version__}", tag="detector ")
 
 
 def export_detector_onnx(detector: TorchvisionDetector) -> Path:
     """``detector``'s network as an ONNX file in the model cache (one image of any size per call), exported
-    on first use and written atomically.  Raises ``RuntimeUnavailable`` naming why when it cannot be."""
-    key = detector_export_key(detector)
-    folder = model_cache_dir()
-    path = folder / f"{key}.onnx"
-    if path.is_file():
-        return path
-    graph = _Graph(detector.module).eval()  # the exporter restores the wrapper's mode on its children
-    example = torch.zeros(3, *CHECK_SIZES[0], dtype=torch.float32)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}-", suffix=".onnx")
-    os.close(fd)
-    try:
-        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad(), _silenced():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(graph, (example,), tmp, input_names=["image"],
-                              output_names=["boxes", "labels", "scores"],
-                              dynamic_axes={"image": {1: "height", 2: "width"}, "boxes": {0: "records"},
-                                            "labels": {0: "records"}, "scores": {0: "records"}},
-                              opset_version=ONNX_OPSET, dynamo=False)
-        os.replace(tmp, path)
-    except Exception as exc:  # any failure of the tracer or exporter: one line, and the runtime that works
-        Path(tmp).unlink(missing_ok=True)
-        first = first_line(exc)
-        raise RuntimeUnavailable(f"detector {detector.name} cannot be exported to ONNX ({type(exc).__name__}: "
-                                 f"{first}); run it with --runtime {TORCH_RUNTIME}") from exc
-    graph.module.eval()
-    (folder / f"{key}.json").write_text(json.dumps(
-        {"detector": detector.name, "opset": ONNX_OPSET, "torch": torch.__version__,
-         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+    on first use (``export_graph``).  Raises ``RuntimeUnavailable`` naming why when it cannot be."""
+    graph = _Graph(detector.module)
+
+    def build() -> tuple[torch.nn.Module, torch.Tensor]:
+        return graph.eval(), torch.zeros(3, *CHECK_SIZES[0], dtype=torch.float32)
+
+    options = {"input_names": ["image"], "output_names": ["boxes", "labels", "scores"],
+               "dynamic_axes": {"image": {1: "height", 2: "width"}, "boxes": {0: "records"},
+                                "labels": {0: "records"}, "scores": {0: "records"}}}
+    path = export_graph(detector_export_key(detector), f"detector {detector.name}", build, options,
+                        {"detector": detector.name})
+    detector.module.eval()  # the exporter restores the wrapper's mode on its children
     return path
 
 

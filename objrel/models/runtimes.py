@@ -126,20 +126,25 @@ class _WithHead(torch.nn.Module):
         return out
 
 
-def export_key(model: TorchClassifier, layout: str = NHWC) -> str:
-    """The cache name of ``model``'s exported graph: a hash of its architecture (the module's class and
-    printed layers), every weight and buffer, the input size, the head, the input layout, the opset and torch's
-    version."""
+def network_key(module: torch.nn.Module, settings: str, tag: str = "") -> str:
+    """A hash naming an exported graph in the model cache: ``tag``, the module's class and printed layers, every
+    weight and buffer, and ``settings`` (what else shapes the graph: input size, head, opset, torch's version)."""
     h = hashlib.sha256()
-    module = model.module
-    h.update(f"{type(module).__module__}.{type(module).__qualname__}\n{module!r}\n".encode())
+    h.update(f"{tag}{type(module).__module__}.{type(module).__qualname__}\n{module!r}\n".encode())
     for name, tensor in sorted(module.state_dict().items()):
         t = tensor.detach().cpu().contiguous()
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}\n".encode())
         h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())
-    h.update(f"size={model.preprocess.size} head={_head(model)} layout={layout} opset={ONNX_OPSET} "
-             f"torch={torch.__version__}".encode())
+    h.update(settings.encode())
     return h.hexdigest()[:24]
+
+
+def export_key(model: TorchClassifier, layout: str = NHWC) -> str:
+    """The cache name of ``model``'s exported graph: a hash of its architecture (the module's class and
+    printed layers), every weight and buffer, the input size, the head, the input layout, the opset and torch's
+    version."""
+    return network_key(model.module, f"size={model.preprocess.size} head={_head(model)} layout={layout} "
+                                     f"opset={ONNX_OPSET} torch={torch.__version__}")
 
 
 @contextlib.contextmanager
@@ -162,41 +167,52 @@ def _silenced():
             os.close(fd)
 
 
-def export_onnx(model: TorchClassifier, layout: str = NHWC) -> Path:
-    """``model``'s network and head as an ONNX file in the model cache, exported on first use (atomically:
-    two processes exporting at once each write their own file and the last rename wins).  Raises
-    ``RuntimeUnavailable`` naming why when the network cannot be exported.  ``layout``: the input's (``NHWC``,
-    objrel's, or ``NCHW``)."""
-    if layout not in (NHWC, NCHW):
-        raise ValueError(f"layout must be {NHWC!r} or {NCHW!r}, got {layout!r}")
-    key = export_key(model, layout)
+def export_graph(key: str, what: str, build: Callable[[], tuple[torch.nn.Module, torch.Tensor]], options: dict,
+                 meta: dict) -> Path:
+    """The ONNX file ``key`` in the model cache, exported on first use from the ``(graph, example input)`` that
+    ``build()`` makes, with the exporter's ``options`` (names, dynamic axes); written atomically (two processes
+    exporting at once each write their own file and the last rename wins), beside a JSON note of ``meta``.
+    Raises ``RuntimeUnavailable`` naming ``what`` (``model NAME``) and why when it cannot be exported."""
     folder = model_cache_dir()
     path = folder / f"{key}.onnx"
     if path.is_file():
         return path
-    size = model.preprocess.size
-    graph = _WithHead(model.module, _head(model), layout).eval()
-    shape = (2, size, size, 3) if layout == NHWC else (2, 3, size, size)
-    example = torch.zeros(*shape, dtype=torch.float32, device=model.device)
+    graph, example = build()
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}-", suffix=".onnx")
     os.close(fd)
     try:
         # the exporter's deprecation and tracer notes, and the graph it prints when it fails, are not the user's
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad(), _silenced():
             warnings.simplefilter("ignore")
-            torch.onnx.export(graph, (example,), tmp, input_names=["input"], output_names=["probabilities"],
-                              dynamic_axes={"input": {0: "batch"}, "probabilities": {0: "batch"}},
-                              opset_version=ONNX_OPSET, dynamo=False)
+            torch.onnx.export(graph, (example,), tmp, opset_version=ONNX_OPSET, dynamo=False, **options)
         os.replace(tmp, path)
     except Exception as exc:  # any failure of the tracer or exporter: one line, and the runtime that works
         Path(tmp).unlink(missing_ok=True)
-        first = first_line(exc)
-        raise RuntimeUnavailable(f"model {model.name} cannot be exported to ONNX ({type(exc).__name__}: {first}); "
+        raise RuntimeUnavailable(f"{what} cannot be exported to ONNX ({type(exc).__name__}: {first_line(exc)}); "
                                  f"run it with --runtime {TORCH_RUNTIME}") from exc
     (folder / f"{key}.json").write_text(json.dumps(
-        {"model": model.name, "size": size, "head": _head(model), "layout": layout, "opset": ONNX_OPSET,
-         "torch": torch.__version__, "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+        {**meta, "opset": ONNX_OPSET, "torch": torch.__version__,
+         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
     return path
+
+
+def export_onnx(model: TorchClassifier, layout: str = NHWC) -> Path:
+    """``model``'s network and head as an ONNX file in the model cache (``export_graph``), exported on first
+    use.  Raises ``RuntimeUnavailable`` naming why when the network cannot be exported.  ``layout``: the
+    input's (``NHWC``, objrel's, or ``NCHW``)."""
+    if layout not in (NHWC, NCHW):
+        raise ValueError(f"layout must be {NHWC!r} or {NCHW!r}, got {layout!r}")
+    size = model.preprocess.size
+
+    def build() -> tuple[torch.nn.Module, torch.Tensor]:
+        shape = (2, size, size, 3) if layout == NHWC else (2, 3, size, size)
+        return (_WithHead(model.module, _head(model), layout).eval(),
+                torch.zeros(*shape, dtype=torch.float32, device=model.device))
+
+    options = {"input_names": ["input"], "output_names": ["probabilities"],
+               "dynamic_axes": {"input": {0: "batch"}, "probabilities": {0: "batch"}}}
+    return export_graph(export_key(model, layout), f"model {model.name}", build, options,
+                        {"model": model.name, "size": size, "head": _head(model), "layout": layout})
 
 
 # Folders inside a message (``/a/b/``): left out of what a run records, so no server path reaches a visitor.

@@ -316,7 +316,7 @@ def rank_correlations(x: list[float | None], y: list[float | None]) -> tuple[flo
         return None, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rho, tau = spearmanr(x, y).statistic, kendalltau(x, y).statistic
+        rho, tau = spearmanr(x, y)[0], kendalltau(x, y)[0]
     clean = lambda v: None if v is None or not np.isfinite(v) else float(v)  # noqa: E731
     return clean(rho), clean(tau)
 

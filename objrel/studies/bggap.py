@@ -119,7 +119,7 @@ def accuracy_gap(correct: int, images: int, swaps_correct: int, swaps: int) -> t
 
 @dataclass(frozen=True)
 class Donor:
-    """A background a composite can take: ``name`` (``photo:<file>`` or ``bundled:<file>``), the class
+    """A background a composite can take: ``name`` (``photo:<path in the dataset>`` or ``bundled:<file>``), the class
     indices its objects show (``labels``; none for a bundled picture), and where its pixels come from."""
 
     name: str
@@ -163,7 +163,7 @@ def collect(dataset, class_names) -> tuple[list[Item], list[Donor]]:
             continue
         labels = frozenset(o.class_index for o in objects)
         items.append(Item(s.sample_id, str(s.image_path), labels, objects))
-        donors.append(Donor(f"photo:{Path(s.rel_path).name}", labels, str(s.image_path), s.sample_id))
+        donors.append(Donor(f"photo:{s.rel_path}", labels, str(s.image_path), s.sample_id))
     donors += [Donor(f"bundled:{p.name}", frozenset(), str(p)) for p in background_paths()]
     return items, donors
 
@@ -373,11 +373,11 @@ def run_bggap(models=DEFAULT_MODELS, dataset: str = "demo", images: str | None =
     if not models:
         raise ValueError("expected at least one model name, got none")
     t0 = time.perf_counter()
+    ds = load_dataset(dataset, images)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     store_path = out / STORE_FILE
     store = Store(str(store_path), make_parents=True)
-    ds = load_dataset(dataset, images)
     rows, counts, donor_names = [], [], ()
     pools: dict[tuple[str, ...], tuple] = {}   # by the model's class names: images, donors, their backgrounds
     for name in models:
@@ -385,6 +385,9 @@ def run_bggap(models=DEFAULT_MODELS, dataset: str = "demo", images: str | None =
                         name=f"bggap: {name} on {ds.name} ({plan})")
         log(f"{name}: objrel run ({plan}) ...")
         engine = Engine(store, cfg, dataset=ds)
+        if engine.model.task != "single":
+            raise ValueError(f"bench bggap scores single-label classifiers (top-1 among the image's classes); "
+                             f"{name} is {engine.model.task}-label")
         report = engine.execute()
         summary = summarize(store, report.run_id)
         key = tuple(engine.model.class_names)

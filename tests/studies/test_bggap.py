@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, spearmanr
 
+from objrel.data.bundled import DEMO_ANNOTATIONS, DEMO_IMAGES
 from objrel.studies import bggap as B
 
 RED, BLUE, GREEN, GREY = (220, 30, 30), (20, 40, 230), (30, 200, 60), (128, 128, 128)
@@ -115,7 +116,9 @@ def test_ranks_and_rank_correlations_follow_scipy(gaps, mr2, ranks_bg, ranks_mr2
     assert "not a significance test" in result.agreement()
 
 
-def test_bench_bggap_on_the_bundled_photos_with_lite0(tmp_path):
+@pytest.mark.parametrize("where", [[], ["--dataset", str(DEMO_ANNOTATIONS), "--images", str(DEMO_IMAGES)]],
+                         ids=["demo", "coco-file"])
+def test_bench_bggap_on_the_bundled_photos_with_lite0(tmp_path, where):
     from objrel.analysis.summary import summarize
     from objrel.cli.main import main
     from objrel.store import Store
@@ -123,7 +126,8 @@ def test_bench_bggap_on_the_bundled_photos_with_lite0(tmp_path):
     out = tmp_path / "bggap"
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["bench", "bggap", "--models", "efficientnet-lite0", "--swaps", "3", "--out", str(out), "--quiet"])
+        rc = main(["bench", "bggap", *where, "--models", "efficientnet-lite0", "--swaps", "3", "--out", str(out),
+                   "--quiet"])
     text = buf.getvalue()
     assert rc == 0, text
     lines = text.splitlines()

@@ -6,6 +6,7 @@ and the C allocator (``objrel.models.allocator``: freed activations kept for the
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -115,26 +116,35 @@ if hasattr(os, "register_at_fork"):
 
 def parallel_each(fn: Callable[[int], None], n: int) -> None:
     """Call ``fn(i)`` for ``i`` in ``range(n)`` spread over ``PREPROCESS_THREADS`` threads and wait for all;
-    ``fn`` should release the GIL (OpenCV, numpy).  Every slice finishes before this returns; then the first
-    exception (in index order) re-raises here.  Runs inline for one item, with one thread, or when called
-    from one of the pool's own threads (no deadlock)."""
+    ``fn`` should release the GIL (OpenCV, numpy).  This thread works too, beside ``PREPROCESS_THREADS - 1``
+    pool threads, each taking the next index as it finishes one (images of unequal sizes even out, and one
+    thread wakes instead of two).  Every index is tried; then the exception of the lowest failed index
+    re-raises here.  Runs inline for one item, with one thread, or when called from one of the pool's own
+    threads (no deadlock)."""
     global _pool
-    threads = PREPROCESS_THREADS
+    threads = min(PREPROCESS_THREADS, n)
     if n <= 1 or threads <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
         for i in range(n):
             fn(i)
         return
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=_POOL_PREFIX)
+            _pool = ThreadPoolExecutor(max_workers=PREPROCESS_THREADS, thread_name_prefix=_POOL_PREFIX)
         pool = _pool
-    step = -(-n // threads)  # one contiguous slice per thread
+    indices = itertools.count()  # next() on it is atomic under the GIL: each index goes to one thread
+    failed: dict[int, BaseException] = {}
 
-    def run(lo: int) -> None:
-        for i in range(lo, min(n, lo + step)):
-            fn(i)
+    def run() -> None:
+        while (i := next(indices)) < n:
+            try:
+                fn(i)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, after every index was tried
+                failed[i] = exc
 
-    futures = [pool.submit(run, lo) for lo in range(0, n, step)]
+    futures = [pool.submit(run) for _ in range(threads - 1)]
+    run()
     wait(futures)
     for f in futures:
         f.result()
+    if failed:
+        raise failed[min(failed)]

@@ -1,7 +1,8 @@
 """What keeps a run near the bare network's speed without changing one stored number: the ONNX Runtime
-session does not busy-wait between forward passes (its idle threads would take the cores from the per-image
-work that runs between them), and the preprocessing writes each image's normalised model input straight
-into the batch, equal bit for bit to resizing in float32, then multiplying and adding in float32."""
+session's threads spin only while a forward pass runs (left spinning, they would take the cores from the
+per-image work that runs between passes); the preprocessing writes each image's normalised model input straight
+into the batch, equal bit for bit to resizing in float32, then multiplying and adding in float32, and so does
+the fill basis; the batch row kept for the fills is a plain copy."""
 
 from __future__ import annotations
 
@@ -15,12 +16,60 @@ from objrel.models.runtimes import _OnnxRuntimeSession, export_onnx
 from objrel.models.threads import configure_inference_threads
 
 
-def test_onnxruntime_threads_sleep_between_forward_passes():
+def test_onnxruntime_threads_spin_within_a_pass_and_stop_when_it_returns():
     model = load_classifier("efficientnet-lite0")
     session = _OnnxRuntimeSession(export_onnx(model), configure_inference_threads())
     options = session.session.get_session_options()
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
     assert options.intra_op_num_threads == configure_inference_threads()
+
+
+def test_the_kept_batch_row_is_a_copy_the_fill_basis_reads_as_the_row_itself():
+    model = load_classifier("efficientnet-lite0", runtime="torch")
+    rng = np.random.default_rng(4)
+    image = rng.integers(0, 256, (180, 260, 3), dtype=np.uint8)
+    x = model.prepare([image])
+    kept = model.input_copy(x[0])
+    assert isinstance(kept, np.ndarray) and kept.shape == (model.preprocess.size,) * 2 + (3,)
+    assert np.array_equal(kept, x[0].permute(1, 2, 0).numpy())
+    x[0].zero_()                        # a module that writes into its input does not reach the copy
+    assert kept.any()
+    region = np.zeros(image.shape[:2], bool)
+    region[30:120, 50:200] = True
+    a, b = model.fill_basis(image, region, kept), model.fill_basis(image, region)
+    for name in ("outside", "inside", "coverage", "uncovered"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_the_fill_basis_equals_its_definition_computed_with_broadcasting_bit_for_bit():
+    pre = Preprocess(size=240, mean=LITE_MEAN, std=LITE_STD)
+    rng = np.random.default_rng(6)
+    image = rng.integers(0, 256, (333, 517, 3), dtype=np.uint8)
+    region = np.zeros(image.shape[:2], bool)
+    region[50:300, 100:400] = True
+    scale, offset = pre.normalisation()
+    resize = lambda a: cv2.resize(a.astype(np.float32), (240, 240), interpolation=cv2.INTER_AREA)  # noqa: E731
+    object_part = resize(image * region[:, :, None]) * scale
+    source = resize(image) * scale + offset
+    basis = pre.fill_basis(image, region)
+    assert np.array_equal(basis.outside, source - object_part)
+    assert np.array_equal(basis.inside, object_part + offset)
+    assert np.array_equal(basis.coverage[:, :, 0], np.clip(resize(region.view(np.uint8)), 0, 1))
+
+
+def test_scale_offset_equals_numpy_broadcasting_on_any_layout():
+    from objrel.models.preprocess import scale_offset
+
+    rng = np.random.default_rng(7)
+    scale = np.array([0.0171, 0.0175, 0.0174], np.float32)
+    offset = np.array([-2.1179, -2.0357, -1.8044], np.float32)
+    image = (rng.random((31, 17, 3)) * 255).astype(np.float32)
+    for a in (image, np.asfortranarray(image), image[:, ::2]):
+        want = (a * scale + offset).astype(np.float32)
+        assert np.array_equal(scale_offset(a.copy(order="K"), scale, offset), want)
+        assert np.array_equal(scale_offset(a, None, offset, out=np.empty_like(a)), a + offset)
+        assert np.array_equal(scale_offset(a, scale, None, out=np.empty_like(a)), a * scale)
 
 
 def reference(pre: Preprocess, image: np.ndarray) -> np.ndarray:

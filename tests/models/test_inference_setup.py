@@ -88,7 +88,7 @@ def test_parallel_each_runs_every_index_once_and_reraises():
     with pytest.raises(ValueError, match="item 5 is bad"):
         T.parallel_each(fail, 10)
 
-    # every slice has finished when the error arrives: nothing writes into the caller's buffers after it
+    # every index has been tried when the error arrives: nothing writes into the caller's buffers after it
     done = np.zeros(10, bool)
 
     def slow_then_fail(i):
@@ -98,13 +98,28 @@ def test_parallel_each_runs_every_index_once_and_reraises():
         done[i] = True
 
     before = T.PREPROCESS_THREADS
-    T.set_preprocess_threads(2)   # slices 0-4 and 5-9; the second is still sleeping when item 0 fails
+    T.set_preprocess_threads(2)   # item 0 fails at once; the other thread is still sleeping on its item then
     try:
         with pytest.raises(ValueError, match="item 0 is bad"):
             T.parallel_each(slow_then_fail, 10)
     finally:
         T.set_preprocess_threads(before)
-    assert done[5:].all() and not done[:5].any()
+    assert done[1:].all() and not done[0]
+
+    # two failures: the lowest index's error arrives, whichever thread failed first
+    def two_fail(i):
+        if i == 9:
+            raise ValueError("item 9 is bad")
+        if i == 3:
+            time.sleep(0.02)
+            raise ValueError("item 3 is bad")
+
+    T.set_preprocess_threads(2)
+    try:
+        with pytest.raises(ValueError, match="item 3 is bad"):
+            T.parallel_each(two_fail, 10)
+    finally:
+        T.set_preprocess_threads(before)
 
     # called again from inside a pool thread it runs inline instead of waiting on the pool it occupies
     inner: list[tuple[int, int]] = []

@@ -343,6 +343,17 @@ def shortcut_summary(results: dict) -> str:
 # ---------------------------------------------------------------- agreement beyond kappa
 
 
+UNDEFINED = "undefined"
+
+
+def kappa_interval(k) -> str:
+    """Cohen's kappa interval (``objrel.review.Kappa``) as ``[lo, hi]``, or "undefined" when kappa or its
+    standard error is (``k.note`` says why): never a zero-width interval from a constant rater."""
+    if k.kappa is None or k.ci_low is None or k.ci_high is None:
+        return UNDEFINED
+    return f"[{decimals(k.ci_low)}, {decimals(k.ci_high)}]"
+
+
 def coefficient_frame(coef):
     """One row per coefficient of ``coef`` (``objrel.review.AgreementCoefficients``): value, interval, and
     why a value or interval is missing ("undefined", never a zero-width interval)."""
@@ -353,7 +364,7 @@ def coefficient_frame(coef):
         rows.append({"coefficient": c.label,
                      "value": decimals(c.value) if c.defined else "undefined",
                      f"{percent(coef.confidence, 0)} interval": (f"[{decimals(c.lo)}, {decimals(c.hi)}]"
-                                                                if c.has_interval else MISSING),
+                                                                if c.has_interval else UNDEFINED),
                      "how the interval is made": (c.method or MISSING).replace("-+", "\u00b1"),
                      "note": c.note or ""})
     return pd.DataFrame(rows)

@@ -242,7 +242,7 @@ m1, m2, m3, m4 = st.columns([1, 1.6, 1.3, 1])   # the interval is the widest val
 m1.metric("Cohen's kappa", "undefined" if k.kappa is None else decimals(k.kappa),
           help="(p_o - p_e) / (1 - p_e): observed agreement beyond what the two reviewers' call frequencies give "
                "by chance.")
-m2.metric(f"{percent(k.ci_level, 0)} CI", "-" if k.kappa is None else f"[{decimals(k.ci_low)}, {decimals(k.ci_high)}]",
+m2.metric(f"{percent(k.ci_level, 0)} CI", captions.kappa_interval(k),
           help="kappa -+ z se, with se the asymptotic standard error of Fleiss, Cohen & Everitt (1969), clipped "
                "to [-1, 1].")
 m3.metric("Landis & Koch", k.band,
@@ -253,6 +253,8 @@ st.caption(f"Observed agreement p_o = {percent(k.observed)}, chance agreement p_
 if k.kappa is None:
     st.caption("Kappa is undefined: both reviewers gave every item the same single call, so chance alone explains "
                "their agreement (p_e = 1).")
+elif k.note:
+    st.caption(f"Kappa's {plain(k.note)}.")
 
 # Beyond kappa: AC1 and PABAK stay meaningful when one call dominates (kappa's paradox), with the prevalence.
 coef = review.agreement_coefficients([a for _, a, _ in ag.pairs], [b for _, _, b in ag.pairs])

@@ -18,6 +18,7 @@ from collections import defaultdict
 from objrel import csvsafe
 from objrel.store import Store
 from objrel.store import detections as D
+from objrel.relations import common as C
 from objrel.relations.votes import scoring_basis
 from objrel.mutations import Plan
 
@@ -40,7 +41,9 @@ def _votes_by_inference(store: Store, run_id: int) -> dict[str, list[dict]]:
 
 def records(store: Store, run_id: int) -> list[dict]:
     """Nested records (JSON export) of a classifier run: sample fields, source top-k with class names, votes,
-    verdicts."""
+    verdicts.  ``box_only`` flags an S computed on a region without a mask and ``s_reading`` is seed 002's
+    reading of S (low when <= 0.5) with the box-only caveat (``objrel.relations.common.relevancy_verdict``)."""
+    scoring = scoring_basis(Plan.from_dict(store.get_run(run_id).plan)).name
     names = store.class_names(run_id)
     name = lambda i: names[i] if 0 <= i < len(names) else str(i)  # noqa: E731
     votes, verdicts = _votes_by_inference(store, run_id), defaultdict(list)
@@ -49,6 +52,7 @@ def records(store: Store, run_id: int) -> list[dict]:
     out = []
     for s in store.samples(run_id, status="tested"):
         sid = s["sample_id"]
+        boxed = C.box_only(s["objects"] or ())
         p = store.predictions(run_id, sid)
         src = p["source"]["prediction"]
         out.append({
@@ -60,7 +64,8 @@ def records(store: Store, run_id: int) -> list[dict]:
             "top_labels": [name(i) for i in src["top_labels"]],
             "top_probs": [round(x, 6) for x in src["top_probs"]],
             "area_ratio": s["area_ratio"],
-            "s_p": s["s_p"], "s_r": s["s_r"], "s": s["s"],
+            "s_p": s["s_p"], "s_r": s["s_r"], "s": s["s"], "box_only": boxed,
+            "s_reading": C.relevancy_verdict(s["s"], boxed, scoring),
             "votes": _vote_fields(votes[sid]),
             "mutations": {
                 v["mutation_key"]: {
@@ -92,7 +97,9 @@ def detection_records(store: Store, run_id: int) -> list[dict]:
             "label": u.label, "object_box": list(u.object_box), "region_source": img["region_source"],
             "t_source": u.t_source, "iou_source": u.iou_source, "score_source": u.record_score,
             "record_box": None if u.record_box is None else list(u.record_box), "area_ratio": u.area_ratio,
-            "s_p": u.s_p, "s_r": u.s_r, "s": u.s,
+            "s_p": u.s_p, "s_r": u.s_r, "s": u.s, "box_only": C.box_only([u.object]),
+            # detection scores keep objrel's 'applicable' weights (objrel.engine.detect)
+            "s_reading": C.relevancy_verdict(u.s, C.box_only([u.object]), C.SCORING_APPLICABLE),
             "votes": _vote_fields(votes[u.unit_id]),
             "mutations": {v.mutation_key: {
                 "relation": v.relation, "verdict": v.verdict, "outcome": v.outcome, "note": v.note,
@@ -104,7 +111,8 @@ def detection_records(store: Store, run_id: int) -> list[dict]:
 
 
 def _classifier_columns(r: dict) -> dict:
-    row = {k: r[k] for k in ("sample_id", "image", "correct", "area_ratio", "s_p", "s_r", "s")}
+    row = {k: r[k] for k in ("sample_id", "image", "correct", "area_ratio", "s_p", "s_r", "s", "box_only",
+                             "s_reading")}
     row["ground_truth"] = "|".join(r["ground_truth"])
     row["predicted"] = "|".join(r["predicted"])
     row["top_labels"] = "|".join(r["top_labels"])
@@ -114,7 +122,8 @@ def _classifier_columns(r: dict) -> dict:
 
 def _detection_columns(r: dict) -> dict:
     row = {k: r[k] for k in ("unit_id", "image_id", "unit", "kind", "image", "label", "region_source", "t_source",
-                             "iou_source", "score_source", "area_ratio", "s_p", "s_r", "s")}
+                             "iou_source", "score_source", "area_ratio", "s_p", "s_r", "s", "box_only",
+                             "s_reading")}
     row["object_box"] = " ".join(f"{v:g}" for v in r["object_box"])
     return row
 

@@ -33,13 +33,16 @@ from objrel.store import inferences as inference_rows
 CONTINGENCY_YATES = False
 CRAMERS_V_STANDARD = "standard (Pearson chi-square, no continuity correction)"
 CRAMERS_V_YATES = "Yates-corrected chi-square (as seed 000 Table 4)"
-# Wilcoxon signed-rank: scipy's exact null distribution is used when there are no zero
-# differences, no tied |differences| and at most this many pairs; otherwise the normal
-# approximation.  Differences are rounded to this many decimals first, so that equal
-# accuracy gains computed along different float paths count as ties.
+# Wilcoxon signed-rank: the p-value is exact for at most this many non-zero differences:
+# scipy's exact null distribution when no difference is zero and no two |differences| tie,
+# otherwise the exact sign-flip distribution of W+ given the observed (average) ranks.  Above
+# it, the normal approximation with tie-corrected variance.  Differences are rounded to this
+# many decimals first, so that equal accuracy gains computed along different float paths
+# count as ties.
 WILCOXON_EXACT_MAX_N = 50
 WILCOXON_DECIMALS = 12
 WILCOXON_ZERO_METHOD = "wilcox"
+WILCOXON_EXACT_TIES = "exact-ties"
 # The Wilcoxon signed-rank test needs at least this many non-zero paired differences.
 MIN_WILCOXON_PAIRS = 2
 # Seed 000 s6.3 calls fewer than 20 models "significantly less than 20, the typical
@@ -60,8 +63,9 @@ class SignificanceTest:
     pvalue: float
     n: int
     alternative: str = "two-sided"
-    # How the p-value was obtained: "exact" (the exact null distribution) or "approx" (normal
-    # approximation); zero_method / n_zero / ties say why an exact test was not possible.
+    # How the p-value was obtained: "exact" (the exact null distribution), "exact-ties" (the exact
+    # sign-flip distribution given tied ranks or dropped zeros) or "approx" (normal approximation);
+    # zero_method / n_zero / ties say why the plain exact distribution did not apply.
     method: str | None = None
     zero_method: str | None = None
     n_zero: int = 0
@@ -74,6 +78,13 @@ class SignificanceTest:
             return "unspecified"
         if self.method == "exact":
             return "exact null distribution"
+        if self.method == WILCOXON_EXACT_TIES:
+            why = []
+            if self.n_zero:
+                why.append(f"{self.n_zero} zero difference(s) dropped (zero_method={self.zero_method})")
+            if self.ties:
+                why.append("tied differences given average ranks")
+            return "exact with ties (sign-flip enumeration): " + "; ".join(why)
         why = []
         if self.n_zero:
             why.append(f"{self.n_zero} zero difference(s) dropped (zero_method={self.zero_method})")
@@ -189,8 +200,8 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
     ``untested`` column says how many there were.
 
     The Wilcoxon signed-rank test (:func:`wilcoxon_signed_rank`: paired by run, zero_method ``wilcox``,
-    exact null distribution when there are no zero or tied differences and at most
-    ``WILCOXON_EXACT_MAX_N`` pairs, otherwise the normal approximation; the result says which) compares
+    exact p-value, ties and zeros included, for at most ``WILCOXON_EXACT_MAX_N`` non-zero differences,
+    otherwise the tie-corrected normal approximation; the result says which) compares
     ``reliable_accuracy`` with ``original`` across runs: the paper's "results before and after removing the
     unreliable inferences".  ``alternative`` is passed to scipy (``two-sided`` by default; ``greater`` tests
     reliable > original).  The paper's p = 3.81e-6 for 18 models that all gain accuracy equals 2**-18, the exact
@@ -242,12 +253,19 @@ def wilcoxon_signed_rank(x, y, alternative: str = "two-sided") -> SignificanceTe
     """Wilcoxon (1945) signed-rank test of the paired samples ``x`` and ``y`` (seed 000 s6.3).
 
     d = x - y, rounded to ``WILCOXON_DECIMALS``.  Zero differences are dropped (zero_method ``wilcox``,
-    Wilcoxon's own rule); ``n`` is the number of non-zero differences.  The p-value is computed with
-    ``scipy.stats.wilcoxon`` and an *explicit* method, so the label never depends on scipy's own
-    fallbacks: ``exact`` (the exact null distribution of W+, Wilcoxon 1945) when no difference is zero,
-    no two |d| tie and n <= ``WILCOXON_EXACT_MAX_N``; otherwise ``approx``: the normal approximation
-    (scipy ``method="asymptotic"``, tie-corrected variance, no continuity correction).  For the
-    two-sided test the statistic is min(W+, W-); for one-sided ones it is W+.
+    Wilcoxon's own rule); ``n`` is the number of non-zero differences, ranked by |d| with average ranks
+    for ties.  For n <= ``WILCOXON_EXACT_MAX_N`` the p-value is exact:
+
+    * no zero and no tied |d|: ``exact``, scipy's exact null distribution of W+ (``method="exact"``);
+    * otherwise ``exact-ties``: under the null each sign is + or - with probability 1/2 independently,
+      whatever the ranks, so W+ given the observed ranks takes each of the 2**n sign patterns with equal
+      weight.  :func:`_signed_rank_null` counts them all (by dynamic programming over the doubled
+      ranks, which are integers), the distribution scipy's ``PermutationMethod`` samples.  scipy's own
+      ``method="exact"`` is not exact here (it uses the untied distribution, rounding W+).
+
+    For larger n, ``approx``: the normal approximation (scipy ``method="asymptotic"``, tie-corrected
+    variance, no continuity correction).  For the two-sided test the statistic is min(W+, W-) and the
+    p-value 2 min(P(W+ <= w), P(W+ >= w)), at most 1; for one-sided ones the statistic is W+.
     """
     if alternative not in ("two-sided", "greater", "less"):
         raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r}")
@@ -260,12 +278,50 @@ def wilcoxon_signed_rank(x, y, alternative: str = "two-sided") -> SignificanceTe
         raise ValueError("the Wilcoxon test needs at least one non-zero difference")
     absd = np.abs(nz)
     ties = bool(np.unique(absd).size < absd.size)
-    exact = n_zero == 0 and not ties and nz.size <= WILCOXON_EXACT_MAX_N
+    small = nz.size <= WILCOXON_EXACT_MAX_N
+    if small and (ties or n_zero):
+        ranks = sps.rankdata(absd)                       # average ranks: multiples of 1/2
+        w_plus = float(ranks[nz > 0].sum())
+        w_minus = float(ranks[nz < 0].sum())
+        pvalue = _signed_rank_pvalue(np.rint(2 * ranks).astype(int), int(round(2 * w_plus)), alternative)
+        statistic = min(w_plus, w_minus) if alternative == "two-sided" else w_plus
+        return SignificanceTest("wilcoxon", statistic, pvalue, int(nz.size), alternative,
+                                method=WILCOXON_EXACT_TIES, zero_method=WILCOXON_ZERO_METHOD,
+                                n_zero=n_zero, ties=ties)
+    exact = small and not ties and n_zero == 0
     res = sps.wilcoxon(d, zero_method=WILCOXON_ZERO_METHOD, alternative=alternative,
                        method="exact" if exact else "asymptotic")
     return SignificanceTest("wilcoxon", float(res.statistic), float(res.pvalue), int(nz.size), alternative,
                             method="exact" if exact else "approx", zero_method=WILCOXON_ZERO_METHOD,
                             n_zero=n_zero, ties=ties)
+
+
+def _signed_rank_null(doubled_ranks: np.ndarray) -> np.ndarray:
+    """Counts of the 2**n sign patterns by 2 W+: entry k is how many give a doubled W+ of k.
+
+    Each rank joins W+ or not, independently (the sign-flip null of the signed-rank test); the
+    counts are built one rank at a time.  Exact integers (Python ints, no overflow)."""
+    counts = np.zeros(int(doubled_ranks.sum()) + 1, dtype=object)
+    counts[0] = 1
+    top = 0
+    for r in doubled_ranks:
+        r = int(r)
+        counts[r:top + r + 1] = counts[r:top + r + 1] + counts[:top + 1].copy()
+        top += r
+    return counts
+
+
+def _signed_rank_pvalue(doubled_ranks: np.ndarray, doubled_w_plus: int, alternative: str) -> float:
+    """Exact p-value of the observed doubled W+ under the sign-flip null of :func:`_signed_rank_null`."""
+    counts = _signed_rank_null(doubled_ranks)
+    total = 2 ** len(doubled_ranks)
+    le = sum(counts[:doubled_w_plus + 1]) / total                       # P(W+ <= w)
+    ge = sum(counts[doubled_w_plus:]) / total                           # P(W+ >= w)
+    if alternative == "less":
+        return float(le)
+    if alternative == "greater":
+        return float(ge)
+    return float(min(1.0, 2 * min(le, ge)))
 
 
 # ---------------------------------------------------------------- paired comparison of two runs (McNemar)

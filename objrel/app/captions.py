@@ -343,6 +343,40 @@ def shortcut_summary(results: dict) -> str:
 # ---------------------------------------------------------------- agreement beyond kappa
 
 
+UNDEFINED = "undefined"
+
+
+def score_value(value: float | None, box_only: bool) -> str:
+    """A relevancy score (S_p, S_r or S) for a metric, with the box-only flag beside it when the region has
+    no mask (``objrel.relations.common.box_only``)."""
+    from objrel.relations.common import BOX_ONLY
+
+    return decimals(value) + (f" ({BOX_ONLY})" if box_only and value is not None else "")
+
+
+def relevancy_note(item) -> str:
+    """S of a review item and seed 002's reading of it (low when S <= 0.5), with the box-only caveat where the
+    region has no mask; "" when the item has no S."""
+    from objrel.relations.common import box_only_caveat, relevancy_verdict
+
+    verdict = relevancy_verdict(item.s, item.box_only, item.scoring_name)
+    if verdict is None:
+        return ""
+    text = f"S = {decimals(item.s)}: {verdict}; seed 002 reads S <= 0.5 as low."
+    if item.box_only:
+        caveat = box_only_caveat(item.scoring_name)
+        text += f" {caveat[0].upper()}{caveat[1:]}."
+    return text
+
+
+def kappa_interval(k) -> str:
+    """Cohen's kappa interval (``objrel.review.Kappa``) as ``[lo, hi]``, or "undefined" when kappa or its
+    standard error is (``k.note`` says why): never a zero-width interval from a constant rater."""
+    if k.kappa is None or k.ci_low is None or k.ci_high is None:
+        return UNDEFINED
+    return f"[{decimals(k.ci_low)}, {decimals(k.ci_high)}]"
+
+
 def coefficient_frame(coef):
     """One row per coefficient of ``coef`` (``objrel.review.AgreementCoefficients``): value, interval, and
     why a value or interval is missing ("undefined", never a zero-width interval)."""
@@ -353,7 +387,7 @@ def coefficient_frame(coef):
         rows.append({"coefficient": c.label,
                      "value": decimals(c.value) if c.defined else "undefined",
                      f"{percent(coef.confidence, 0)} interval": (f"[{decimals(c.lo)}, {decimals(c.hi)}]"
-                                                                if c.has_interval else MISSING),
+                                                                if c.has_interval else UNDEFINED),
                      "how the interval is made": (c.method or MISSING).replace("-+", "\u00b1"),
                      "note": c.note or ""})
     return pd.DataFrame(rows)

@@ -10,8 +10,9 @@ Flow per chunk of ``batch_size`` images (the classifier engine's, per detection 
 4. stream (unit, mutation) pairs through the detector in batches, each mutant made just before
    its batch in a worker thread (``objrel.engine.loop.prefetch``), with the unit's associated object
    as the target region; MR-1 mutants of undetected units are not made (verdict ``n/a``);
-5. find rcd' on each mutant, check MR-1 / MR-2, vote, score S_p / S_r / S, and commit the image with
-   its units, verdicts and votes in one transaction (``objrel.store.detections.write_image``).
+5. find rcd' (any label, for D) and the best record of the unit's label (for T) on each mutant,
+   check MR-1 / MR-2, vote, score S_p / S_r / S, and commit the image with its units, verdicts and
+   votes in one transaction (``objrel.store.detections.write_image``).
 
 The store layout is ``objrel.store.detections``'s: one ``samples`` row per image, one
 ``detection_units`` row per unit, one ``detection_verdicts`` row per (tested unit, mutation), votes
@@ -41,7 +42,7 @@ from objrel.store.detections import write_image
 from objrel.constants import DETECTION_TASK
 from objrel.models import Detector, load_detector
 from objrel.config import DetectionConfig
-from objrel.relations.associate import RecordMatch, Unit, detection_units, match_record
+from objrel.relations.associate import MutantRecords, Unit, detection_units, mutant_records
 from objrel.data.detections import Detections
 from objrel.data.detector_regions import load_detection_dataset
 from objrel.engine.regions import detector_regions
@@ -57,7 +58,7 @@ class _UnitState:
     target: Target
     t_source: int
     tested: bool
-    mutants: dict = field(default_factory=dict)      # mutation key -> (Detections, RecordMatch) | NotApplicable
+    mutants: dict = field(default_factory=dict)      # mutation key -> (Detections, MutantRecords) | NotApplicable
     seeds: dict = field(default_factory=dict)
 
 
@@ -218,7 +219,7 @@ class DetectionEngine:
                 dets = self.detector.detect([im for _, _, im in batch])
             report.forward_passes += len(batch)
             for (st, m, _), d in zip(batch, dets):
-                st.mutants[m.key] = (d, match_record(d, st.obj.box))
+                st.mutants[m.key] = (d, mutant_records(d, st.obj.box, st.unit.label))
 
     # ------------------------------------------------------------ results
 
@@ -252,8 +253,9 @@ class DetectionEngine:
                     v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, C.NOT_APPLICABLE, None,
                                          st.t_source, None, src.iou, None, None, None, seed, note=str(res))
                 else:
-                    d, match = res if res is not None else (None, RecordMatch())
-                    chk = check(m.relation, src, match, label, self.iou_threshold)
+                    d, records = res if res is not None else (None, MutantRecords())
+                    chk = check(m.relation, src, records, label, self.iou_threshold)
+                    match = records.nearest  # rcd' is what the verdict row stores (its IoU gives D)
                     v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, chk.verdict, chk.outcome,
                                          chk.t_source, chk.t_mutant, chk.iou_source, chk.iou_mutant,
                                          chk.label_changed, chk.distance, seed, match.index, match.label,

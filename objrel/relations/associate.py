@@ -5,9 +5,12 @@
   with the highest IoU with the record's box.  Several objects of one label in one image are
   the normal case: each record is tied to the one it overlaps most, and only that object's
   region is mutated for it.
-* After mutation the record compared with the source record is the mutant's record with the
-  highest IoU with the associated object (of any label: a label change then shows in the
-  distance and in test T).
+* After mutation two records of the mutant are looked at (``mutant_records``): rcd', the record
+  with the highest IoU with the associated object of *any* label (seed 002 s V-B: it is compared
+  with rcd in the distance D, where a label change gives D = 0 for preserving mutations), and
+  the record of the *unit's label* with the highest IoU with the object, on which seed 001
+  s4.4's test T is taken ("whether the generated bounding box indeed contains the expected
+  object").  They differ only with a detector that reports several labels at one place.
 * A *unit* is what a detection run tests: each source record with an associated object
   (``r<j>``), plus each ground-truth object no record is associated with (``o<k>``): the
   detector missed it on the source, and seed 001's "incorrect detection" (Tables 3-4) is that
@@ -124,19 +127,50 @@ def record_of(detections: Detections, index: int, iou_value: float) -> RecordMat
                        detections.boxes[index])
 
 
-def match_record(detections: Detections, object_box: Sequence[float]) -> RecordMatch:
-    """rcd': the record with the highest IoU with ``object_box`` (seed 002 s V-B), any label.
+def match_record(detections: Detections, object_box: Sequence[float], label: str | None = None) -> RecordMatch:
+    """The record with the highest IoU with ``object_box``: of any label (rcd' of seed 002 s V-B) when
+    ``label`` is None, else among the records of ``label`` only (the record seed 001's test T reads).
 
     Ties go to the earlier record (``Detections`` come sorted by descending score, so the surer one).
-    No record overlapping the box gives an empty ``RecordMatch`` (IoU 0).
+    No (such) record overlapping the box gives an empty ``RecordMatch`` (IoU 0).
     """
     if not len(detections):
         return RecordMatch()
     ious = iou_matrix(detections.box_array(), [object_box])[:, 0]
+    if label is not None:
+        ious = np.where([lab == label for lab in detections.labels], ious, 0.0)
     j = int(np.argmax(ious))
     if ious[j] <= 0:
         return RecordMatch()
     return record_of(detections, j, ious[j])
+
+
+@dataclass(frozen=True)
+class MutantRecords:
+    """The two records of a mutant that a detection check reads.
+
+    nearest: rcd', the record of any label with the highest IoU with the associated object (seed 002
+             s V-B): the distance D compares it with rcd (IoU drop; D = 0 on a label change).
+    own:     the record *of the unit's label* with the highest IoU with the object: seed 001 s4.4's
+             test T asks whether the object is still detected as what it is, so another label's record
+             overlapping it a little better (a "face" box over a "cat face") must not hide it.
+    With a single-label detector, or when rcd' has the unit's label, the two are the same record.
+    """
+
+    nearest: RecordMatch = RecordMatch()
+    own: RecordMatch = RecordMatch()
+
+    @classmethod
+    def only(cls, record: RecordMatch, label: str) -> "MutantRecords":
+        """A mutant whose one overlapping record is ``record``: it is ``own`` only when it has ``label``."""
+        return cls(record, record if record.label == label else RecordMatch())
+
+
+def mutant_records(detections: Detections, object_box: Sequence[float], label: str) -> MutantRecords:
+    """rcd' (any label) and the best record of ``label`` on a mutant's detections (see ``MutantRecords``)."""
+    nearest = match_record(detections, object_box)
+    own = nearest if nearest.label == label else match_record(detections, object_box, label)
+    return MutantRecords(nearest, own)
 
 
 @dataclass(frozen=True)

@@ -136,3 +136,46 @@ def seed002_relevancy(preserving: dict[str, Sequence[float]], removing: dict[str
     r = {fn: ds for fn, ds in removing.items() if fn in removing_operations}
     return Relevancy(seed002_weighted_score(p, preserving_operations), seed002_weighted_score(r, removing_operations),
                      SCORING_SEED002, tuple(keys))
+
+
+# ---------------------------------------------------------------- S on box-only data
+
+
+# Seed 002 s VII-B reads an inference with S <= 0.5 as having a low object-relevancy score.
+SEED002_LOW_RELEVANCY = 0.5
+# The flag carried beside every S computed on a region without a mask.
+BOX_ONLY = "box-only"
+# Seed 002 s V-A's removing functions are three; RmvObjByMM (``margin_fill``) needs a mask, so on box-only
+# data it adds distance 0 under the paper's weights and S_r cannot exceed 2/3 (S not above 5/6).
+BOX_ONLY_S_R_CAP = "2/3"
+
+
+def box_only(objects: Sequence) -> bool:
+    """True when the target region is box-only: it has objects and none has a segmentation (mask or
+    polygon).  ``objects`` are ``TargetObject``s or their ``to_dict`` dicts."""
+    segs = [o.get("segmentation") if isinstance(o, dict) else getattr(o, "segmentation", None) for o in objects]
+    return bool(segs) and all(s is None for s in segs)
+
+
+def box_only_caveat(scoring: str) -> str:
+    """What box-only data does to S under ``scoring``, in one clause (for a help text or a note)."""
+    if scoring == SCORING_SEED002:
+        return (f"{BOX_ONLY}: RmvObjByMM needs a mask and counts as distance 0 under seed 002's weights, so S_r "
+                f"is capped at {BOX_ONLY_S_R_CAP}")
+    return f"{BOX_ONLY}: RmvObjByMM needs a mask and is left out of S_r"
+
+
+def relevancy_verdict(s: float | None, is_box_only: bool, scoring: str) -> str | None:
+    """Seed 002's reading of S (s VII-B: low when S <= 0.5), saying when the data are box-only.
+
+    ``at most 0.5`` / ``above 0.5``; on box-only data with seed 002's weights the verdict carries
+    ``(box-only: S_r capped at 2/3)``, with objrel's ``applicable`` weights ``(box-only)``.  None without S."""
+    if s is None:
+        return None
+    side = "at most" if s <= SEED002_LOW_RELEVANCY else "above"
+    text = f"{side} {SEED002_LOW_RELEVANCY:g}"
+    if not is_box_only:
+        return text
+    if scoring == SCORING_SEED002:
+        return f"{text} ({BOX_ONLY}: S_r capped at {BOX_ONLY_S_R_CAP})"
+    return f"{text} ({BOX_ONLY})"

@@ -1,8 +1,10 @@
 """Metamorphic relations for detection records (seed 001 s4.4, seed 002 s V-B).
 
-Test T (seed 001 s4.4): ``T = 1`` when the compared record has the unit's label and its box
-has IoU >= ``iou_threshold`` (Delta_c, default 0.3, YOLOv3's default) with the associated
-ground-truth object; else ``T = 0``.
+Test T (seed 001 s4.4): ``T = 1`` when a record of the unit's label has IoU >= ``iou_threshold``
+(Delta_c, default 0.3, YOLOv3's default) with the associated ground-truth object; else ``T = 0``.
+On a mutant T is taken on the best record *of that label* (``MutantRecords.own``), not on rcd'
+(the best record of any label), so a multi-class detector's overlapping record of another label
+does not hide the object; rcd' serves seed 002's distance D only (``MutantRecords.nearest``).
 
 * MR-1, object-corrupting mutation: T should flip.  It is checked only where the source was
   detected (``T = 1``, the correct inferences of seed 000 s4.1): it holds when the object is no
@@ -16,7 +18,7 @@ Seed 001 s4.4.1 writes D = 1 when T(source) = T(mutant) but says in the prose th
 results differ and satisfies MR-1; we implement the prose (the relation's stated meaning).
 
 Continuous distances (seed 002 s V-B), with IoU = IoU(rcd, associated object) on the source and
-IoU' = IoU(rcd', associated object) on the mutant:
+IoU' = IoU(rcd', associated object) on the mutant (rcd' of any label, as s V-B selects it):
 
 * preserving: ``D = 1 - max(0, IoU - IoU') / IoU`` when rcd' has rcd's label, else 0;
 * removing:   ``D = max(0, IoU - IoU') / IoU``.
@@ -30,7 +32,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from objrel.relations import common as C
-from objrel.relations.associate import RecordMatch
+from objrel.relations.associate import MutantRecords, RecordMatch
 
 # Delta_c of seed 001 s4.4: a record "contains" the object when its IoU with the ground truth is at
 # least this.  Raise it and fewer source records count as detected (fewer units tested by MR-1)
@@ -83,11 +85,13 @@ def distance_removing(iou_source: float, iou_mutant: float) -> float | None:
 
 @dataclass(frozen=True)
 class DetectionCheck:
-    """One relation check of one unit: source record vs the mutant's record.
+    """One relation check of one unit: source record vs the mutant's records.
 
-    t_source, t_mutant: test T on each (0 or 1); iou_source, iou_mutant: IoU with the associated object;
-    label_changed: rcd' has another label than rcd (None when either is missing); distance: seed 002's
-    D for this mutant (None when the source has no record); outcome: one of ``OUTCOMES``.
+    t_source, t_mutant: test T on each (0 or 1; on the mutant over the records of the unit's label);
+    iou_source, iou_mutant: IoU of rcd and rcd' (any label) with the associated object; label_changed:
+    rcd' has another label than rcd (None when either is missing); distance: seed 002's D for this
+    mutant (None when the source has no record); outcome: one of ``OUTCOMES``; iou_own: IoU of the
+    mutant's best record of the unit's label (the one T reads), None when the check did not run.
     """
 
     relation: str
@@ -99,6 +103,7 @@ class DetectionCheck:
     iou_mutant: float | None
     label_changed: bool | None
     distance: float | None
+    iou_own: float | None = None
 
     def to_dict(self) -> dict:
         """The check as a dict."""
@@ -109,33 +114,47 @@ def _label_changed(src: RecordMatch, mut: RecordMatch) -> bool | None:
     return (mut.label != src.label) if (src.found and mut.found) else None
 
 
-def check_mr1(src: RecordMatch, mut: RecordMatch, label: str,
+def _records(mut: MutantRecords | RecordMatch, label: str) -> MutantRecords:
+    # a bare RecordMatch stands for a mutant whose only record near the object is that one
+    return mut if isinstance(mut, MutantRecords) else MutantRecords.only(mut, label)
+
+
+def check_mr1(src: RecordMatch, mut: MutantRecords | RecordMatch, label: str,
               threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
-    """Object corrupted: a detected object should no longer be detected (T 1 -> 0)."""
+    """Object corrupted: a detected object should no longer be detected (T 1 -> 0).
+
+    T on the mutant reads ``mut.own`` (the unit's label, seed 001 s4.4); D reads ``mut.nearest``
+    (rcd', seed 002 s V-B)."""
     ts = iou_test(src, label, threshold)
     if ts == 0:
         return DetectionCheck("MR-1", C.NOT_APPLICABLE, NOT_DETECTED, 0, None, src.iou, None, None, None)
-    tm = iou_test(mut, label, threshold)
+    m = _records(mut, label)
+    tm = iou_test(m.own, label, threshold)
     return DetectionCheck("MR-1", C.HOLDS if tm == 0 else C.VIOLATED, REMOVED if tm == 0 else STILL_DETECTED,
-                          ts, tm, src.iou, mut.iou, _label_changed(src, mut), distance_removing(src.iou, mut.iou))
+                          ts, tm, src.iou, m.nearest.iou, _label_changed(src, m.nearest),
+                          distance_removing(src.iou, m.nearest.iou), m.own.iou)
 
 
-def check_mr2(src: RecordMatch, mut: RecordMatch, label: str,
+def check_mr2(src: RecordMatch, mut: MutantRecords | RecordMatch, label: str,
               threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
-    """Background corrupted: T should stay; 1 -> 0 is a missing detection, 0 -> 1 an incorrect one."""
-    ts, tm = iou_test(src, label, threshold), iou_test(mut, label, threshold)
+    """Background corrupted: T should stay; 1 -> 0 is a missing detection, 0 -> 1 an incorrect one.
+
+    T on the mutant reads ``mut.own`` (the unit's label, seed 001 s4.4); D reads ``mut.nearest``
+    (rcd', seed 002 s V-B: 0 when rcd' carries another label than rcd)."""
+    m = _records(mut, label)
+    ts, tm = iou_test(src, label, threshold), iou_test(m.own, label, threshold)
     if ts == tm:
         verdict, outcome = C.HOLDS, (KEPT if ts else STILL_MISSED)
     else:
         verdict, outcome = C.VIOLATED, (MISSING_DETECTION if ts else INCORRECT_DETECTION)
-    same = src.found and mut.found and mut.label == src.label
-    return DetectionCheck("MR-2", verdict, outcome, ts, tm, src.iou, mut.iou, _label_changed(src, mut),
-                          distance_preserving(src.iou, mut.iou, same))
+    same = src.found and m.nearest.found and m.nearest.label == src.label
+    return DetectionCheck("MR-2", verdict, outcome, ts, tm, src.iou, m.nearest.iou, _label_changed(src, m.nearest),
+                          distance_preserving(src.iou, m.nearest.iou, same), m.own.iou)
 
 
-def check(relation: str, src: RecordMatch, mut: RecordMatch, label: str,
+def check(relation: str, src: RecordMatch, mut: MutantRecords | RecordMatch, label: str,
           threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
-    """The detection check of ``relation`` (MR-1 or MR-2) on one record's source and mutant matches."""
+    """The detection check of ``relation`` (MR-1 or MR-2) on one unit's source record and mutant records."""
     if relation == "MR-1":
         return check_mr1(src, mut, label, threshold)
     if relation == "MR-2":

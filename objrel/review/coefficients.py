@@ -63,7 +63,9 @@ class Kappa:
     (``fleiss``: Fleiss, Cohen & Everitt 1969, the default; ``cohen1960``: Cohen's 1960
     approximation); ci_low/ci_high is kappa -+ z se at ``ci_level``, clipped to [-1, 1].
     kappa, se and the interval are None (band ``undefined``) when p_e == 1, i.e. both raters
-    used one and the same category for every item.
+    used one and the same category for every item.  With the ``fleiss`` standard error, se and the
+    interval are None when one rater used a single category (kappa is then 0 whatever the other
+    does and the variance formula gives exactly 0; statsmodels reports NaN); ``note`` says why.
     confusion[i][j] counts items rater A called categories[i] and rater B categories[j].
     """
 
@@ -79,6 +81,7 @@ class Kappa:
     categories: tuple[str, ...]
     confusion: tuple[tuple[int, ...], ...]
     se_method: str = "fleiss"
+    note: str = ""           # why kappa or its interval is undefined ("" when both are given)
 
     def to_dict(self) -> dict:
         """The table as a JSON-ready dict."""
@@ -152,7 +155,8 @@ def cohen_kappa(calls_a: Sequence[str], calls_b: Sequence[str], categories: Sequ
 
     * ``fleiss`` (default): the asymptotic SE of Fleiss, Cohen & Everitt (1969), see
       ``_kappa_variance_fleiss``; it is what ``statsmodels.stats.inter_rater.cohens_kappa`` reports
-      as ``std_kappa`` (and SAS/Stata as the ASE).  It is 0 when one rater's calls are constant.
+      as ``std_kappa`` (and SAS/Stata as the ASE).  When one rater's calls are constant the formula gives
+      exactly 0; se and the interval are then None (statsmodels: NaN), with ``note`` saying why.
     * ``cohen1960``: Cohen's (1960) approximation sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)), which
       treats p_e as known and so ignores the marginals' sampling error.
 
@@ -194,14 +198,23 @@ def cohen_kappa(calls_a: Sequence[str], calls_b: Sequence[str], categories: Sequ
     if 1 - p_e < _EPS:
         return Kappa(kappa=None, observed=p_o, expected=p_e, n=n, se=None, ci_low=None, ci_high=None,
                      ci_level=ci_level, band=UNDEFINED_BAND, categories=cats, confusion=confusion,
-                     se_method=se_method)
+                     se_method=se_method, note=f"both raters called every item {a[0]!r}: chance agreement is 1 "
+                                               "and kappa is 0/0")
     from scipy.stats import norm
 
     kappa = (p_o - p_e) / (1 - p_e)
+    constant = [who for who, calls in (("A", a), ("B", b)) if len(set(calls)) == 1]
     if se_method == KAPPA_SE_COHEN1960:
         se = math.sqrt(p_o * (1 - p_o) / (n * (1 - p_e) ** 2))
-    elif len(set(a)) == 1 or len(set(b)) == 1:
-        se = 0.0  # kappa is 0 whatever the other rater does: no sampling variation (exact, not rounded)
+    elif constant:
+        # kappa is 0 whatever the other rater does; the variance formula gives exactly 0, which would be a
+        # zero-width interval from any number of items.  statsmodels' cohens_kappa reports NaN: undefined.
+        who = constant[0]
+        return Kappa(kappa=kappa, observed=p_o, expected=p_e, n=n, se=None, ci_low=None, ci_high=None,
+                     ci_level=ci_level, band=landis_koch_band(kappa), categories=cats, confusion=confusion,
+                     se_method=se_method,
+                     note=f"interval undefined: rater {who} called every item {(a if who == 'A' else b)[0]!r}, so "
+                          "kappa is 0 whatever the other rater does and has no standard error")
     else:
         se = math.sqrt(_kappa_variance_fleiss(table, n, kappa, p_e))
     z = float(norm.ppf(1 - (1 - ci_level) / 2))

@@ -17,6 +17,7 @@ from objrel.review.rebuild import source_of
 from objrel.mutations import Mutation, NotApplicable, Plan, Target, derive_seed, make_mutant
 from objrel.relations.classify import Prediction
 from objrel.store import RunRecord, Store
+from objrel.relations import common as C
 from objrel.relations.votes import scoring_basis
 
 THUMB_SIDE = 320            # longer side of every image sent to the browser, in pixels
@@ -65,6 +66,8 @@ class ReviewItem:
     correct: bool | None = None                 # False: an incorrect inference (tested because the run tested all);
                                                 # detection units: detected on the source (T = 1)
     scoring: str = ""                           # how S_p / S_r / S were computed, over which operations
+    scoring_name: str = C.SCORING_APPLICABLE    # which definition: seed002 or applicable (objrel.relations.common)
+    box_only: bool = False                      # the target region has no mask: S carries the box-only flag
 
     @property
     def is_incorrect(self) -> bool:
@@ -227,7 +230,8 @@ def _assemble(s: StoredSample, relation: str, source: Panel, panels: list, other
         source=source, mutants=panels, others=others, boxes=[list(b) for b in s.target.boxes],
         size=(int(row["width"]), int(row["height"])), task=task,
         correct=None if row.get("correct") is None else bool(row["correct"]),
-        scoring=scoring_basis(s.plan).describe(),
+        scoring=scoring_basis(s.plan).describe(), scoring_name=scoring_basis(s.plan).name,
+        box_only=C.box_only(row.get("objects") or ()),
     )
 
 
@@ -342,7 +346,7 @@ def detection_review_item(store: Store, run_id: int, unit_id: str, relation: str
         ground_truth=[unit.label], area_ratio=float(unit.area_ratio or 0.0), s_p=unit.s_p, s_r=unit.s_r, s=unit.s,
         votes={v["group_name"]: v for v in store.votes(run_id, unit.unit_id)}, source=src, mutants=panels,
         others=others, boxes=[list(b) for b in target.boxes], size=(int(row["width"]), int(row["height"])),
-        task=DETECTION_TASK, correct=bool(unit.detected),
+        task=DETECTION_TASK, correct=bool(unit.detected), box_only=C.box_only([unit.object]),
     )
 
 

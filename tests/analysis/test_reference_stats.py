@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -53,19 +51,46 @@ def test_wilcoxon_exact_matches_scipy_when_no_zeros_or_ties(seed):
         assert t.pvalue == pytest.approx(sps.wilcoxon(d, alternative=alt).pvalue, rel=1e-12)
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_wilcoxon_with_zeros_or_ties_is_labelled_approx(seed):
+@pytest.mark.parametrize("seed", range(10))
+def test_wilcoxon_with_zeros_or_ties_is_exact_like_scipys_sign_flip_enumeration(seed):
+    # scipy's PermutationMethod enumerates all 2**n sign flips when n_resamples >= 2**n: the reference
     rng = np.random.default_rng(50 + seed)
-    n = int(rng.integers(8, 60))
+    n = int(rng.integers(4, 13))
     d = rng.integers(-4, 6, size=n) / 10          # integer-ish steps: zeros and ties
-    t = S.wilcoxon_signed_rank(d, np.zeros(n))
+    d[:2] = (0.2, 0.2)                            # at least one tie and two non-zero differences
     n_zero = int((np.round(d, 12) == 0).sum())
-    assert t.n_zero == n_zero and t.n == n - n_zero
-    assert t.method == "approx" and t.ties
-    assert "approx" in t.method_label and (n_zero == 0 or "zero_method=wilcox" in t.method_label)
+    nz = d[d != 0]
+    for alt in ("two-sided", "greater", "less"):
+        t = S.wilcoxon_signed_rank(d, np.zeros(n), alt)
+        assert t.n_zero == n_zero and t.n == n - n_zero and t.ties
+        assert t.method == S.WILCOXON_EXACT_TIES and "exact with ties (sign-flip enumeration)" in t.method_label
+        assert n_zero == 0 or "zero_method=wilcox" in t.method_label
+        ref = sps.wilcoxon(nz, alternative=alt, method=sps.PermutationMethod(n_resamples=2 ** nz.size))
+        assert t.pvalue == pytest.approx(ref.pvalue, rel=1e-12) and t.statistic == ref.statistic
+        assert t.to_dict()["method"] == S.WILCOXON_EXACT_TIES
+
+
+def test_wilcoxon_ties_by_hand_three_pairs():
+    # d = (1, 1, 2): ranks 1.5, 1.5, 3; W+ = 6 and W- = 0.  The 8 sign flips give W+ =
+    # 0, 1.5, 1.5, 3, 3, 4.5, 4.5, 6: P(W+ >= 6) = P(W+ <= 0) = 1/8, two-sided p = 2/8 = 0.25,
+    # the smallest p any 3-pair two-sided test can reach (the uncorrected normal approximation said 0.102).
+    t = S.wilcoxon_signed_rank([0.7, 0.6, 0.9], [0.6, 0.5, 0.7])
+    assert t.method == S.WILCOXON_EXACT_TIES and t.ties and t.n == 3
+    assert t.statistic == 0 and t.pvalue == pytest.approx(0.25, abs=1e-15)
+    assert S.wilcoxon_signed_rank([1, 1, 2], [0, 0, 0], "greater").pvalue == pytest.approx(1 / 8, abs=1e-15)
+    # a zero is dropped, not ranked: (0, 1, 1, 2) is the same test as (1, 1, 2)
+    z = S.wilcoxon_signed_rank([0, 1, 1, 2], [0] * 4)
+    assert z.n == 3 and z.n_zero == 1 and z.pvalue == pytest.approx(0.25, abs=1e-15)
+    assert "1 zero difference(s) dropped" in z.method_label
+
+
+def test_wilcoxon_with_ties_above_the_exact_limit_is_the_tie_corrected_normal_approximation():
+    n = S.WILCOXON_EXACT_MAX_N + 20
+    d = np.tile([0.1, 0.2, -0.1, 0.3, 0.0], n // 5 + 1)[:n]
+    t = S.wilcoxon_signed_rank(d, np.zeros(n))
+    assert t.method == "approx" and t.ties and "normal approximation" in t.method_label
     ref = sps.wilcoxon(d, zero_method="wilcox", method="asymptotic")
     assert t.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
-    assert t.to_dict()["method"] == "approx"
 
 
 def test_wilcoxon_by_hand():
@@ -74,9 +99,7 @@ def test_wilcoxon_by_hand():
     #  min(W+, W-) = 4 -> p = 2 * 7/16 = 0.875)
     t = S.wilcoxon_signed_rank([1, 2, 3, -4], [0, 0, 0, 0])
     assert t.method == "exact" and t.statistic == 4 and t.pvalue == pytest.approx(2 * 7 / 16)
-    # a zero difference is dropped and the test is labelled approx
+    # a zero difference is dropped; the p-value stays the exact one of the four others
     t = S.wilcoxon_signed_rank([1, 2, 3, -4, 0], [0] * 5)
-    assert t.n == 4 and t.n_zero == 1 and t.method == "approx" and "1 zero difference" in t.method_label
-    # normal approximation by hand: W+ = 6, mean n(n+1)/4 = 5, var n(n+1)(2n+1)/24 = 7.5
-    z = (4 - 5) / math.sqrt(7.5)
-    assert t.pvalue == pytest.approx(2 * sps.norm.cdf(z), rel=1e-9)
+    assert t.n == 4 and t.n_zero == 1 and t.method == S.WILCOXON_EXACT_TIES and "1 zero difference" in t.method_label
+    assert t.statistic == 4 and t.pvalue == pytest.approx(2 * 7 / 16)

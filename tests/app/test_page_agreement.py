@@ -278,3 +278,26 @@ def test_the_export_offers_every_call_to_the_adjudicator(judged_store):
     at = run_page("carol")
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download CSV (20 rows)" in labels and "Download JSON (20 rows)" in labels
+
+
+def test_a_constant_reviewer_gives_an_undefined_kappa_interval_not_zero_width(tmp_path, monkeypatch):
+    """Three items, alice calls all tp, bob tp, tp, fp: kappa is 0 with no standard error (Fleiss' variance
+    is exactly 0; statsmodels gives NaN).  The page says "undefined" and why, never "[0, 0]"."""
+    db = tmp_path / "constant.db"
+    store = Store(db)
+    for name in ("alice", "bob"):
+        R.create_reviewer(store, name, f"{name}-passphrase", roles=[R.REVIEWER])
+    R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
+    rid = make_run(store, SIDS[:3])
+    assert len(R.draw_review_sample(SERVER, store, rid, "MR-1")) == 3
+    for sid, b in zip(SIDS[:3], ["tp", "tp", "fp"]):
+        R.record_judgment(actor_of(store, "alice"), store, rid, sid, "MR-1", "tp")
+        R.record_judgment(actor_of(store, "bob"), store, rid, sid, "MR-1", b, ["multiple-objects"] if b == "fp"
+                          else ())
+    monkeypatch.setenv("OBJREL_STORE", str(db))
+    at = run_page("carol")
+    assert metric(at, "Cohen's kappa") == "0.000"
+    ci = next(m for m in at.metric if m.label.endswith("CI"))
+    assert ci.value == "undefined"
+    captions = " ".join(c.value for c in at.caption)
+    assert "interval undefined" in captions and "called every item 'tp'" in captions

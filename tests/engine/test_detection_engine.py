@@ -394,3 +394,35 @@ def test_a_schema_1_store_moves_its_detection_runs_into_the_detection_tables(tmp
     again = Store(path)                                           # the move happens once
     assert len(D.units(again, rid)) == 2 and len(again.samples(rid)) == 2
     again.dispose()
+
+
+def test_t_on_a_mutant_reads_the_units_label_not_a_better_overlapping_other_label(tmp_path, store):
+    """A two-label detector that always reports, over red square A (16 x 16), a "blue" box of A's top 13.216
+    rows (IoU 0.826, score 0.9) and a "red" one of its top 12.8 rows (IoU 0.8, score 0.8).  The red record
+    (r1) is tied to A; the blue one overlaps no blue object and is no unit.  On every mutant the red record
+    is still there, so seed 001's T stays 1: MR-1 is violated 3 of 3 ("still detected") and MR-2 holds
+    ("kept").  rcd' (any label, seed 002 s V-B) is the blue record: D removing = max(0, 0.8 - 0.826) = 0,
+    D preserving = 0 (label changed), so S_p = S_r = 0."""
+    from objrel.models.detector import CallableDetector
+
+    x1, y1, x2, _ = A
+    blue, red = (x1, y1, x2, y1 + 13.216), (x1, y1, x2, y1 + 12.8)
+    det = CallableDetector(lambda images: [([blue, red], ["blue", "red"], [0.9, 0.8]) for _ in images],
+                           labels=("red", "blue"), name="two-labels")
+    ann = write_scenes(tmp_path / "s", [TWO_RED_ONE_BLUE])
+    _, report = run(store, ann, det)
+    units = units_of(store, report.run_id)
+    assert list(units) == ["1/r1", "1/o1", "1/o2"]
+    r1 = units["1/r1"]
+    assert (r1.object_index, r1.t_source, r1.iou_source) == (0, 1, pytest.approx(0.8))
+    found = checks(store, report.run_id)
+    for colour in ("black", "gray", "white"):
+        mr1 = found[("1/r1", f"fill_object(colour={colour})")]
+        assert (mr1.outcome, mr1.t_mutant, mr1.record_label) == ("still detected", 1, "blue")
+        assert mr1.iou_mutant == pytest.approx(0.826) and mr1.distance == 0.0
+        mr2 = found[("1/r1", f"fill_background(colour={colour})")]
+        assert (mr2.outcome, mr2.t_mutant, mr2.label_changed, mr2.distance) == ("kept", 1, True, 0.0)
+    v = votes(store, report.run_id)
+    assert (v[("1/r1", "MR-1")]["violations"], v[("1/r1", "MR-1")]["flagged"]) == (3, True)
+    assert (v[("1/r1", "MR-2")]["violations"], v[("1/r1", "MR-2")]["flagged"]) == (0, False)
+    assert (r1.s_p, r1.s_r, r1.s) == (0.0, 0.0, 0.0)

@@ -109,3 +109,11 @@ def test_as_detections_accepts_dicts_tuples_and_integer_labels():
         as_detections(([[1, 1, 2, 2]], [3], [1.0]))
     with pytest.raises(ValueError, match="missing"):
         as_detections({"boxes": []})
+
+
+def test_match_record_of_a_label_skips_better_overlapping_records_of_other_labels():
+    det = Detections(((0, 0, 10, 10), (1, 0, 11, 10), (40, 40, 50, 50)), ("face", "cat face", "face"),
+                     (0.9, 0.8, 0.7))
+    m = match_record(det, (1, 0, 11, 10), "face")               # "cat face" fits exactly; "face" r0 at 9/11
+    assert (m.index, m.label, m.iou) == (0, "face", pytest.approx(9 / 11))
+    assert match_record(det, (1, 0, 11, 10), "dog") == RecordMatch()  # no record of that label

@@ -8,7 +8,8 @@ import pytest
 from objrel.relations import common as C
 from objrel.relations.detect import (INCORRECT_DETECTION, MISSING_DETECTION, check_mr1, check_mr2, distance_preserving,
                                      distance_removing, iou_test)
-from objrel.relations.associate import RecordMatch, iou
+from objrel.data.detections import Detections
+from objrel.relations.associate import RecordMatch, iou, mutant_records
 from objrel.relations import detect as DR
 from objrel.mutations import preset_with_operators
 
@@ -101,3 +102,28 @@ def test_erase_noise_plan_is_two_of_three_erase_and_noise():
     # a classifier preset works on the associated object; extra operators add a majority group
     p = preset_with_operators("colours3", operators=["inpaint"])
     assert [g.name for g in p.groups] == ["MR-1 3 colours", "MR-2 3 colours", "inpaint"]
+
+
+def test_t_reads_the_units_label_when_another_label_overlaps_the_object_better():
+    """A multi-class detector reports "face" at IoU 0.826 and "cat face" at IoU 0.800 over a cat face (GT
+    100 x 100, boxes its top 82.6 and 80 rows).  Seed 001 s4.4's T asks whether the object is still detected
+    as a cat face: it is (0.800 >= 0.3), so MR-1 is violated ("still detected", not "removed") and MR-2
+    holds ("kept", not "missing detection").  Seed 002 s V-B's rcd' is the "face" record (any label, best
+    IoU): D preserving is 0 (label changed), D removing max(0, 1 - 0.826) / 1 = 0.174."""
+    gt = (0, 0, 100, 100)
+    det = Detections(((0, 0, 100, 82.6), (0, 0, 100, 80)), ("face", "cat face"), (0.9, 0.8))
+    recs = mutant_records(det, gt, "cat face")
+    assert (recs.nearest.index, recs.nearest.label, recs.nearest.iou) == (0, "face", pytest.approx(0.826))
+    assert (recs.own.index, recs.own.label, recs.own.iou) == (1, "cat face", pytest.approx(0.8))
+    src = RecordMatch(0, "cat face", 0.95, 1.0, (0.0, 0.0, 100.0, 100.0))
+    mr1 = check_mr1(src, recs, "cat face")
+    assert (mr1.verdict, mr1.outcome, mr1.t_mutant) == (C.VIOLATED, DR.STILL_DETECTED, 1)
+    assert mr1.distance == pytest.approx(0.174) and mr1.iou_mutant == pytest.approx(0.826)
+    assert mr1.iou_own == pytest.approx(0.8)
+    mr2 = check_mr2(src, recs, "cat face")
+    assert (mr2.verdict, mr2.outcome, mr2.t_mutant) == (C.HOLDS, DR.KEPT, 1)
+    assert (mr2.label_changed, mr2.distance) == (True, 0.0)
+    # with no "cat face" record left, T drops even though the "face" record still covers the object
+    gone = mutant_records(Detections(((0, 0, 100, 82.6),), ("face",), (0.9,)), gt, "cat face")
+    assert gone.own == RecordMatch() and check_mr1(src, gone, "cat face").outcome == DR.REMOVED
+    assert check_mr2(src, gone, "cat face").outcome == MISSING_DETECTION

@@ -136,6 +136,44 @@ def test_a_constant_rater_leaves_kappa_undefined_not_a_zero_width_interval():
     assert got.pabak.defined and got.pabak.has_interval and got.pabak.hi > got.pabak.lo
 
 
+@pytest.mark.parametrize("b, table", [
+    (["tp", "tp", "fp"], [[2, 1], [0, 0]]),                  # 3 items: statsmodels' se is NaN
+    (["tp"] * 9 + ["fp"] * 3, [[9, 3], [0, 0]]),             # 12 items: statsmodels' se is 0.0
+])
+def test_cohen_kappa_with_a_constant_rater_has_no_standard_error_nor_interval(b, table):
+    """Rater A calls every item tp: kappa is 0 whatever B does, and the Fleiss-Cohen-Everitt variance is 0 in
+    exact arithmetic.  statsmodels' cohens_kappa returns its floating-point remainder (|var| < 1e-15), whose
+    square root is NaN when the remainder is negative: no usable standard error either way.  objrel leaves
+    se and the interval undefined (None) with the reason, never a [0, 0] interval."""
+    from objrel.app.captions import kappa_interval
+    from objrel.review.coefficients import cohen_kappa
+
+    a = ["tp"] * len(b)
+    with np.errstate(invalid="ignore"):
+        sm = cohens_kappa(np.array(table))
+    assert abs(sm.var_kappa) < 1e-15 and not sm.std_kappa > 1e-6
+    if len(b) == 3:
+        assert math.isnan(sm.std_kappa) and math.isnan(sm.kappa_low) and math.isnan(sm.kappa_upp)
+    k = cohen_kappa(a, b, categories=("tp", "fp"))
+    assert k.kappa == pytest.approx(sm.kappa) and k.kappa == 0.0
+    assert (k.se, k.ci_low, k.ci_high) == (None, None, None)
+    assert "interval undefined" in k.note and "rater A called every item 'tp'" in k.note
+    assert kappa_interval(k) == "undefined"
+    assert k.to_dict()["se"] is None
+    # a kappa with a standard error keeps its interval, shown as [lo, hi]
+    k2 = cohen_kappa(["tp"] * 6 + ["fp"] * 4, ["tp"] * 5 + ["fp"] * 4 + ["tp"], categories=("tp", "fp"))
+    assert k2.note == "" and kappa_interval(k2) == "[0.069, 1.000]"
+
+
+def test_coefficient_table_says_undefined_for_a_missing_interval():
+    from objrel.app.captions import coefficient_frame
+
+    got = coefficient_frame(agreement_coefficients(["tp"] * 3, ["tp", "tp", "fp"], categories=("tp", "fp")))
+    row = got.set_index("coefficient").loc["Cohen's kappa"]
+    assert row["value"] == "undefined" and row["95% interval"] == "undefined"
+    assert "rater A called every item 'tp'" in row["note"]
+
+
 def test_both_raters_constant_and_perfect_agreement():
     got = agreement_coefficients(["tp"] * 7, ["tp"] * 7)
     assert not got.kappa.defined and "0/0" in got.kappa.note

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
 from objrel.constants import PALETTE_VOTE_K, THREE_COLOUR_VOTE_K
 from objrel.mutations.colours import PALETTE_15, THREE_COLOURS
@@ -34,13 +35,14 @@ class Mutation:
         """The parameters as keyword arguments (tuples back to lists)."""
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.params}
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """The mutation's stable name: ``operator(name=value,...)`` with the parameters sorted."""
+        """The mutation's stable name: ``operator(name=value,...)`` with the parameters sorted (made once: a
+        run reads it some 60 times per sample)."""
         inner = ",".join(f"{k}={_fmt(v)}" for k, v in self.params)
         return f"{self.operator}({inner})"
 
-    @property
+    @cached_property
     def relation(self) -> str:
         """The relation the operator's kind tests ("MR-1" or "MR-2")."""
         return RELATION_OF_KIND[get_operator(self.operator).kind]

@@ -216,6 +216,9 @@ class PaintedInput:
         share, rest = (b.coverage, b.outside) if self.side == "inside" else (b.uncovered, b.inside)
         if out.shape != rest.shape or out.dtype != np.float32:
             raise ValueError(f"a painted input of this basis is {rest.shape} float32, got {out.shape} {out.dtype}")
+        if not any(self.colour):           # black: nothing of the colour to add, the source's part alone
+            np.copyto(out, rest)
+            return out
         weights = np.asarray(self.colour, dtype=np.float32) * b.scale
         if out.flags.c_contiguous:
             flat, cover = out.reshape(-1, 3), share.reshape(-1)

@@ -26,7 +26,7 @@ from objrel.errors import ConfigError, UnsafeWeightsError
 from objrel.models import CallableClassifier, TorchClassifier
 from objrel.studies.shortcut import attack as A
 from objrel.studies.shortcut import tables as T
-from objrel.studies.shortcut.groundtruth import ground_truth, reliance_share
+from objrel.studies.shortcut.groundtruth import DEFAULT_DRAWS, ground_truth, reliance_share
 from objrel.studies.shortcut.models import (
     MODEL_SPEC, ShortcutCNN, TrainConfig, factory, load_model, module_classifier, save_model, train,
 )
@@ -73,7 +73,7 @@ def test_background_colour_model_is_flagged_by_mr2_and_reliant_by_ground_truth(c
     assert set(store.flagged_sample_ids(report.run_id, "MR-2")) == tested
     truth = ground_truth(clf, colour_scenes.annotation)
     assert all(r.correct and r.reliant and r.swap_dependent and r.background_sufficient for r in truth.values())
-    assert all(r.swap_changes == r.swaps == K - 1 for r in truth.values())
+    assert all(r.swap_changes == r.swaps == (K - 1) * DEFAULT_DRAWS and r.swap_rate() == 1.0 for r in truth.values())
     share = reliance_share(truth)
     assert share["reliant"] == share["correct"] == 15
     mr2 = next(s for s in score_run(store, report.run_id, truth) if s.detector == "MR-2 3 colours")

@@ -44,6 +44,11 @@ def frame(at, *columns):
     return next(d.value for d in at.dataframe if set(columns) <= set(d.value.columns))
 
 
+def last_frame(at, *columns):
+    """The last table on the page that has all ``columns``."""
+    return [d.value for d in at.dataframe if set(columns) <= set(d.value.columns)][-1]
+
+
 @pytest.fixture(scope="module")
 def results_file(tmp_path_factory) -> Path:
     out, _, rc = ensure_quick(tmp_path_factory.getbasetemp())
@@ -66,7 +71,7 @@ def test_page_draws_every_section_from_the_results(results_file, monkeypatch):
     assert not at.exception
     headers = [h.value for h in at.header]
     assert headers == ["Biased vs unbiased: how often objrel flags them",
-                       "Precision and recall against the ground truth",
+                       "Precision and recall against the ground truth", "Multi-label and detection arms",
                        "Repair by retraining on violating mutants", "Transplanting attack: relevancy-guided vs random"]
     ratios = frame(at, "model", "MR-2 ratio", "reliant (truth)")
     assert list(ratios["model"]) == ["biased", "unbiased"]
@@ -79,6 +84,21 @@ def test_page_draws_every_section_from_the_results(results_file, monkeypatch):
     unbiased = frame(at, "detector", "TP")
     tp = lambda df: int(df.loc[df["detector"] == "MR-2 3 colours", "TP"].iloc[0])  # noqa: E731
     assert tp(biased) + tp(unbiased) == both_tp                      # pooled = sum of the two models
+    # the truth at another draw count and threshold: the base rate and the table follow the choice
+    assert at.radio(key="shortcut_score_draws").options == ["1", "3", "8"]
+    at.radio(key="shortcut_score_draws").set_value(1).run()
+    at.radio(key="shortcut_score_threshold").set_value("majority").run()
+    assert not at.exception
+    assert any("at 1 draw per type and threshold majority (rate >= 0.5)" in c.value for c in at.caption)
+    auc = frame(at, "AUC S", "AUC S_p")
+    assert set(auc["draws"]) == {1} and set(auc["threshold"]) == {"majority"} and len(auc) == 3
+    at.radio(key="shortcut_arm").set_value("detection").run()
+    assert any("construction demo" in w.value for w in at.warning)
+    det = last_frame(at, "detector", "note")
+    assert (det.loc[det["detector"] == "MR-1 3 colours", "note"].str.contains("flags every unit")).all()
+    at.radio(key="shortcut_arm").set_value("multi").run()
+    multi = last_frame(at, "detector", "note")
+    assert (multi["FP"] + multi["TN"] > 0).all()
     at.radio(key="shortcut_score_truth").set_value("matched").run()
     assert not at.exception
     repair = frame(at, "when", "swapped accuracy")

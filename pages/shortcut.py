@@ -96,9 +96,12 @@ st.header("Biased vs unbiased: how often objrel flags them")
 ratios = T["ratios"]
 chart(charts.flag_ratio_bars(ratios), "shortcut_ratios", "shortcut_flag_ratios")
 st.caption("MR-1 / MR-2: share of correct test inferences flagged by the 3-colour votes; reliant (truth): share "
-           "the counterfactuals call background-reliant. The biased model should be flagged far more often.")
+           "the counterfactuals call background-reliant (some swap or bare background, over every draw, changes the "
+           "answer); reliant (majority): share whose reliance rate is at least 0.5. The biased model should be "
+           "flagged far more often.")
 table(ratios, "shortcut_ratios", "shortcut_ratios.csv", share_columns(
-    ratios, ["accuracy", "swapped accuracy", "MR-1 ratio", "MR-2 ratio", "MR-1&2 ratio", "reliant (truth)"]))
+    ratios, ["accuracy", "swapped accuracy", "MR-1 ratio", "MR-2 ratio", "MR-1&2 ratio", "reliant (truth)",
+             "reliant (majority)"]))
 
 # ---------------------------------------------------------------- 2. precision / recall
 

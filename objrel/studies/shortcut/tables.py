@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from objrel.studies.shortcut.groundtruth import REPORT_DRAWS, THRESHOLDS, Reliance, Threshold, UnitReliance
+from objrel.studies.shortcut.groundtruth import (MAJORITY, REPORT_DRAWS, THRESHOLDS, Reliance, Threshold,
+                                                UnitReliance)
 from objrel.studies.shortcut.results import MODELS
 from objrel.studies.shortcut.scoring import DetectorScore, flags_from_dict, pool, roc_auc, score_at
 
@@ -37,13 +38,23 @@ def ratio_table(results: dict) -> pd.DataFrame:
             rows.append({"model": name, "seed": str(s["seed"]), "correct": su["correct"], "accuracy": su["accuracy"],
                          "swapped accuracy": m["swapped_accuracy"], "MR-1 ratio": su["mr1_ratio"],
                          "MR-2 ratio": su["mr2_ratio"], "MR-1&2 ratio": su["both_ratio"],
-                         "reliant (truth)": m["reliance"]["reliant_ratio"]})
+                         "reliant (truth)": m["reliance"]["reliant_ratio"],
+                         "reliant (majority)": _majority_share(m["truth"])})
     df = pd.DataFrame(rows)
     if len(results["seeds"]) > 1:
         mean = df.groupby("model", sort=False).mean(numeric_only=True).reset_index()
         mean["seed"] = "mean"
         df = pd.concat([df, mean], ignore_index=True)
     return df
+
+
+def _majority_share(truth: dict) -> float | None:
+    """The share of correct inferences whose reliance rate over every draw made is >= 0.5 (None when none is
+    correct or the file holds no per-swap outcomes)."""
+    rs = [r for r in (Reliance.from_dict(d) for d in truth.values()) if r.correct]
+    if not rs or not all(r.draws for r in rs):
+        return None
+    return sum(bool(r.verdict(None, MAJORITY).reliant) for r in rs) / len(rs)
 
 
 def pooled_scores(results: dict, model: str | None, truth: str = "reliant") -> list[DetectorScore]:

@@ -71,11 +71,11 @@ def quick_state(pid: int, out: str) -> QuickState:
 RESULTS_DIR_ENV = "OBJREL_SHORTCUT_DIR"   # the benchmark's results folder (default results.DEFAULT_OUT)
 QUICK_LOCK = "quick.lock"                 # in the quick folder: who started the quick benchmark running there
 # Seconds ``start_quick_benchmark`` takes, start to results, on the 2-core development machine.  Since the quick
-# benchmark draws 8 counterfactual backgrounds per type and trains two multi-label models it used 71 s of CPU and
-# 76 s of wall time beside a full benchmark and other work (load average 3.3); about 60 s is expected alone.  Until
-# a quick benchmark has run on this server, the page promises this range; afterwards the time the last one took here.
-QUICK_IDLE_S = 60
-QUICK_BUSY_S = 90
+# benchmark draws 8 counterfactual backgrounds per type and trains two multi-label models: 51 s with the machine
+# lightly loaded (load average 1-2) and 76 s beside a full benchmark and other work (load average 3.3).  Until a
+# quick benchmark has run on this server, the page promises this range; afterwards the time the last one took here.
+QUICK_IDLE_S = 50
+QUICK_BUSY_S = 80
 # The share of the time bar never reaches 1 while the job runs (it may take longer than expected).
 QUICK_BAR_MAX = 0.95
 

@@ -296,8 +296,10 @@ def test_quick_bench_prints_every_table_and_writes_results(quick):
         run = store.get_run(seed["models"][name]["run_id"])       # the run records how to reload its model
         assert (run.config["model"], run.config["weights"]) == (MODEL_SPEC, str(weights))
     store.dispose()
-    # must finish in under 2 minutes on 2 cores (about 60 s alone; 85 s beside a full benchmark and other work)
-    assert results["timings"]["total"] < 120
+    # must finish in under 2 minutes on 2 cores: 51 s wall lightly loaded, 76 s beside a full benchmark.  Its own
+    # CPU seconds are held to that, as the wall time also counts whatever else holds the cores (train once took
+    # 213 s of wall time while other processes held both cores)
+    assert results["timings"]["cpu"] < 120
 
 
 def test_quick_bench_biased_model_is_flagged_and_reliant_more_often(quick):

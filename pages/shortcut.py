@@ -18,9 +18,10 @@ from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import ObjrelError
 from objrel.progress import format_duration, job_progress_text, job_run_text, share
 from objrel.studies.shortcut.tables import tables as bench_tables
-from objrel.studies.shortcut.browse import FAILED, MODEL_CHOICES, MODEL_LABELS, QUICK_DIR, RUNNING, TRUTH_CHOICES, \
-    TRUTH_LABELS, open_results, quick_duration_text, quick_expected_s, quick_job, quick_progress, \
-    quick_time_share, results_files, score_table_for, start_quick_benchmark
+from objrel.studies.shortcut.browse import BOTH_MODELS, FAILED, MODEL_CHOICES, MODEL_LABELS, QUICK_DIR, RUNNING, \
+    THRESHOLD_CHOICES, THRESHOLD_LABELS, TRUTH_CHOICES, TRUTH_LABELS, base_rate_text, draw_choices, open_results, \
+    quick_duration_text, quick_expected_s, quick_job, quick_progress, quick_time_share, results_files, \
+    score_table_for, start_quick_benchmark
 
 use_app_navigation()
 
@@ -95,9 +96,12 @@ st.header("Biased vs unbiased: how often objrel flags them")
 ratios = T["ratios"]
 chart(charts.flag_ratio_bars(ratios), "shortcut_ratios", "shortcut_flag_ratios")
 st.caption("MR-1 / MR-2: share of correct test inferences flagged by the 3-colour votes; reliant (truth): share "
-           "the counterfactuals call background-reliant. The biased model should be flagged far more often.")
+           "the counterfactuals call background-reliant (some swap or bare background, over every draw, changes the "
+           "answer); reliant (majority): share whose reliance rate is at least 0.5. The biased model should be "
+           "flagged far more often.")
 table(ratios, "shortcut_ratios", "shortcut_ratios.csv", share_columns(
-    ratios, ["accuracy", "swapped accuracy", "MR-1 ratio", "MR-2 ratio", "MR-1&2 ratio", "reliant (truth)"]))
+    ratios, ["accuracy", "swapped accuracy", "MR-1 ratio", "MR-2 ratio", "MR-1&2 ratio", "reliant (truth)",
+             "reliant (majority)"]))
 
 # ---------------------------------------------------------------- 2. precision / recall
 
@@ -106,7 +110,16 @@ which = st.radio("Inferences of", MODEL_CHOICES, horizontal=True, key="shortcut_
                  format_func=MODEL_LABELS.get)
 truth = st.radio("Ground truth", TRUTH_CHOICES, horizontal=True, key="shortcut_score_truth",
                  format_func=TRUTH_LABELS.get)
-scores = score_table_for(results, which, truth)
+draw_options = draw_choices(results)
+c1, c2 = st.columns(2)
+draws = c1.radio("Counterfactual backgrounds per other class's type", draw_options, index=len(draw_options) - 1,
+                 horizontal=True, key="shortcut_score_draws")
+threshold = c2.radio("Reliant when the reliance rate is", THRESHOLD_CHOICES, horizontal=True,
+                     key="shortcut_score_threshold", format_func=THRESHOLD_LABELS.get)
+st.caption("Reliance rate: the larger of the swap-flip rate (the share of swaps onto other classes' backgrounds "
+           "that change the answer) and the background-sufficiency rate. "
+           + base_rate_text(results, which, draws, threshold))
+scores = score_table_for(results, which, truth, draws, threshold)
 if scores.empty:
     st.info("No scored detector in these results.")
 else:
@@ -116,6 +129,34 @@ else:
                "recall too.")
     table(scores, "shortcut_scores", f"shortcut_scores_{which}_{truth}.csv", share_columns(
         scores, ["precision", "precision_lo", "precision_hi", "recall", "recall_lo", "recall_hi"]))
+auc = T["auc"]
+auc = auc[(auc["draws"] == draws) & (auc["threshold"] == threshold)]
+st.subheader("How well S ranks reliant inferences")
+st.caption("ROC AUC of seed 002's S_p, S_r and S against the swap-flip rate at this setting; a low S (the object "
+           "matters little) is read as reliant, so 1 is a perfect ranking, 0.5 chance and below 0.5 the reverse.")
+table(auc, "shortcut_auc", f"shortcut_auc_{draws}_{threshold}.csv")
+
+# ---------------------------------------------------------------- multi-label and detection arms
+
+st.header("Multi-label and detection arms")
+arm = st.radio("Arm", ("multi", "detection"), horizontal=True, key="shortcut_arm",
+               format_func={"multi": "multi-label models", "detection": "stand-in detector"}.get)
+if arm == "detection":
+    st.warning("A construction demo, not a measurement: the stand-in detector is a hand-written rule that names "
+               "small objects by the background colour, so MR-2's colour fills find its reliance by construction. "
+               "The note column marks figures its counts fix (a detector that flags every unit).")
+    arm_model = BOTH_MODELS
+else:
+    arm_model = st.radio("Multi-label model", MODEL_CHOICES, horizontal=True, key="shortcut_arm_model",
+                         format_func=MODEL_LABELS.get)
+    st.caption("Both trained on multi-label scenes (biased: rho; unbiased: 1/K) and tested on the same biased "
+               "scenes. " + base_rate_text(results, arm_model, draws, threshold, arm))
+arm_scores = score_table_for(results, arm_model, "reliant", draws, threshold, arm)
+if arm_scores.empty:
+    st.info("This arm was not run in these results.")
+else:
+    table(arm_scores, "shortcut_arm_scores", f"shortcut_{arm}_{draws}_{threshold}.csv", share_columns(
+        arm_scores, ["precision", "precision_lo", "precision_hi", "recall", "recall_lo", "recall_hi"]))
 
 # ---------------------------------------------------------------- 3. repair
 

@@ -337,7 +337,8 @@ def shortcut_summary(results: dict) -> str:
     times = ", ".join(f"{k} {v:.0f} s" for k, v in results["timings"].items())
     return (f"**{'Quick' if cfg['quick'] else 'Full'} run**: {len(results['seeds'])} seed(s), K = {cfg['n_classes']} "
             f"classes, rho = {cfg['rho']} vs 1/K, {cfg['n_train']} training / {cfg['n_test']} test scenes, "
-            f"plan `{cfg['plan']}`. Times: {times}")
+            f"plan `{cfg['plan']}`, {cfg.get('draws', 1)} counterfactual background(s) per other class's type. "
+            f"Times: {times}")
 
 
 # ---------------------------------------------------------------- agreement beyond kappa

@@ -26,7 +26,7 @@ from objrel.errors import ConfigError, UnsafeWeightsError
 from objrel.models import CallableClassifier, TorchClassifier
 from objrel.studies.shortcut import attack as A
 from objrel.studies.shortcut import tables as T
-from objrel.studies.shortcut.groundtruth import ground_truth, reliance_share
+from objrel.studies.shortcut.groundtruth import DEFAULT_DRAWS, ground_truth, reliance_share
 from objrel.studies.shortcut.models import (
     MODEL_SPEC, ShortcutCNN, TrainConfig, factory, load_model, module_classifier, save_model, train,
 )
@@ -73,7 +73,7 @@ def test_background_colour_model_is_flagged_by_mr2_and_reliant_by_ground_truth(c
     assert set(store.flagged_sample_ids(report.run_id, "MR-2")) == tested
     truth = ground_truth(clf, colour_scenes.annotation)
     assert all(r.correct and r.reliant and r.swap_dependent and r.background_sufficient for r in truth.values())
-    assert all(r.swap_changes == r.swaps == K - 1 for r in truth.values())
+    assert all(r.swap_changes == r.swaps == (K - 1) * DEFAULT_DRAWS and r.swap_rate() == 1.0 for r in truth.values())
     share = reliance_share(truth)
     assert share["reliant"] == share["correct"] == 15
     mr2 = next(s for s in score_run(store, report.run_id, truth) if s.detector == "MR-2 3 colours")
@@ -277,9 +277,16 @@ def test_quick_bench_prints_every_table_and_writes_results(quick):
     out, text, rc = quick
     assert rc == 0
     for heading in ("1. Flag ratios", "Precision / recall against ground-truth background reliance: biased model",
-                    "both models pooled", "precision % [95% CI]", "3. Repair of the biased model",
-                    "3b. Share search", "4. Transplanting attack", "Times:"):
+                    "Precision / recall against ground-truth background reliance: unbiased model",
+                    "both models pooled", "precision % [95% CI]", "base % (reliant/scored)", "2c. ROC AUC",
+                    "3. Repair of the biased model", "3b. Share search", "4. Transplanting attack", "Times:"):
         assert heading in text
+    # recall and precision per model and pooled at draws 1, 3, 8 and both thresholds
+    section = text.split("2. Precision / recall", 1)[1].split("2b.", 1)[0]
+    for setting in ("d1 any", "d1 majority", "d3 any", "d3 majority", "d8 any", "d8 majority"):
+        assert section.count(setting) == 3, setting                 # biased, unbiased, pooled
+    auc = text.split("2c. ROC AUC", 1)[1].split("3. Repair", 1)[0]
+    assert "AUC S_p" in auc and "AUC S " in auc and auc.count("majority") == 9    # 3 models x 3 draw counts
     results = json.loads((out / "results.json").read_text())
     (seed,) = results["seeds"]
     store = Store(results["store"])
@@ -289,8 +296,10 @@ def test_quick_bench_prints_every_table_and_writes_results(quick):
         run = store.get_run(seed["models"][name]["run_id"])       # the run records how to reload its model
         assert (run.config["model"], run.config["weights"]) == (MODEL_SPEC, str(weights))
     store.dispose()
-    # ~58 s on an idle 2-core machine before the multi-label arm, which adds ~8 s (it is ~15% of the total)
-    assert results["timings"]["total"] < 75
+    # must finish in under 2 minutes on 2 cores: 51 s wall lightly loaded, 76 s beside a full benchmark.  Its own
+    # CPU seconds are held to that, as the wall time also counts whatever else holds the cores (train once took
+    # 213 s of wall time while other processes held both cores)
+    assert results["timings"]["cpu"] < 120
 
 
 def test_quick_bench_biased_model_is_flagged_and_reliant_more_often(quick):
@@ -327,13 +336,18 @@ def test_quick_bench_multi_label_arm_scores_mr1_mr2_and_union(quick):
     out, text, _ = quick
     assert "5. Multi-label scenes" in text and "not implemented" not in text
     results = json.loads((out / "results.json").read_text())
-    multi = results["seeds"][0]["multi_label"]
+    arm = results["seeds"][0]["multi_label"]
+    assert list(arm) == ["biased", "unbiased"] and arm["unbiased"]["rho"] == 1 / 3
     store = Store(results["store"])
-    run = store.get_run(multi["run_id"])
-    assert run.config["task"] == "multi"
+    assert {store.get_run(m["run_id"]).config["task"] for m in arm.values()} == {"multi"}
     store.dispose()
+    multi = arm["biased"]
     by = {d["detector"]: d for d in multi["scores"] if d["truth"] == "reliant"}
     assert {"MR-1 3 colours", "MR-2 3 colours", "MR-1 ∪ MR-2 3 colours"} <= set(by)
+    # the arm has correct inferences that are not reliant, so precision is measured: FP + TN > 0 at every setting
+    for draws, thr in T.settings(results):
+        for s in T.scores_at(results, "multi", None, draws, thr):
+            assert s.fp + s.tn > 0, (draws, thr.name, s.detector)
     for d in by.values():
         n_flag, n_rel = d["tp"] + d["fp"], d["tp"] + d["fn"]
         # Wilson intervals bracket the point estimates whenever they exist
@@ -347,8 +361,15 @@ def test_quick_bench_multi_label_arm_scores_mr1_mr2_and_union(quick):
 
 def test_quick_bench_detection_arm_prints_mr1_mr2_and_union(quick):
     out, text, _ = quick
-    assert "6. Detection scenes (planted stand-in detector" in text
+    assert "6. Detection scenes: a construction demo, not a measurement" in text
     section = text.split("6. Detection scenes", 1)[1].split("Times:", 1)[0]
+    # MR-1 by colour fill keeps the outline the rule reads: it flags every detected unit, and the table says so
+    assert T.NOTE_FLAGS_ALL in section
+    curve = T.curve_table(json.loads((out / "results.json").read_text()), "detection", None)
+    every = curve[curve["TP"] + curve["FP"] == curve["scored"]]
+    assert len(every) and (every["note"].str.contains("flags every unit")).all()
+    assert (curve.loc[curve["TP"] + curve["FP"] < curve["scored"], "note"] != T.NOTE_FLAGS_ALL).all()
+    assert "background-sufficient is never true here" in section
     for row in ("MR-1 3 colours", "MR-2 3 colours", "MR-1 ∪ MR-2 3 colours", "MR-1 random erase",
                 "MR-2 background noise", "MR-1 ∪ MR-2 (random erase + background noise)", "recall % [95% CI]"):
         assert row in section

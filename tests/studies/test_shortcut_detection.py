@@ -16,7 +16,7 @@ from objrel.studies.shortcut import arms
 from objrel.studies.shortcut import tables as T
 from objrel.studies.shortcut.config import BenchConfig
 from objrel.studies.shortcut import planted as PD
-from objrel.studies.shortcut.groundtruth import UnitReliance, detection_ground_truth
+from objrel.studies.shortcut.groundtruth import DEFAULT_DRAWS, UnitReliance, detection_ground_truth
 from objrel.studies.shortcut.planted import PlantedDetector, planted_reliance
 from objrel.studies.shortcut.scenes import FLAT_COLOURS, SyntheticConfig, shape_mask, tight_box, write_split
 from objrel.studies.shortcut.scoring import UNION, score_flags
@@ -90,7 +90,7 @@ def test_ground_truth_finds_what_was_planted(colour_split):
     assert sorted(always) == sorted(f"{i}/r0" for i in range(1, 13))       # the engine's unit ids
     assert all(r.correct and r.reliant and r.swap_dependent for r in always.values())
     # both other types' backgrounds turn the record into their class: T = 0 on every swap, the box stays
-    assert all(r.swaps == r.swap_changes == r.swap_label_changes == K - 1 for r in always.values())
+    assert all(r.swaps == r.swap_changes == r.swap_label_changes == (K - 1) * DEFAULT_DRAWS for r in always.values())
     assert not any(r.background_sufficient for r in always.values())        # no object: nothing found
     never = detection_ground_truth(PlantedDetector(K, context_extent=0.0), colour_split.annotation)
     assert all(r.correct for r in never.values()) and not any(r.reliant for r in never.values())
@@ -199,7 +199,7 @@ def test_detection_arm_returns_typed_frozen_results(arm_result):
     # what the results file holds: plain JSON, the same keys in the same order as before the types
     d = json.loads(json.dumps(out.to_dict()))
     assert list(d) == ["detector", "data", "runs", "reliance", "planted", "scores", "truth"]
-    assert list(d["runs"][arms.DETECTION_PLANS[0]]) == ["run_id", "summary"]
+    assert list(d["runs"][arms.DETECTION_PLANS[0]]) == ["run_id", "summary", "flags"]
     assert d["planted"] == {"correct": out.planted.correct, "planted": out.planted.planted, "agree": out.planted.agree}
 
 

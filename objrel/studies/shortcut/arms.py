@@ -15,7 +15,9 @@ Per seed:
    sweeping the share of added mutants (``repair``);
 6. attack both models by transplanting objects, guided by S_p / S_r vs at random
    (seed 002 s VIII, ``attack``);
-7. the multi-label arm (``run_multi_label``): a biased multi-label model, scored the same way;
+7. the multi-label arm (``run_multi_label``): a biased multi-label model and one trained at rho = 1/K (whose
+   correct inferences include non-reliant ones, so precision can fail), tested on the same biased scenes and
+   scored the same way;
 8. the detection arm (``run_detection``): ``planted.PlantedDetector``, a rule-based stand-in detector
    whose reliance is known by construction, run through the ``DetectionEngine`` on flat-colour scenes
    and scored against the per-unit counterfactual truth (``groundtruth.detection_ground_truth``).
@@ -49,7 +51,8 @@ from objrel.studies.shortcut.results import (MODELS, RESULTS_FILE, STORE_FILE, A
                                              DetectionResult, DetectionRun, ModelResult, MultiLabelResult,
                                              PlantedAgreement, SeedResult, write_results)
 from objrel.studies.shortcut.scenes import SyntheticConfig, load_arrays, write_split
-from objrel.studies.shortcut.scoring import score_detection_run, score_run
+from objrel.studies.shortcut.scoring import (detection_flags, detector_flags, flags_to_dict, score_detection_run,
+                                             score_run)
 
 # Objects per multi-label scene: one or two (never more than K) distinct classes.
 MULTI_OBJECTS = (1, 2)
@@ -114,7 +117,8 @@ def run_seed(cfg: BenchConfig, seed: int, out: Path, store: Store, timer: Timer,
         m = models[name] = ModelResult(
             weights=str(path), train_log=tlog, run_id=report.run_id, summary=summ,
             swapped_accuracy=accuracy(clf, sw_x, sw_y), test_accuracy=accuracy(clf, test_x, test_y),
-            reliance=reliance_share(truth), scores=tuple(scores), truth=truth)
+            reliance=reliance_share(truth), scores=tuple(scores), truth=truth,
+            flags=flags_to_dict(*detector_flags(store, report.run_id)), relevancy=relevancy_of(store, report.run_id))
         log(f"seed {seed} {name}: accuracy {summ.accuracy:.3f}, swapped {m.swapped_accuracy:.3f}"
             f", MR-1 {summ.mr1_ratio:.3f}, MR-2 {summ.mr2_ratio:.3f}, reliant "
             f"{m.reliance['reliant_ratio']:.3f}")
@@ -143,31 +147,42 @@ def run_seed(cfg: BenchConfig, seed: int, out: Path, store: Store, timer: Timer,
     return SeedResult(seed, splits, models, rep, attack, multi, detection)
 
 
-def run_multi_label(cfg: BenchConfig, seed: int, root: Path, store: Store, log) -> MultiLabelResult:
-    """The multi-label arm of one seed: biased multi-label scenes, a sigmoid CNN trained on them, an objrel run
-    on the test split (multi-label relations, seed 000 s4.4) and every detector scored against the ground
-    truth (``groundtruth``: multi-label reliance is defined on the predicted label set)."""
+def relevancy_of(store: Store, run_id: int) -> dict[str, tuple]:
+    """``{sample id: (S_p, S_r, S)}`` of a run's tested inferences (seed 002; None where a score is undefined)."""
+    return {r["sample_id"]: (r["s_p"], r["s_r"], r["s"]) for r in store.samples(run_id, status="tested")}
+
+
+def run_multi_label(cfg: BenchConfig, seed: int, root: Path, store: Store, log) -> dict[str, MultiLabelResult]:
+    """The multi-label arm of one seed: multi-label test scenes at the biased rate, and per model of ``MODELS`` a
+    sigmoid CNN trained on scenes at its rate (biased: rho; unbiased: 1/K), an objrel run on the test split
+    (multi-label relations, seed 000 s4.4) and every detector scored against the ground truth (``groundtruth``:
+    multi-label reliance is defined on the predicted label set)."""
     mcfg = SyntheticConfig(n_classes=cfg.n_classes, size=cfg.size, rho=cfg.rho, seed=seed, multi_label=True,
                            objects=(MULTI_OBJECTS[0], min(MULTI_OBJECTS[1], cfg.n_classes)))
     data = root / "data" / "multi"
-    train_split = write_split(mcfg, data, "train", cfg.n_train)
     test_split = write_split(mcfg, data, "test", cfg.n_test)
-    x, y = load_arrays(train_split.annotation)
-    tcfg = replace(cfg.train, seed=seed, size=cfg.size)
-    module, tlog = train(x, y, tcfg, cfg.n_classes, task="multi")
-    path = save_model(module, root / "models" / "multi.pt", mcfg.class_names, tcfg, task="multi",
-                      extra={"data": mcfg.to_dict(), "train_log": tlog})
-    clf = load_model(path, name=f"multi-label (seed {seed})")
-    report = Engine(store, RunConfig(model=MODEL_SPEC, weights=str(path), dataset=test_split.annotation,
-                                     plan=MULTI_PLAN, seed=seed, batch_size=64, task="multi",
-                                     name=f"multi-label seed {seed} test ({MULTI_PLAN})"), model=clf).execute()
-    summ = summarize(store, report.run_id)
-    truth = ground_truth(clf, test_split.annotation, draws=cfg.draws)
-    scores = score_run(store, report.run_id, truth, "reliant")
-    out = MultiLabelResult(weights=str(path), run_id=report.run_id, summary=summ, reliance=reliance_share(truth),
-                           scores=tuple(scores))
-    log(f"seed {seed} multi-label: accuracy {summ.accuracy:.3f}, MR-1 {summ.mr1_ratio:.3f}, MR-2 {summ.mr2_ratio:.3f}"
-        f", reliant {out.reliance['reliant_ratio']:.3f}")
+    out = {}
+    for name, rho in zip(MODELS, (cfg.rho, 1.0 / cfg.n_classes)):
+        train_cfg = mcfg.replace(rho=rho)
+        train_split = write_split(train_cfg, root / "data" / f"multi_{name}", "train", cfg.n_train)
+        x, y = load_arrays(train_split.annotation)
+        tcfg = replace(cfg.train, seed=seed, size=cfg.size)
+        module, tlog = train(x, y, tcfg, cfg.n_classes, task="multi")
+        path = save_model(module, root / "models" / f"multi_{name}.pt", mcfg.class_names, tcfg, task="multi",
+                          extra={"data": train_cfg.to_dict(), "train_log": tlog})
+        clf = load_model(path, name=f"multi-label {name} (seed {seed})")
+        report = Engine(store, RunConfig(model=MODEL_SPEC, weights=str(path), dataset=test_split.annotation,
+                                         plan=MULTI_PLAN, seed=seed, batch_size=64, task="multi",
+                                         name=f"multi-label {name} seed {seed} test ({MULTI_PLAN})"),
+                        model=clf).execute()
+        summ = summarize(store, report.run_id)
+        truth = ground_truth(clf, test_split.annotation, draws=cfg.draws)
+        scores = score_run(store, report.run_id, truth, "reliant")
+        m = out[name] = MultiLabelResult(weights=str(path), rho=rho, run_id=report.run_id, summary=summ,
+                                         reliance=reliance_share(truth), scores=tuple(scores), truth=truth,
+                                         flags=flags_to_dict(*detector_flags(store, report.run_id)))
+        log(f"seed {seed} multi-label {name}: accuracy {summ.accuracy:.3f}, MR-1 {summ.mr1_ratio:.3f}, MR-2 "
+            f"{summ.mr2_ratio:.3f}, reliant {m.reliance['reliant_ratio']}")
     return out
 
 
@@ -188,7 +203,7 @@ def run_detection(cfg: BenchConfig, seed: int, root: Path, store: Store, log) ->
             name=f"planted detector seed {seed} test ({plan})"), detector=detector).execute()
         summ = summarize(store, report.run_id)
         scores += score_detection_run(store, report.run_id, truth)
-        runs[plan] = DetectionRun(report.run_id, summ)
+        runs[plan] = DetectionRun(report.run_id, summ, flags_to_dict(*detection_flags(store, report.run_id)))
     planted = PD.planted_reliance(detector, split.annotation)
     correct = [r for r in truth.values() if r.correct]
     agree = sum(bool(r.reliant) == planted[r.image_id] for r in correct)
@@ -218,7 +233,7 @@ def run_bench(cfg: BenchConfig, out, log=None) -> BenchResults:
     threads = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
     timer = Timer()
-    t_all = time.perf_counter()
+    t_all, cpu_all = time.perf_counter(), time.process_time()
     store = Store(out / STORE_FILE)
     try:
         seeds = tuple(run_seed(cfg, s, out, store, timer, say) for s in cfg.seeds)
@@ -226,6 +241,8 @@ def run_bench(cfg: BenchConfig, out, log=None) -> BenchResults:
         store.dispose()
         torch.set_num_threads(threads)
     timer.seconds["total"] = time.perf_counter() - t_all
+    # this process's own CPU seconds: what the run costs whatever else shares the cores (wall time does not say)
+    timer.seconds["cpu"] = time.process_time() - cpu_all
     results = BenchResults(cfg, seeds, str((out / STORE_FILE).resolve()),
                            {k: round(v, 2) for k, v in timer.seconds.items()})
     write_results(results, out / RESULTS_FILE)

@@ -13,7 +13,8 @@ import pandas as pd
 from objrel.access import OPEN_RESULTS, READ_LOG, SEE_PROGRESS, START_BENCHMARK, Actor, authorize, permits
 from objrel.engine.jobs import pid_alive
 from objrel.studies.shortcut import results as R
-from objrel.studies.shortcut.tables import pooled_scores, score_table
+from objrel.studies.shortcut.groundtruth import THRESHOLDS, threshold_named
+from objrel.studies.shortcut.tables import base_rate, score_table, scores_at, settings
 
 QUICK_DIR = "quick"   # a quick benchmark started from the app writes in this folder of the results root
 BOTH_MODELS = "both"
@@ -23,14 +24,32 @@ TRUTH_CHOICES = ("reliant", "matched")
 TRUTH_LABELS = {"reliant": "background-reliant (every detector)",
                 "matched": "matched facet (MR-2: swap-dependent; MR-1: background-sufficient)"}
 RUNNING, FINISHED, FAILED = "running", "finished", "failed"
+THRESHOLD_CHOICES = tuple(t.name for t in THRESHOLDS)
+THRESHOLD_LABELS = {t.name: f"{t.name} ({t.label})" for t in THRESHOLDS}
 
 
-def score_table_for(results: dict, model: str, truth: str) -> pd.DataFrame:
-    """Detector scores summed over seeds for ``model`` (one of MODEL_CHOICES) against ``truth``."""
+def draw_choices(results: dict) -> list[int]:
+    """The draw counts the results' tables are reported at (``tables.settings``), fewest first."""
+    return sorted({d for d, _ in settings(results)})
+
+
+def score_table_for(results: dict, model: str, truth: str, draws: int | None = None,
+                    threshold: str = THRESHOLD_CHOICES[0], arm: str = "single") -> pd.DataFrame:
+    """Detector scores summed over seeds for ``model`` (one of MODEL_CHOICES) against ``truth``, re-derived at
+    ``draws`` backgrounds per type (None: every draw made) and ``threshold`` (a name of ``THRESHOLDS``)."""
     if model not in MODEL_CHOICES or truth not in TRUTH_CHOICES:
         raise ValueError(f"expected a model of {MODEL_CHOICES} and a truth of {TRUTH_CHOICES}, got {model!r}, "
                          f"{truth!r}")
-    return score_table(pooled_scores(results, None if model == BOTH_MODELS else model, truth))
+    return score_table(scores_at(results, arm, None if model == BOTH_MODELS else model, draws,
+                                 threshold_named(threshold), truth))
+
+
+def base_rate_text(results: dict, model: str, draws: int, threshold: str, arm: str = "single") -> str:
+    """'k of n correct inferences are reliant (p%)' at a setting: what flagging everything scores as precision."""
+    k, n = base_rate(results, arm, None if model == BOTH_MODELS else model, draws, threshold_named(threshold))
+    share = f" ({100 * k / n:.0f}%)" if n else ""
+    return (f"{k} of {n} correct inferences are reliant at {draws} draw{'s' if draws > 1 else ''} per type and "
+            f"threshold {THRESHOLD_LABELS[threshold]}{share}: flagging every inference would score that precision.")
 
 
 @dataclass(frozen=True)
@@ -51,11 +70,12 @@ def quick_state(pid: int, out: str) -> QuickState:
 
 RESULTS_DIR_ENV = "OBJREL_SHORTCUT_DIR"   # the benchmark's results folder (default results.DEFAULT_OUT)
 QUICK_LOCK = "quick.lock"                 # in the quick folder: who started the quick benchmark running there
-# Seconds ``start_quick_benchmark`` took, start to results, on the 2-core development machine: 28 s with the
-# machine otherwise idle, 56 s beside other work (load average 2-4).  Until a quick benchmark has run on this
-# server, the page promises this range; afterwards the time the last one took here.
-QUICK_IDLE_S = 30
-QUICK_BUSY_S = 60
+# Seconds ``start_quick_benchmark`` takes, start to results, on the 2-core development machine.  Since the quick
+# benchmark draws 8 counterfactual backgrounds per type and trains two multi-label models: 51 s with the machine
+# lightly loaded (load average 1-2) and 76 s beside a full benchmark and other work (load average 3.3).  Until a
+# quick benchmark has run on this server, the page promises this range; afterwards the time the last one took here.
+QUICK_IDLE_S = 50
+QUICK_BUSY_S = 80
 # The share of the time bar never reaches 1 while the job runs (it may take longer than expected).
 QUICK_BAR_MAX = 0.95
 

@@ -43,8 +43,10 @@ class ModelResult:
     swapped_accuracy: float
     test_accuracy: float
     reliance: Mapping[str, Any]            # groundtruth.reliance_share
-    scores: tuple[DetectorScore, ...]      # against "reliant", then against "matched"
+    scores: tuple[DetectorScore, ...]      # against "reliant", then against "matched" (every draw, "any")
     truth: Mapping[str, Reliance]
+    flags: Mapping[str, Any]               # scoring.flags_to_dict: tested ids and every detector's flags
+    relevancy: Mapping[str, tuple]         # sample id -> (S_p, S_r, S) of seed 002, None where undefined
 
     def to_dict(self) -> dict:
         """This result as the results file holds it."""
@@ -52,23 +54,29 @@ class ModelResult:
                 "summary": self.summary.to_dict(), "swapped_accuracy": self.swapped_accuracy,
                 "test_accuracy": self.test_accuracy, "reliance": self.reliance,
                 "scores": [s.to_dict() for s in self.scores],
-                "truth": {k: v.to_dict() for k, v in self.truth.items()}}
+                "truth": {k: v.to_dict() for k, v in self.truth.items()}, "flags": dict(self.flags),
+                "relevancy": {k: list(v) for k, v in self.relevancy.items()}}
 
 
 @dataclass(frozen=True)
 class MultiLabelResult:
-    """The multi-label arm of one seed: a biased multi-label model, its run and its scores against reliance."""
+    """One multi-label model of one seed (trained at bias rate ``rho``): its run, the ground truth of its
+    correct inferences, its flags and its scores against reliance (every draw, threshold "any")."""
 
     weights: str
+    rho: float
     run_id: int
     summary: Summary
     reliance: Mapping[str, Any]
     scores: tuple[DetectorScore, ...]
+    truth: Mapping[str, Reliance]
+    flags: Mapping[str, Any]
 
     def to_dict(self) -> dict:
         """This result as the results file holds it."""
-        return {"weights": self.weights, "run_id": self.run_id, "summary": self.summary.to_dict(),
-                "reliance": self.reliance, "scores": [s.to_dict() for s in self.scores]}
+        return {"weights": self.weights, "rho": self.rho, "run_id": self.run_id, "summary": self.summary.to_dict(),
+                "reliance": self.reliance, "scores": [s.to_dict() for s in self.scores],
+                "truth": {k: v.to_dict() for k, v in self.truth.items()}, "flags": dict(self.flags)}
 
 
 @dataclass(frozen=True)
@@ -77,10 +85,11 @@ class DetectionRun:
 
     run_id: int
     summary: Summary
+    flags: Mapping[str, Any]               # scoring.flags_to_dict over its detected units
 
     def to_dict(self) -> dict:
         """This result as the results file holds it."""
-        return {"run_id": self.run_id, "summary": self.summary.to_dict()}
+        return {"run_id": self.run_id, "summary": self.summary.to_dict(), "flags": dict(self.flags)}
 
 
 @dataclass(frozen=True)
@@ -138,7 +147,7 @@ class SeedResult:
     models: Mapping[str, ModelResult]      # by name, in MODELS order
     repair: RepairResult
     attack: Mapping[str, AttackResult]
-    multi_label: MultiLabelResult | None = None
+    multi_label: Mapping[str, MultiLabelResult] | None = None   # by name, in MODELS order
     detection: DetectionResult | None = None
 
     def to_dict(self) -> dict:
@@ -147,7 +156,7 @@ class SeedResult:
                "models": {k: v.to_dict() for k, v in self.models.items()}, "repair": self.repair.to_dict(),
                "attack": {k: v.to_dict() for k, v in self.attack.items()}}
         if self.multi_label is not None:
-            out["multi_label"] = self.multi_label.to_dict()
+            out["multi_label"] = {k: v.to_dict() for k, v in self.multi_label.items()}
         if self.detection is not None:
             out["detection"] = self.detection.to_dict()
         return out

@@ -75,6 +75,14 @@ PHOTO_CROP_SIDES = (1.5, 4.0)
 # Stream ids that keep a scene's counterfactual draws independent of its own RNG.
 _COUNTERFACTUAL_STREAM = 7919
 _SWAP_STREAM = 104729
+# The counterfactual pool (``pool_background``): this many backgrounds per type and seed, each rendered from its own
+# stream (seed, _POOL_STREAM, type, member), never from a scene's stream, so no member is the background of a
+# training (or any other) scene.  4096 per type is more than the full benchmark's training split holds in all
+# (1,000 scenes, about 250 per type); the photo types are fresh crops (position, scale, flip, tint) of the same photos.
+POOL_PER_TYPE = 4096
+_POOL_STREAM = 1299709
+# A scene takes at most this many pool members per type (its first ``draws`` are its counterfactual backgrounds).
+MAX_POOL_DRAWS = 32
 
 
 @dataclass(frozen=True)
@@ -400,10 +408,28 @@ def paste(objects_image: np.ndarray, mask: np.ndarray, background: np.ndarray) -
     return np.where(mask[:, :, None], objects_image, background).astype(np.uint8)
 
 
+def pool_background(cfg: SyntheticConfig, bg_type: int, member: int) -> np.ndarray:
+    """Member ``member`` (0..POOL_PER_TYPE-1) of the counterfactual pool of ``bg_type``: a background rendered from
+    its own stream (the config's seed, the type, the member), shared by every split and scene of that seed."""
+    if not 0 <= member < POOL_PER_TYPE:
+        raise ValueError(f"pool member must be in 0..{POOL_PER_TYPE - 1}, got {member}")
+    rng = np.random.default_rng([int(cfg.seed), _POOL_STREAM, int(bg_type), int(member)])
+    return draw_background(bg_type, cfg.size, rng, cfg.backgrounds)
+
+
+def pool_members(cfg: SyntheticConfig, split: str, index: int, bg_type: int) -> np.ndarray:
+    """The pool members of ``bg_type`` scene ``index`` takes, in draw order: MAX_POOL_DRAWS distinct members drawn
+    by the scene's own counterfactual stream, so its first ``k`` draws are the same whatever ``k``."""
+    rng = scene_rng(cfg, split, index, _COUNTERFACTUAL_STREAM, bg_type)
+    return rng.choice(POOL_PER_TYPE, size=MAX_POOL_DRAWS, replace=False)
+
+
 def counterfactual_background(cfg: SyntheticConfig, split: str, index: int, bg_type: int, draw: int = 0) -> np.ndarray:
-    """A fresh background of ``bg_type`` for scene ``index`` (draw ``draw``), independent of the scene's own."""
-    return draw_background(bg_type, cfg.size, scene_rng(cfg, split, index, _COUNTERFACTUAL_STREAM, bg_type, draw),
-                           cfg.backgrounds)
+    """Draw ``draw`` (0..MAX_POOL_DRAWS-1) of scene ``index``'s counterfactual backgrounds of ``bg_type``: a member of
+    the pool (``pool_background``) picked by the scene's seeded stream, independent of the scene's own background."""
+    if not 0 <= draw < MAX_POOL_DRAWS:
+        raise ValueError(f"draw must be in 0..{MAX_POOL_DRAWS - 1}, got {draw}")
+    return pool_background(cfg, bg_type, int(pool_members(cfg, split, index, bg_type)[draw]))
 
 
 def swapped_scene(cfg: SyntheticConfig, split: str, index: int) -> Scene:

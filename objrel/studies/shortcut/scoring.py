@@ -17,6 +17,11 @@ union of MR-1 and MR-2 for the 3-colour and the 15-colour votes.
 Detection runs (``score_detection_run``) are scored the same way over their units detected
 on the source (T = 1), against ``groundtruth.UnitReliance``; a plan whose primary votes are
 not a colour pair (``erase_noise``) gets the union of its primary MR-1 and MR-2 votes.
+
+The flags themselves are kept (``flags_to_dict``) beside the ground truth's per-swap outcomes, so
+``score_at`` re-scores every detector at any draw count and reliance threshold from a results file.
+``roc_auc`` measures how well a continuous score (seed 002's S_p, S_r, S) ranks reliant inferences above the
+others: low S (the object matters little) is read as *more* reliant, so the ranking value is ``-S``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import asdict, dataclass
 
 from objrel.intervals import Z_95, wilson_interval
 from objrel.store import Store
-from objrel.studies.shortcut.groundtruth import Reliance
+from objrel.studies.shortcut.groundtruth import ANY_FLIP, Reliance, Threshold
 
 TRUTHS = ("reliant", "matched")
 UNION = "MR-1 ∪ MR-2"
@@ -204,3 +209,52 @@ def pool(scores) -> list[DetectorScore]:
         key = (s.detector, s.truth)
         acc[key] = acc[key] + s if key in acc else s
     return list(acc.values())
+
+
+Flags = dict[str, tuple[str, str, set[str]]]
+
+
+def flags_to_dict(tested, flags: Flags) -> dict:
+    """A run's tested ids (the ids scored) and every detector's flags as the results file holds them."""
+    return {"tested": sorted(tested), "detectors": {name: {"relation": rel, "family": fam, "flagged": sorted(ids)}
+                                                    for name, (rel, fam, ids) in flags.items()}}
+
+
+def flags_from_dict(d: dict) -> tuple[list[str], Flags]:
+    """``flags_to_dict``'s dict back as ``(tested ids, {detector: (relation, family, flagged ids)})``."""
+    return list(d["tested"]), {name: (v["relation"], v["family"], set(v["flagged"]))
+                               for name, v in d["detectors"].items()}
+
+
+def score_at(flags: Flags, ids, truth: dict, draws: int | None = None, threshold: Threshold = ANY_FLIP,
+             kind: str = "reliant") -> list[DetectorScore]:
+    """``score_flags`` against the truth re-derived at ``draws`` per type (None: every draw made) and
+    ``threshold`` from each inference's stored per-swap outcomes (``groundtruth.Outcomes.verdict``)."""
+    ids = [s for s in ids if s in truth]
+    verdicts = {s: truth[s].verdict(draws, threshold) for s in ids}
+    return score_flags(flags, ids, verdicts, kind)
+
+
+def roc_auc(values, positives) -> float | None:
+    """The area under the ROC curve of ``values`` (higher = more likely positive) against the booleans
+    ``positives``: the chance that a random positive outranks a random negative, ties counting half (the
+    Mann-Whitney U / (n_pos * n_neg)).  None when either class is empty."""
+    pos = [float(v) for v, y in zip(values, positives) if y]
+    neg = [float(v) for v, y in zip(values, positives) if not y]
+    if not pos or not neg:
+        return None
+    import numpy as np
+
+    allv = np.asarray(pos + neg)
+    order = np.argsort(allv, kind="mergesort")
+    ranks = np.empty(len(allv))
+    sorted_v = allv[order]
+    i = 0
+    while i < len(sorted_v):                     # average ranks (1-based) over ties
+        j = i
+        while j + 1 < len(sorted_v) and sorted_v[j + 1] == sorted_v[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    u = ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
+    return float(u / (len(pos) * len(neg)))

@@ -489,14 +489,17 @@ def detection_ground_truth(detector, annotation, draws: int = DEFAULT_DRAWS, iou
                 out[uid] = UnitReliance(uid, s.sample_id, u.label, 0)
                 continue
             q, found, box = queued[n], cf[n], objects[u.object].box
-            matches = [[match_record(found[i], box) for i in row] for row in q.swaps]
-            flips = tuple(tuple(int(not iou_test(m, u.label, thr)) for m in row) for row in matches)
-            fails = tuple(tuple(int(not iou_test(match_record(found[i], box), u.label, thr)) for i in row)
+            # T reads the best record of the unit's own label (seed 001 s4.4, as the engine's checks do);
+            # the best record of any label only tells whether a lost object was detected as something else
+            own = [[match_record(found[i], box, u.label) for i in row] for row in q.swaps]
+            nearest = [[match_record(found[i], box) for i in row] for row in q.swaps]
+            flips = tuple(tuple(int(not iou_test(m, u.label, thr)) for m in row) for row in own)
+            fails = tuple(tuple(int(not iou_test(match_record(found[i], box, u.label), u.label, thr)) for i in row)
                           for row in q.alone)
-            own_t = iou_test(match_record(found[q.own], box), u.label, thr)
-            lost = [m for row in matches for m in row if not iou_test(m, u.label, thr)]
-            out[uid] = UnitReliance(uid, s.sample_id, u.label, 1, sum(map(len, matches)), len(lost),
-                                    sum(m.found and m.label != u.label for m in lost), own_t, bool(lost),
+            own_t = iou_test(match_record(found[q.own], box, u.label), u.label, thr)
+            lost = [n for ro, rn in zip(own, nearest) for o, n in zip(ro, rn) if not iou_test(o, u.label, thr)]
+            out[uid] = UnitReliance(uid, s.sample_id, u.label, 1, sum(map(len, own)), len(lost),
+                                    sum(n.found and n.label != u.label for n in lost), own_t, bool(lost),
                                     bool(own_t and any(map(any, fails))), q.types, flips, fails)
     return out
 

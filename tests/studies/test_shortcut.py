@@ -369,6 +369,11 @@ def test_quick_bench_detection_arm_prints_mr1_mr2_and_union(quick):
     every = curve[curve["TP"] + curve["FP"] == curve["scored"]]
     assert len(every) and (every["note"].str.contains("flags every unit")).all()
     assert (curve.loc[curve["TP"] + curve["FP"] < curve["scored"], "note"] != T.NOTE_FLAGS_ALL).all()
+    # MR-2 by colour fill finds the reliance the rule was built with: its rows say so, the other plans' do not
+    fills = curve[curve["detector"] == "MR-2 3 colours"]
+    assert len(fills) and fills["note"].str.contains(T.NOTE_BY_RULE).all()
+    assert not curve.loc[curve["detector"] == "MR-2 background noise", "note"].str.contains(T.NOTE_BY_RULE).any()
+    assert T.NOTE_BY_RULE in section
     assert "background-sufficient is never true here" in section
     for row in ("MR-1 3 colours", "MR-2 3 colours", "MR-1 ∪ MR-2 3 colours", "MR-1 random erase",
                 "MR-2 background noise", "MR-1 ∪ MR-2 (random erase + background noise)", "recall % [95% CI]"):

@@ -27,6 +27,9 @@ NOTE_FLAGS_ALL = "uninformative: flags every unit (recall 100%, precision = base
 NOTE_FLAGS_NONE = "flags nothing"
 NOTE_NO_NEGATIVE = "no non-reliant unit: precision is 100% whatever is flagged"
 NOTE_NO_POSITIVE = "no reliant unit: recall undefined"
+# The detection arm's MR-2 by colour fill: the stand-in detector names a small object by the background colour,
+# which these fills replace, so they find its reliance because of how the detector was built.
+NOTE_BY_RULE = "by construction: the stand-in rule reads the background colour these fills change"
 
 def ratio_table(results: dict) -> pd.DataFrame:
     """One row per model and seed (plus the mean): accuracy, swapped accuracy, flag ratios, reliant share."""
@@ -169,6 +172,9 @@ def curve_table(results: dict, arm: str, model: str | None, detectors=None, kind
     for draws, thr in settings(results):
         k, n = base_rate(results, arm, model, draws, thr)
         df = score_table(scores_at(results, arm, model, draws, thr, kind))
+        if arm == "detection" and len(df):
+            by_rule = (df["relation"] == "MR-2") & df["detector"].str.contains("colours")
+            df.loc[by_rule, "note"] = [f"{n}; {NOTE_BY_RULE}" if n else NOTE_BY_RULE for n in df.loc[by_rule, "note"]]
         if detectors is not None and len(df):
             df = df[df["detector"].isin(detectors)]
         df.insert(0, "base rate", k / n if n else None)

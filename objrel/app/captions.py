@@ -347,17 +347,18 @@ def shortcut_summary(results: dict) -> str:
 UNDEFINED = "undefined"
 
 
-def score_value(value: float | None, box_only: bool) -> str:
-    """A relevancy score (S_p, S_r or S) for a metric, with the box-only flag beside it when the region has
-    no mask (``objrel.relations.common.box_only``)."""
+def score_flag(value: float | None, box_only: bool) -> str | None:
+    """The box-only flag shown under a relevancy score's metric (S_p, S_r or S) when the region has no mask
+    (``objrel.relations.common.box_only``); None for a masked region or a missing score.  It stands under the
+    value, not inside it: "0.778 (box-only)" at a metric's size ran into the next column."""
     from objrel.relations.common import BOX_ONLY
 
-    return decimals(value) + (f" ({BOX_ONLY})" if box_only and value is not None else "")
+    return BOX_ONLY if box_only and value is not None else None
 
 
 def relevancy_note(item) -> str:
     """S of a review item and seed 002's reading of it (low when S <= 0.5), with the box-only caveat where the
-    region has no mask; "" when the item has no S."""
+    region has no mask; "" when the item has no S (then ``box_only_note`` says what the flag means)."""
     from objrel.relations.common import box_only_caveat, relevancy_verdict
 
     verdict = relevancy_verdict(item.s, item.box_only, item.scoring_name)
@@ -365,9 +366,27 @@ def relevancy_note(item) -> str:
         return ""
     text = f"S = {decimals(item.s)}: {verdict}; seed 002 reads S <= 0.5 as low."
     if item.box_only:
-        caveat = box_only_caveat(item.scoring_name)
-        text += f" {caveat[0].upper()}{caveat[1:]}."
+        text += f" {_sentence(box_only_caveat(item.scoring_name))}"
     return text
+
+
+def box_only_note(item) -> str:
+    """What a review item's box-only flag means, for a caption under the scores: the S reading with its caveat
+    where S is known, else the caveat alone where S_p or S_r carries the flag; "" for a masked region."""
+    from objrel.relations.common import box_only_caveat
+
+    if not item.box_only:
+        return ""
+    reading = relevancy_note(item)
+    if reading:
+        return reading
+    if item.s_p is None and item.s_r is None:
+        return ""
+    return _sentence(box_only_caveat(item.scoring_name))
+
+
+def _sentence(clause: str) -> str:
+    return f"{clause[0].upper()}{clause[1:]}."
 
 
 def kappa_interval(k) -> str:

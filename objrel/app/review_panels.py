@@ -12,7 +12,7 @@ from objrel.app.caches import cached_lime_overlays, cached_size_bins, run_model
 from objrel import access
 from objrel.access import Actor
 from objrel.app.captions import plain
-from objrel.app.formats import percent
+from objrel.app.formats import decimals, percent
 from objrel.app.state import init_value
 from objrel.app.tables import HALF_WIDTH_PX, frame
 from objrel.errors import NotAllowed, ObjrelError
@@ -38,14 +38,16 @@ def headline(item: ReviewItem, relation: str) -> None:
     basis = f" {item.scoring}." if item.scoring else ""
     reading = captions.relevancy_note(item)
     reading = f" {reading}" if reading else ""
-    m[2].metric("S_p", captions.score_value(item.s_p, item.box_only),
-                help=f"Relevancy score of the object-preserving mutations.{basis}{reading}")
-    m[3].metric("S_r", captions.score_value(item.s_r, item.box_only),
-                help=f"Relevancy score of the object-removing mutations.{basis}{reading}")
+    # the box-only flag goes under the value (a grey delta, no arrow): beside it, it ran into the next metric
+    m[2].metric("S_p", decimals(item.s_p), delta=captions.score_flag(item.s_p, item.box_only), delta_color="off",
+                delta_arrow="off", help=f"Relevancy score of the object-preserving mutations.{basis}{reading}")
+    m[3].metric("S_r", decimals(item.s_r), delta=captions.score_flag(item.s_r, item.box_only), delta_color="off",
+                delta_arrow="off", help=f"Relevancy score of the object-removing mutations.{basis}{reading}")
     m[4].metric(f"{relation} violated", captions.vote_count(item, relation),
                 help=f"{relation} primary vote: {captions.vote_text(item, relation)}.")
-    if item.box_only and reading:
-        st.caption(reading.strip())
+    note = captions.box_only_note(item)
+    if note:
+        st.caption(note)
 
 
 def image_panels(item: ReviewItem) -> None:

@@ -62,9 +62,9 @@ def test_s_on_box_only_data_carries_the_flag_and_the_caveat_and_a_masked_sample_
 
     boxed, masked_item = review_item(store, run_id, "1", "MR-1"), review_item(store, run_id, "5", "MR-1")
     assert boxed.box_only and not masked_item.box_only
-    assert captions.score_value(boxed.s_r, boxed.box_only).endswith(" (box-only)")
+    assert captions.score_flag(boxed.s_r, boxed.box_only) == "box-only"
     note = captions.relevancy_note(boxed)
     assert "0.5 (box-only: S_r capped at 2/3)" in note and "RmvObjByMM needs a mask" in note
     plain_note = captions.relevancy_note(masked_item)
     assert "box-only" not in plain_note and "0.5" in plain_note
-    assert "box-only" not in captions.score_value(masked_item.s_r, masked_item.box_only)
+    assert captions.score_flag(masked_item.s_r, masked_item.box_only) is None

@@ -177,7 +177,9 @@ if "agreement_run" not in st.session_state or url.get("run") != st.session_state
         wanted = open_work_params()
     named = wanted.get("run", "")
     if named and not (named.isascii() and named.isdigit() and int(named) in by_id):
-        st.warning(captions.unknown_run_text(named).replace("no tested inferences", "no judgments"))
+        known = named.isascii() and named.isdigit() and any(r.id == int(named) for r in store.list_runs())
+        st.warning(captions.unjudged_run_text(int(named)) if known
+                   else captions.unknown_run_text(named).replace("no tested inferences", "no judgments"))
         offer_choices()
         pick = st.selectbox("Run", run_ids, index=None, placeholder="Choose a run", key="agreement_pick_run",
                             format_func=lambda i: f"#{i} {by_id[i].name} ({by_id[i].model})")

@@ -192,6 +192,12 @@ def unknown_run_text(named: str) -> str:
             "Nothing was opened in its place: choose where to go on.")
 
 
+def unjudged_run_text(run_id: int) -> str:
+    """What the Agreement page says when a link names a run that exists but has no judgments yet."""
+    return (f"Run {int(run_id)} has no judgments yet: agreement shows once its reviewers have judged the same "
+            "items on the Review page. Nothing was opened in its place: choose where to go on.")
+
+
 def nothing_for_you_text(run_id: int, relation: str) -> str:
     """What the Review page says when the run has no inference of ``relation`` flagged for review."""
     return (f"Run {int(run_id)} has no {plain(relation)} inference flagged for review. Choose another relation or "

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from objrel.review.judgments import VERDICTS
+from objrel.review.judgments import VERDICT_LABELS, VERDICTS
 
 if TYPE_CHECKING:  # pandas is imported lazily: the review workers do not need it
     import pandas as pd
@@ -209,12 +209,9 @@ def cohen_kappa(calls_a: Sequence[str], calls_b: Sequence[str], categories: Sequ
     elif constant:
         # kappa is 0 whatever the other rater does; the variance formula gives exactly 0, which would be a
         # zero-width interval from any number of items.  statsmodels' cohens_kappa reports NaN: undefined.
-        who = constant[0]
         return Kappa(kappa=kappa, observed=p_o, expected=p_e, n=n, se=None, ci_low=None, ci_high=None,
                      ci_level=ci_level, band=landis_koch_band(kappa), categories=cats, confusion=confusion,
-                     se_method=se_method,
-                     note=f"interval undefined: rater {who} called every item {(a if who == 'A' else b)[0]!r}, so "
-                          "kappa is 0 whatever the other rater does and has no standard error")
+                     se_method=se_method, note=constant_rater_note(a if constant[0] == "A" else b))
     else:
         se = math.sqrt(_kappa_variance_fleiss(table, n, kappa, p_e))
     z = float(norm.ppf(1 - (1 - ci_level) / 2))
@@ -242,6 +239,13 @@ DEFAULT_CONFIDENCE = 0.95
 MIN_INTERVAL_ITEMS = 2
 # Largest sample the planner returns; a wider target than this cannot be reached is refused.
 MAX_PLANNED_ITEMS = 10_000_000
+
+
+def constant_rater_note(calls: Sequence[str]) -> str:
+    """Why kappa has no interval when one reviewer made the same call on every item, in the page's words."""
+    said = VERDICT_LABELS.get(calls[0], str(calls[0]))
+    return (f"interval undefined: one reviewer called every item {said}, so kappa is 0 whatever the other "
+            "reviewer does and has no standard error")
 
 
 @dataclass(frozen=True)
@@ -481,10 +485,8 @@ def agreement_coefficients(calls_a: Sequence[str], calls_b: Sequence[str], categ
     if k.kappa is None:
         kappa = _undefined(KAPPA, f"both raters called every item {a[0]!r}, so chance agreement is 1 and "
                                   "kappa is 0/0")
-    elif constant:
-        who = constant[0]
-        kappa = _undefined(KAPPA, f"rater {who} called every item {(a if who == 'A' else b)[0]!r}: kappa is 0 "
-                                  "whatever the other rater does, with no sampling variance (se 0)")
+    elif constant:  # kappa is 0, as cohen_kappa (and statsmodels) say; only its interval is undefined
+        kappa = Coefficient(KAPPA, k.kappa, None, None, None, True, k.note, INTERVAL_METHODS[KAPPA])
     else:
         kappa = _with_interval(KAPPA, k.kappa, k.se, _z_quantile(confidence) * k.se, n, -1.0)
         if kappa.has_interval:  # cohen_kappa's own interval, its numbers unchanged

@@ -253,6 +253,21 @@ def test_a_link_to_a_run_without_judgments_is_said_and_offers_the_open_work(judg
     assert any(r.key == f"adj_verdict_{rid}_MR-1_s005" for r in at.radio)
 
 
+def test_a_link_to_a_finished_run_nobody_judged_yet_says_so_not_deleted(judged_store):
+    """Found by a reviewer in the browser: an adjudicator who came from Review on a run with no judgments yet read
+    'no judgments here (deleted, or never run)' about a run that exists and finished."""
+    store, rid = judged_store
+    fresh = make_run(store, ["t1", "t2"])
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["reviewer"] = "carol"
+    at.query_params["run"] = str(fresh)
+    at.run()
+    assert not at.exception
+    said = " ".join(w.value for w in at.warning)
+    assert f"Run {fresh} has no judgments yet" in said and "deleted" not in said
+    assert at.query_params["run"] == str(fresh)
+
+
 def test_the_kappa_interval_help_names_the_variance_the_number_uses(judged_store):
     at = run_page("carol")
     ci = next(m for m in at.metric if m.label.endswith("CI"))
@@ -300,4 +315,7 @@ def test_a_constant_reviewer_gives_an_undefined_kappa_interval_not_zero_width(tm
     ci = next(m for m in at.metric if m.label.endswith("CI"))
     assert ci.value == "undefined"
     captions = " ".join(c.value for c in at.caption)
-    assert "interval undefined" in captions and "called every item 'tp'" in captions
+    assert "interval undefined" in captions and "called every item true positive" in captions
+    # the coefficient table agrees with the headline: kappa 0.000, its interval undefined
+    shown = " ".join(str(df.value.to_dict()) for df in at.dataframe) + " ".join(str(t.value) for t in at.table)
+    assert "'tp'" not in captions and "0.000" in shown

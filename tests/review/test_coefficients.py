@@ -122,15 +122,15 @@ def test_feinstein_cicchetti_high_agreement_low_kappa_by_hand():
     assert got.ac1.hi == pytest.approx(min(1.0, 0.808 + t * got.ac1.se), abs=TOL)
 
 
-def test_a_constant_rater_leaves_kappa_undefined_not_a_zero_width_interval():
+def test_a_constant_rater_leaves_kappas_interval_undefined_not_zero_width():
     a = ["tp"] * 12
     b = ["tp"] * 9 + ["fp"] * 3
     sm = cohens_kappa(np.array([[9, 3], [0, 0]]))
-    assert sm.std_kappa == 0.0  # statsmodels: se 0 (and a NaN z); objrel says "undefined" instead
+    assert sm.std_kappa == 0.0  # statsmodels: kappa 0, se 0 (and a NaN z); objrel: kappa 0, interval undefined
     got = agreement_coefficients(a, b, categories=("tp", "fp"))
-    assert not got.kappa.defined and got.kappa.value is None and got.kappa.lo is None and got.kappa.hi is None
-    assert "undefined" in got.kappa.note and "rater A" in got.kappa.note
-    assert got.kappa_band == "undefined"
+    assert got.kappa.defined and got.kappa.value == sm.kappa == 0.0
+    assert got.kappa.se is None and got.kappa.lo is None and got.kappa.hi is None
+    assert "interval undefined" in got.kappa.note and "one reviewer called every item true positive" in got.kappa.note
     # AC1 and PABAK stay defined there, with a real interval
     assert got.ac1.defined and got.ac1.has_interval and got.ac1.hi > got.ac1.lo
     assert got.pabak.defined and got.pabak.has_interval and got.pabak.hi > got.pabak.lo
@@ -157,7 +157,7 @@ def test_cohen_kappa_with_a_constant_rater_has_no_standard_error_nor_interval(b,
     k = cohen_kappa(a, b, categories=("tp", "fp"))
     assert k.kappa == pytest.approx(sm.kappa) and k.kappa == 0.0
     assert (k.se, k.ci_low, k.ci_high) == (None, None, None)
-    assert "interval undefined" in k.note and "rater A called every item 'tp'" in k.note
+    assert "interval undefined" in k.note and "one reviewer called every item true positive" in k.note
     assert kappa_interval(k) == "undefined"
     assert k.to_dict()["se"] is None
     # a kappa with a standard error keeps its interval, shown as [lo, hi]
@@ -170,8 +170,9 @@ def test_coefficient_table_says_undefined_for_a_missing_interval():
 
     got = coefficient_frame(agreement_coefficients(["tp"] * 3, ["tp", "tp", "fp"], categories=("tp", "fp")))
     row = got.set_index("coefficient").loc["Cohen's kappa"]
-    assert row["value"] == "undefined" and row["95% interval"] == "undefined"
-    assert "rater A called every item 'tp'" in row["note"]
+    # kappa itself is 0 (as the page's headline and statsmodels say); only its interval is undefined
+    assert row["value"] == "0.000" and row["95% interval"] == "undefined"
+    assert "one reviewer called every item true positive" in row["note"] and "'tp'" not in row["note"]
 
 
 def test_both_raters_constant_and_perfect_agreement():

@@ -243,23 +243,30 @@ def object_mask(obj: TargetObject, width: int, height: int, padding: int = 0) ->
     return segmentation_mask(obj.segmentation, width, height)
 
 
-def check_object(obj: TargetObject, width: int, height: int) -> None:
-    """Raise ``BadSampleError`` unless the object's box and mask are valid and cover at least one pixel."""
-    if not object_mask(obj, width, height).any():
+def check_object(obj: TargetObject, width: int, height: int) -> np.ndarray:
+    """Raise ``BadSampleError`` unless the object's box and mask are valid and cover at least one pixel; return
+    the mask (``object_mask``), for a caller that needs it next."""
+    mask = object_mask(obj, width, height)
+    if not mask.any():
         raise BadSampleError("empty-region", "the object's mask covers no pixel")
+    return mask
 
 
-def target_region(objects, width: int, height: int, padding: int = 0) -> np.ndarray:
+def target_region(objects, width: int, height: int, padding: int = 0, masks=None) -> np.ndarray:
     """Union of the objects' regions as an ``(H, W)`` bool mask.
 
+    ``masks``: the objects' ``object_mask``s (unpadded), in their order, when the caller decoded them already.
     Raises ``BadSampleError('empty-region')`` when there is no object or the union
     covers no pixel.
     """
     if not objects:
         raise BadSampleError("empty-region", "sample has no annotated target object")
+    if masks is not None and (padding or len(masks) != len(objects)):
+        raise ValueError(f"target_region takes one unpadded mask per object: {len(objects)} objects, "
+                         f"{len(masks)} masks, padding {padding}")
     region = np.zeros((height, width), dtype=bool)
-    for obj in objects:
-        region |= object_mask(obj, width, height, padding)
+    for n, obj in enumerate(objects):
+        region |= object_mask(obj, width, height, padding) if masks is None else masks[n]
     if not region.any():
         raise BadSampleError("empty-region", "the target region covers no pixel (empty mask)")
     return region

@@ -59,6 +59,7 @@ class _Prepared:
     seeds: dict = field(default_factory=dict)
     model_input: object = None                     # the source's row of its prepared batch, while mixing fills
     fill_basis: object = None                      # the model's FillBasis of source and target, while tested
+    masks: tuple | None = None                     # the objects' masks, decoded for their check, until the target
     t0: float = 0.0
 
 
@@ -92,14 +93,15 @@ def _class_index(category: str, class_index: int | None, class_names, lookup) ->
     return idx if idx is not None and 0 <= idx < len(class_names) else None
 
 
-def split_objects(sample: Sample, class_names, width: int,
-                  height: int) -> tuple[tuple[TargetObject, ...], tuple[dict, ...]]:
+def split_objects(sample: Sample, class_names, width: int, height: int,
+                  masks: list | None = None) -> tuple[tuple[TargetObject, ...], tuple[dict, ...]]:
     """The sample's valid objects (with the model's class index) and its invalid annotations.
 
     An annotation is invalid when its category is not a class of the model, its box lies outside the
     ``width`` x ``height`` image or is empty, or its mask is broken or empty; the loader's own
     ``sample.dropped`` records join them.  Each invalid one is a dict with ``category``, ``class_index``
     (None when unknown), ``code`` and ``reason``; the caller decides whether it skips the sample.
+    ``masks``, when given, gets each valid object's mask (decoded for its check), in their order.
     """
     lookup = class_lookup(class_names)
     valid, invalid = [], []
@@ -118,14 +120,19 @@ def split_objects(sample: Sample, class_names, width: int,
             continue
         resolved = TargetObject(obj.category, int(idx), obj.box, obj.segmentation, obj.iscrowd)
         try:
-            check_object(resolved, width, height)
+            mask = check_object(resolved, width, height)
         except BadSampleError as exc:
             invalid.append({**entry, "code": exc.code, "reason": exc.reason})
             continue
         valid.append(resolved)
+        if masks is not None:
+            masks.append(mask)
     return tuple(valid), tuple(invalid)
 
 
+# Object masks (bool, a third of the RGB image's bytes each) a sample keeps from its objects' checks for its
+# target: up to the image's own size.  More objects are decoded again for the target.
+KEPT_MASKS_PER_IMAGE = 3
 # Model inputs (bytes) prepared before their forward passes run back to back (``Engine._predict_mutants``): 8
 # batches of 16 at 224 x 224.
 BACK_TO_BACK_BYTES = 8 * 16 * 224 * 224 * 3 * 4
@@ -228,7 +235,11 @@ class Engine:
             expected = (sample.width, sample.height) if sample.width and sample.height else None
             image = load_rgb(self.image_source(sample), expected, max_bytes=image_budget(self))
             h, w = image.shape[:2]
-            objects, prep.dropped = split_objects(sample, self.model.class_names, w, h)
+            masks: list = []
+            objects, prep.dropped = split_objects(sample, self.model.class_names, w, h, masks)
+            # kept for the target when they take no more memory than the image itself, else decoded again there
+            if len(masks) <= KEPT_MASKS_PER_IMAGE:
+                prep.masks = tuple(masks)
             if not objects:
                 first = prep.dropped[0] if prep.dropped else {"code": "empty-region", "reason": "no annotated object"}
                 raise BadSampleError(first["code"], f"no valid annotation: {first['reason']}", path=sample.rel_path)
@@ -266,14 +277,21 @@ class Engine:
             prep.skip, prep.tested = BadSampleError(
                 bad["code"], f"an annotation of the tested class {bad['category']!r} is invalid, so its region "
                 f"would be incomplete: {bad['reason']}", path=prep.sample.rel_path), False
+            prep.masks = None
             return
         if prep.tested:
             h, w = prep.image.shape[:2]
+            masks = None
+            if prep.masks is not None:
+                by_object = dict(zip(map(id, prep.objects), prep.masks))
+                masks = [by_object.get(id(o)) for o in prep.target_objects]
+                masks = None if any(m is None for m in masks) else masks
             try:
-                prep.target = build_target(prep.target_objects, w, h, self.plan.dilate)
+                prep.target = build_target(prep.target_objects, w, h, self.plan.dilate, masks=masks)
             except BadSampleError as exc:
                 exc.path = prep.sample.rel_path
                 prep.skip, prep.tested = exc, False
+        prep.masks = None
 
     def _invalid_of_interest(self, prep: _Prepared, src: R.Prediction) -> dict | None:
         """The first invalid annotation of a tested class, or None (the others are dropped with a warning).

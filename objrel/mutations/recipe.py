@@ -15,9 +15,10 @@ from objrel.mutations.plan import Mutation
 from objrel.mutations.registry import Target, get_operator
 
 
-def build_target(objects, width: int, height: int, dilate: int = 0) -> Target:
-    """Target of ``objects`` on a ``width`` x ``height`` image; raises BadSampleError on bad regions."""
-    region = target_region(objects, width, height)
+def build_target(objects, width: int, height: int, dilate: int = 0, masks=None) -> Target:
+    """Target of ``objects`` on a ``width`` x ``height`` image; raises BadSampleError on bad regions.
+    ``masks``: the objects' masks, in their order, when the caller decoded them already."""
+    region = target_region(objects, width, height, masks=masks)
     if dilate:
         region = dilate_region(region, dilate)
     boxes = tuple(check_box(o.box, width, height) for o in objects)

@@ -62,11 +62,11 @@ def test_wilcoxon_with_zeros_or_ties_is_exact_like_scipys_sign_flip_enumeration(
     nz = d[d != 0]
     for alt in ("two-sided", "greater", "less"):
         t = S.wilcoxon_signed_rank(d, np.zeros(n), alt)
+        ref = sps.wilcoxon(nz, alternative=alt, method=sps.PermutationMethod(n_resamples=2 ** nz.size))
+        assert t.pvalue == pytest.approx(ref.pvalue, rel=1e-12) and t.statistic == ref.statistic
         assert t.n_zero == n_zero and t.n == n - n_zero and t.ties
         assert t.method == S.WILCOXON_EXACT_TIES and "exact with ties (sign-flip enumeration)" in t.method_label
         assert n_zero == 0 or "zero_method=wilcox" in t.method_label
-        ref = sps.wilcoxon(nz, alternative=alt, method=sps.PermutationMethod(n_resamples=2 ** nz.size))
-        assert t.pvalue == pytest.approx(ref.pvalue, rel=1e-12) and t.statistic == ref.statistic
         assert t.to_dict()["method"] == S.WILCOXON_EXACT_TIES
 
 
@@ -75,8 +75,8 @@ def test_wilcoxon_ties_by_hand_three_pairs():
     # 0, 1.5, 1.5, 3, 3, 4.5, 4.5, 6: P(W+ >= 6) = P(W+ <= 0) = 1/8, two-sided p = 2/8 = 0.25,
     # the smallest p any 3-pair two-sided test can reach (the uncorrected normal approximation said 0.102).
     t = S.wilcoxon_signed_rank([0.7, 0.6, 0.9], [0.6, 0.5, 0.7])
-    assert t.method == S.WILCOXON_EXACT_TIES and t.ties and t.n == 3
     assert t.statistic == 0 and t.pvalue == pytest.approx(0.25, abs=1e-15)
+    assert t.method == S.WILCOXON_EXACT_TIES and t.ties and t.n == 3
     assert S.wilcoxon_signed_rank([1, 1, 2], [0, 0, 0], "greater").pvalue == pytest.approx(1 / 8, abs=1e-15)
     # a zero is dropped, not ranked: (0, 1, 1, 2) is the same test as (1, 1, 2)
     z = S.wilcoxon_signed_rank([0, 1, 1, 2], [0] * 4)

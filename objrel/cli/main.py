@@ -5,7 +5,7 @@ a one-line message and exit status 2.
     objrel runs | summary | export | report                            (objrel.cli.results)
     objrel inspect                                                     (objrel.cli.inspect)
     objrel detect | sweep | detectors                                  (objrel.cli.detect)
-    objrel bench shortcut                                              (objrel.cli.bench)
+    objrel bench shortcut | bggap                                      (objrel.cli.bench)
     objrel paper-check                                                 (objrel.cli.paper)
     objrel users add | list | grant | revoke                           (objrel.cli.users)
     objrel judgments export                                            (objrel.cli.judgments)

@@ -81,7 +81,8 @@ if FLASH_KEY in st.session_state:
 store = open_store()
 actor = page_sidebar(store)
 selection = arrival_params()     # the run and relation Review (or this page) showed last, back in the URL
-if not store.list_runs():
+all_runs = store.list_runs()
+if not all_runs:
     st.info("No runs yet. Start one with `objrel run --dataset demo` or `make run`.")
     st.stop()
 judged = review.judged_runs(store)
@@ -177,7 +178,7 @@ if "agreement_run" not in st.session_state or url.get("run") != st.session_state
         wanted = open_work_params()
     named = wanted.get("run", "")
     if named and not (named.isascii() and named.isdigit() and int(named) in by_id):
-        known = named.isascii() and named.isdigit() and any(r.id == int(named) for r in store.list_runs())
+        known = named.isascii() and named.isdigit() and any(r.id == int(named) for r in all_runs)
         st.warning(captions.unjudged_run_text(int(named)) if known
                    else captions.unknown_run_text(named).replace("no tested inferences", "no judgments"))
         offer_choices()

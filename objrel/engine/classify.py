@@ -139,11 +139,9 @@ BACK_TO_BACK_BYTES = 8 * 16 * 224 * 224 * 3 * 4
 
 
 def batch_bytes(x) -> int:
-    """Bytes a prepared batch holds: an array's or tensor's buffer, or a list's images."""
+    """Bytes a prepared batch holds: an array's or tensor's buffer (``nbytes``), or a list's images."""
     if hasattr(x, "nbytes"):
         return int(x.nbytes)
-    if hasattr(x, "element_size"):
-        return int(x.element_size() * x.nelement())
     return sum(batch_bytes(item) for item in x) if isinstance(x, (list, tuple)) else 0
 
 

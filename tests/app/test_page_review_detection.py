@@ -75,8 +75,8 @@ def test_draw_detections_leaves_the_input_alone():
     assert tuple(compared[15, 12]) == MATCHED_RGB
 
 
-def test_review_page_shows_a_detection_unit_and_records_a_judgment(monkeypatch, detection_store):
-    store, run_id = detection_store
+def _review_as_dana(store, monkeypatch) -> AppTest:
+    """The Review page on ``store``'s whole queue, signed in as a new reviewer, dana."""
     review.create_reviewer(store, "dana", "dana-passphrase")
     monkeypatch.setenv("OBJREL_STORE", store.url)
     at = AppTest.from_file(PAGE, default_timeout=60)
@@ -84,6 +84,12 @@ def test_review_page_shows_a_detection_unit_and_records_a_judgment(monkeypatch, 
     at.query_params["queue"] = "all"
     at.run()
     assert not at.exception, at.exception
+    return at
+
+
+def test_review_page_shows_a_detection_unit_and_records_a_judgment(monkeypatch, detection_store):
+    store, run_id = detection_store
+    at = _review_as_dana(store, monkeypatch)
     assert at.query_params["item"] == "1/r0" and at.query_params["relation"] == "MR-2"
     assert any("(sample 1/r0)" in s.value for s in at.subheader)
     assert len(at.get("image")) == 7                  # source + 3 MR-2 + 3 MR-1 mutants, no box-redraw preview
@@ -133,17 +139,6 @@ def test_demo_detection_runs_with_opencv_and_mtcnn(tmp_path, monkeypatch):
     assert len(store.list_runs()) == 3
 
 
-def _box_only_headline(store, monkeypatch) -> AppTest:
-    review.create_reviewer(store, "dana", "dana-passphrase")
-    monkeypatch.setenv("OBJREL_STORE", store.url)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["reviewer"] = "dana"
-    at.query_params["queue"] = "all"
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_box_only_flag_stands_under_the_score_and_its_caption_says_why(monkeypatch, detection_store):
     """The scenes' objects are boxes without masks, so S_p / S_r carry the box-only flag.  Written inside the
     value ("0.778 (box-only)") it ran into the next metric at 1,400 and 900 px (seen in a browser): the value
@@ -151,7 +146,7 @@ def test_box_only_flag_stands_under_the_score_and_its_caption_says_why(monkeypat
     store, run_id = detection_store
     item = review_item(store, run_id, "1/r0", "MR-2")
     assert item.box_only and item.s_r is not None
-    at = _box_only_headline(store, monkeypatch)
+    at = _review_as_dana(store, monkeypatch)
     scores = {m.label: m for m in at.metric if m.label in ("S_p", "S_r")}
     assert scores["S_r"].value == f"{item.s_r:.3f}", scores["S_r"].value
     assert scores["S_r"].delta == "box-only"
@@ -164,7 +159,7 @@ def test_box_only_caption_shows_when_the_item_has_s_r_but_no_s(monkeypatch, dete
     store, run_id = detection_store
     with store.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE detection_units SET s_p = NULL, s = NULL WHERE run_id = ?", (run_id,))
-    at = _box_only_headline(store, monkeypatch)
+    at = _review_as_dana(store, monkeypatch)
     scores = {m.label: m for m in at.metric if m.label in ("S_p", "S_r")}
     assert scores["S_r"].delta == "box-only" and not scores["S_p"].delta
     assert "RmvObjByMM needs a mask" in " ".join(c.value for c in at.caption)

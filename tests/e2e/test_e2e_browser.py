@@ -111,17 +111,12 @@ def judge_all(page, calls: dict) -> None:
         page.get_by_text(f"you judged {n + 1}").wait_for(timeout=60_000)
 
 
-def nav(page, path: str, attempts: int = 3) -> None:
-    """Go to a page through the app's top bar (the session, and its sign-in, carries over).  A click that lands
-    while the page reruns can be lost (seen once under load: the Runs heading never came): then click again, as
-    the review-day test's ``top_bar`` does."""
-    if not path:
-        page.locator("a", has_text=re.compile(r"Overview$")).first.click()
-        page.wait_for_timeout(300)
-        return
+def click_until_url(page, link, path: str, attempts: int = 3) -> None:
+    """Click ``link`` (a Playwright locator) until the URL is the app page ``path``.  A click that lands while
+    the page reruns can be lost (seen once under load: the Runs heading never came): then click again."""
     for attempt in range(attempts):
         settled(page)
-        page.locator(f'a[href$="/{path}"]').first.click()
+        link.click()
         try:
             page.wait_for_url(re.compile(rf"/{path}(\?|$)"), timeout=15_000)
             break
@@ -129,6 +124,15 @@ def nav(page, path: str, attempts: int = 3) -> None:
             if attempt == attempts - 1:
                 raise
     page.wait_for_timeout(300)
+
+
+def nav(page, path: str) -> None:
+    """Go to a page through the app's top bar (the session, and its sign-in, carries over)."""
+    if not path:
+        page.locator("a", has_text=re.compile(r"Overview$")).first.click()
+        page.wait_for_timeout(300)
+        return
+    click_until_url(page, page.locator(f'a[href$="/{path}"]').first, path)
 
 
 def shoot(page, name: str, max_height: int = 8000) -> Path:

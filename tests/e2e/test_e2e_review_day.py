@@ -29,7 +29,7 @@ from objrel import review
 from objrel.review.lime_ahead import AHEAD_ENV
 from objrel.store import Store
 from tests.e2e.app_server import serving
-from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, choose, settled
+from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, choose, click_until_url, settled
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OBJREL_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "review-day"
@@ -102,19 +102,10 @@ def url_run(page) -> str | None:
 URL_PATHS = {"My work": "my-work", "Review": "review", "Agreement": "agreement", "Runs": "runs"}
 
 
-def top_bar(page, title: str, attempts: int = 3) -> None:
-    """Switch page through the app's top bar (as a person does; the query string is dropped by Streamlit).
-    A click that lands while the page reruns can be lost: then click again."""
-    for attempt in range(attempts):
-        settled(page)
-        page.get_by_role("link", name=re.compile(rf"{title}$")).first.click()
-        try:
-            page.wait_for_url(re.compile(rf"/{URL_PATHS[title]}(\?|$)"), timeout=15_000)
-            break
-        except Exception:
-            if attempt == attempts - 1:
-                raise
-    page.wait_for_timeout(300)
+def top_bar(page, title: str) -> None:
+    """Switch page through the app's top bar (as a person does; the query string is dropped by Streamlit),
+    clicking again when a click is lost to a rerun."""
+    click_until_url(page, page.get_by_role("link", name=re.compile(rf"{title}$")).first, URL_PATHS[title])
     settled(page)
 
 

@@ -243,18 +243,8 @@ def roc_auc(values, positives) -> float | None:
     neg = [float(v) for v, y in zip(values, positives) if not y]
     if not pos or not neg:
         return None
-    import numpy as np
+    from scipy.stats import rankdata
 
-    allv = np.asarray(pos + neg)
-    order = np.argsort(allv, kind="mergesort")
-    ranks = np.empty(len(allv))
-    sorted_v = allv[order]
-    i = 0
-    while i < len(sorted_v):                     # average ranks (1-based) over ties
-        j = i
-        while j + 1 < len(sorted_v) and sorted_v[j + 1] == sorted_v[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
+    ranks = rankdata(pos + neg)                  # 1-based, ties given their average rank
     u = ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
     return float(u / (len(pos) * len(neg)))

@@ -14,12 +14,22 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import ClassVar
 
-from objrel.constants import AUTO_RUNTIME, CLASSIFIER_TASKS, DEFAULT_BATCH_SIZE, MULTI_LABEL_THRESHOLD, RUNTIMES, \
-    TORCH_RUNTIME
+from objrel.constants import AUTO_RUNTIME, CLASSIFIER_TASKS, CPU_DEVICE, CUDA_DEVICE, DEFAULT_BATCH_SIZE, \
+    MULTI_LABEL_THRESHOLD, ONNXRUNTIME, OPENVINO, RUNTIMES, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.mutations import ERASE_NOISE, PRESETS, Plan, canonical_preset, plan_from_operators, preset, \
     preset_with_operators
 from objrel.relations.detect import DEFAULT_IOU_THRESHOLD, check_threshold
+
+def check_device_name(device: str) -> str:
+    """``device`` if it names a place a forward pass can run (``cpu``, ``cuda``, ``cuda:N``); a ConfigError
+    saying what was expected otherwise.  Whether this machine has it is the model loader's check."""
+    name, _, index = str(device).partition(":")
+    if device == CPU_DEVICE or (name == CUDA_DEVICE and (not _ or index.isdigit())):
+        return device
+    raise ConfigError(f"device must be {CPU_DEVICE!r}, {CUDA_DEVICE!r} or '{CUDA_DEVICE}:N' (a GPU's index), "
+                      f"got {device!r}")
+
 
 # Settings that name files: relative paths in a TOML file are resolved against the file's folder.
 PATH_SETTINGS = ("dataset", "images", "weights", "synset_mapping")
@@ -113,6 +123,8 @@ class RunConfig(_Codec):
     runtime:    what runs the forward pass: ``torch``, ``onnxruntime`` or ``openvino`` (the model exported once
                 to ONNX, cached), or ``auto`` (the fastest whose outputs match torch's, measured on this
                 machine); the run's model record says which one ran.
+    device:     where the forward pass runs: ``cpu``, or ``cuda`` / ``cuda:N`` (a GPU; torch or ONNX Runtime's CUDA
+                provider, f32 forced); decoding and mutating stay on the CPU.  The local engine only.
     engine:     ``local`` (this process) or ``ray`` (a pool of Ray actors with one model each, sent the image
                 files' bytes; the cluster at $RAY_ADDRESS, else a local Ray started for the run).
     workers:    actors of a Ray run (one model and one CPU each).
@@ -142,6 +154,7 @@ class RunConfig(_Codec):
     lazy: bool = True
     compile: bool = False
     runtime: str = AUTO_RUNTIME
+    device: str = CPU_DEVICE
     engine: str = "local"
     workers: int = DEFAULT_RAY_WORKERS
 
@@ -157,6 +170,13 @@ class RunConfig(_Codec):
             raise ConfigError(f"compile is torch.compile, for runtime {TORCH_RUNTIME}; got runtime={self.runtime!r}")
         if self.workers < 1:
             raise ConfigError(f"workers must be >= 1 (actors of a Ray run), got {self.workers}")
+        check_device_name(self.device)
+        if self.device != CPU_DEVICE and self.engine != "local":
+            raise ConfigError(f"device {self.device} runs on the local engine (Ray actors get one CPU each); "
+                              f"got engine={self.engine!r}")
+        if self.device != CPU_DEVICE and self.runtime == OPENVINO:
+            raise ConfigError(f"runtime {OPENVINO} runs on the CPU here; for device {self.device} use "
+                              f"{TORCH_RUNTIME}, {ONNXRUNTIME} or {AUTO_RUNTIME}")
 
     @property
     def model_runtime(self) -> str:

@@ -57,6 +57,11 @@ ONNXRUNTIME = "onnxruntime"
 OPENVINO = "openvino"
 RUNTIMES = (AUTO_RUNTIME, TORCH_RUNTIME, ONNXRUNTIME, OPENVINO)
 
+# Where a classifier's forward pass runs: the CPU, or a CUDA GPU (``cuda`` or ``cuda:N``; torch, or ONNX
+# Runtime's CUDA provider; f32 forced: TF32 off).  Decoding and mutating stay on the CPU either way.
+CPU_DEVICE = "cpu"
+CUDA_DEVICE = "cuda"
+
 # Images larger than this many pixels are refused as probable decompression bombs: by the upload check (from
 # the header, before decoding) and by every run (objrel.data.images), so an upload never holds an image runs skip.
 MAX_IMAGE_PIXELS = 89_478_485

@@ -26,7 +26,7 @@ RUN_OVERRIDES = (
     ("dataset", "dataset"), ("images", "images"), ("fmt", "format"), ("padding", "padding"),
     ("synset_mapping", "synset_mapping"), ("plan", "plan"), ("vote_k", "vote_k"), ("dilate", "dilate"),
     ("seed", "seed"), ("batch_size", "batch_size"), ("limit", "limit"), ("name", "name"),
-    ("engine", "engine"), ("workers", "workers"), ("runtime", "runtime"),
+    ("engine", "engine"), ("workers", "workers"), ("runtime", "runtime"), ("device", "device"),
 )
 
 
@@ -100,6 +100,8 @@ def add_run_commands(subparsers) -> None:
     p.add_argument("--runtime", choices=RUNTIMES,
                    help="what runs the model: torch, onnxruntime or openvino (exported once to ONNX, cached), or "
                         "auto (default: the fastest whose outputs match torch's, measured once on this machine)")
+    p.add_argument("--device", help="where the forward pass runs: cpu (default), or cuda / cuda:N for a GPU (torch "
+                                    "or onnxruntime's CUDA provider, f32); decoding and mutating stay on the CPU")
     p.add_argument("--engine", choices=["local", "ray"],
                    help="run here (default) or on Ray: the cluster at $RAY_ADDRESS, else a local one")
     p.add_argument("--workers", type=int, help="actors of a Ray run, one model and one CPU each (default 2)")

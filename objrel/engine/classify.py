@@ -172,7 +172,8 @@ class Engine:
         self.store = store
         self.config = config
         self.model = model or load_classifier(config.model, config.weights, task=config.task,
-                                              threshold=config.threshold, runtime=config.model_runtime)
+                                              threshold=config.threshold, runtime=config.model_runtime,
+                                              device=config.device)
         # the model's own task (a py: factory's, say) may differ from the one asked: the run records both, the
         # asked one in its settings and the model's beside it (``create_run``); every check uses the model's
         if config.compile and hasattr(self.model, "enable_compile"):

@@ -148,6 +148,17 @@ class TorchClassifier(Classifier):
         """Run the module through ``torch.compile`` from now on (compiled on the next forward, once)."""
         self.compile = True
 
+    def move_to(self, device: str) -> "TorchClassifier":
+        """This adapter with its module on ``device`` (``cpu``, ``cuda``, ``cuda:N``) from now on; returns itself."""
+        self.module.to(device)
+        self.device = device
+        return self
+
+    @property
+    def input_device(self) -> str:
+        """Where ``prepare`` puts a batch: the module's device (an exported runtime takes it on the CPU)."""
+        return self.device
+
     def _module_fn(self) -> Callable:
         return compiled(self.module) if self.compile else self.module
 
@@ -159,11 +170,12 @@ class TorchClassifier(Classifier):
 
     def input_copy(self, row):
         """A copy of one row of a ``prepare`` batch, for ``fill_basis`` after the batch ran (a module may change
-        its input in place).  On the CPU a numpy array laid ``(S, S, 3)``, as ``fill_basis`` reads it: torch's
-        ``clone`` of a channels_last row is a torch operation, so it woke torch's thread pool, whose threads
-        then spun beside an exported runtime's (3 ms a row instead of 0.04 ms, measured in a run)."""
-        if isinstance(row, torch.Tensor) and row.device.type == "cpu":
-            return np.array(row.detach().permute(1, 2, 0).numpy(), dtype=np.float32, order="C")
+        its input in place): a numpy array laid ``(S, S, 3)``, as ``fill_basis`` reads it (from a GPU, the one
+        transfer back it needs anyway).  Not torch's ``clone``: on the CPU that is a torch operation, which woke
+        torch's thread pool, whose threads then spun beside an exported runtime's (3 ms a row instead of 0.04
+        ms, measured in a run)."""
+        if isinstance(row, torch.Tensor):
+            return np.array(row.detach().permute(1, 2, 0).cpu().numpy(), dtype=np.float32, order="C")
         return row.clone()
 
     def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared=None) -> FillBasis:
@@ -182,7 +194,7 @@ class TorchClassifier(Classifier):
         ``images``: ``(H, W, 3)`` uint8 arrays or ``PaintedInput`` from this adapter's ``fill_basis``."""
         if len(images):
             check_rgb_batch([im for im in images if not isinstance(im, PaintedInput)], "predict")
-        x = self.preprocess(images).to(self.device)
+        x = self.preprocess(images).to(self.input_device)
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x.contiguous()
 
     def _forward(self, x: torch.Tensor) -> np.ndarray:
@@ -195,6 +207,13 @@ class TorchClassifier(Classifier):
 
     def _probabilities(self, images) -> np.ndarray:
         return self._forward(self.prepare(images))
+
+    def describe(self) -> dict:
+        """The base record, plus the device where the forward pass ran when it is not the CPU."""
+        out = super().describe()
+        if str(self.device).split(":")[0] != "cpu":
+            out["device"] = str(self.device)
+        return out
 
 
 class CallableClassifier(Classifier):

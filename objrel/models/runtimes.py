@@ -43,6 +43,7 @@ import torch
 from objrel.constants import AUTO_RUNTIME, DEFAULT_BATCH_SIZE, ONNXRUNTIME, OPENVINO, RUNTIMES, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
+from objrel.models.devices import cuda_index, is_cpu
 from objrel.models.threads import configure_inference_threads
 
 # Where exported networks and runtime measurements are kept (one folder per user by default).
@@ -240,10 +241,28 @@ _ORT_SPINNING = "session.intra_op.allow_spinning"
 _ORT_SPINNING_STOP = "session.force_spinning_stop"
 
 
-class _OnnxRuntimeSession:
-    """An ONNX Runtime CPU session: ``threads`` intra-op threads, one inter-op thread, every graph optimisation."""
+# ONNX Runtime's GPU provider, and its settings: f32 convolutions and matrix products (its default lets cuDNN
+# and cuBLAS use TF32, ~1e-3 from torch's f32), the fastest convolution algorithm found by trying each once.
+_ORT_CUDA = "CUDAExecutionProvider"
+_ORT_CUDA_OPTIONS = {"use_tf32": "0", "cudnn_conv_algo_search": "EXHAUSTIVE"}
 
-    def __init__(self, path: Path, threads: int):
+
+def _ort_providers(ort, device: str) -> list:
+    """The providers of a session on ``device``: the CPU's, or the CUDA provider on that GPU (the CPU's after it,
+    for the few operators it lacks); RuntimeUnavailable when this ONNX Runtime has no CUDA provider."""
+    if is_cpu(device):
+        return ["CPUExecutionProvider"]
+    if _ORT_CUDA not in ort.get_available_providers():
+        raise RuntimeUnavailable(f"onnxruntime {ort.__version__} here has no CUDA provider (pip install "
+                                 f"onnxruntime-gpu); --runtime {TORCH_RUNTIME} runs on {device}")
+    return [(_ORT_CUDA, {"device_id": str(cuda_index(device)), **_ORT_CUDA_OPTIONS}), "CPUExecutionProvider"]
+
+
+class _OnnxRuntimeSession:
+    """An ONNX Runtime session: ``threads`` intra-op threads, one inter-op thread, every graph optimisation, on
+    the CPU or (``device`` ``cuda[:N]``) ONNX Runtime's CUDA provider."""
+
+    def __init__(self, path: Path, threads: int, device: str = "cpu"):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -258,7 +277,11 @@ class _OnnxRuntimeSession:
         # spinning for their whole spin time would take the cores from it.
         options.add_session_config_entry(_ORT_SPINNING, "1")
         options.add_session_config_entry(_ORT_SPINNING_STOP, "1")
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(path), options, providers=_ort_providers(ort, device))
+        if not is_cpu(device) and self.session.get_providers()[0] != _ORT_CUDA:
+            # ONNX Runtime falls back to the CPU, with a log line only, when its CUDA libraries fail to load
+            raise RuntimeUnavailable(f"onnxruntime could not start its CUDA provider on {device} (CUDA or cuDNN "
+                                     f"libraries not found); --runtime {TORCH_RUNTIME} runs on {device}")
         inputs = self.session.get_inputs()
         if len(inputs) != 1:
             raise ValueError(f"the exported graph takes {len(inputs)} inputs, expected the image batch alone")
@@ -271,7 +294,10 @@ class _OnnxRuntimeSession:
 class _OpenVinoSession:
     """An OpenVINO CPU model compiled for f32 inference with ``threads`` threads, latency-oriented."""
 
-    def __init__(self, path: Path, threads: int):
+    def __init__(self, path: Path, threads: int, device: str = "cpu"):
+        if not is_cpu(device):
+            raise RuntimeUnavailable(f"objrel runs {OPENVINO} on the CPU only; for {device} use --runtime "
+                                     f"{ONNXRUNTIME} or {TORCH_RUNTIME}")
         import openvino as ov
 
         core = ov.Core()
@@ -300,8 +326,9 @@ class ExportedClassifier(TorchClassifier):
             raise ValueError(f"runtime must be one of {tuple(EXPORTED_RUNTIMES)}, got {runtime!r}")
         _require(runtime)
         base = {k: v for k, v in model.config.items() if k not in ("preprocess", "outputs")}
+        # the module stays where the torch model has it (its device: where the runtime runs the graph)
         super().__init__(model.module, model.class_names, model.preprocess, task=model.task,
-                         threshold=model.threshold, name=model.name, outputs=model.outputs, device="cpu",
+                         threshold=model.threshold, name=model.name, outputs=model.outputs, device=model.device,
                          config=base, channels_last=False, threads=model.threads)
         # ``prepare`` hands over the batch channel-last, as the preprocessing wrote it (no copy); the exported
         # graph takes it so.  Set after the base's set-up, which would move the shared module's weights.
@@ -322,6 +349,8 @@ class ExportedClassifier(TorchClassifier):
         x = model.prepare([rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(CHECK_IMAGES)])
         try:
             got = self._forward(x)
+        except RuntimeUnavailable:
+            raise
         except Exception as exc:  # the runtime refused the graph: one line, and the runtime that works
             first = first_line(exc)
             raise RuntimeUnavailable(f"model {model.name} exported to ONNX cannot run on {self.runtime} "
@@ -338,10 +367,15 @@ class ExportedClassifier(TorchClassifier):
         """``torch.compile`` is torch's own: an exported runtime leaves it off."""
         self.compile = False
 
+    @property
+    def input_device(self) -> str:
+        """The runtime takes the batch as a host array, whatever device it runs on."""
+        return "cpu"
+
     def _open(self):
         if self._session is None:
             threads = configure_inference_threads(self.threads)
-            self._session = _SESSIONS[self.runtime](self.onnx_path, threads)
+            self._session = _SESSIONS[self.runtime](self.onnx_path, threads, self.device)
         return self._session
 
     def _forward(self, x: torch.Tensor) -> np.ndarray:
@@ -383,10 +417,12 @@ class RuntimeChoice:
         return asdict(self)
 
 
-def remembered_choice(key: str, threads: int, measure: Callable[[], RuntimeChoice]) -> RuntimeChoice:
-    """The runtime choice for the exported network ``key`` at ``threads`` threads: read back from the model cache,
-    or ``measure()``d now and written there (atomically) for every later run and process."""
-    path = model_cache_dir() / f"{key}.choice-{threads}t.json"
+def remembered_choice(key: str, threads: int, measure: Callable[[], RuntimeChoice],
+                      device_tag: str = "") -> RuntimeChoice:
+    """The runtime choice for the exported network ``key`` at ``threads`` threads (``device_tag``: ``-cuda0`` for
+    a GPU, empty for the CPU): read back from the model cache, or ``measure()``d now and written there
+    (atomically) for every later run and process."""
+    path = model_cache_dir() / f"{key}.choice-{threads}t{device_tag}.json"
     if path.is_file():
         try:
             return RuntimeChoice(**json.loads(path.read_text()))
@@ -458,7 +494,8 @@ def choose_runtime(model: TorchClassifier) -> RuntimeChoice:
 
         return fastest_matching(threads, _timed(model._forward, batches), candidate, MATCH_TOLERANCE, digits=0)
 
-    return remembered_choice(export_key(model), threads, measure)
+    tag = "" if is_cpu(model.device) else f"-cuda{cuda_index(model.device)}"
+    return remembered_choice(export_key(model), threads, measure, tag)
 
 
 def with_runtime(model: Classifier, runtime: str) -> Classifier:
@@ -477,7 +514,7 @@ def with_runtime(model: Classifier, runtime: str) -> Classifier:
         raise ConfigError(f"model {model.name} already runs on {model.runtime}; load it again for {runtime}")
     if runtime == TORCH_RUNTIME:
         return model
-    plain = type(model) is TorchClassifier and str(model.device).startswith("cpu")
+    plain = type(model) is TorchClassifier
     if runtime == AUTO_RUNTIME:
         if not plain or model.compile:
             return model
@@ -487,7 +524,6 @@ def with_runtime(model: Classifier, runtime: str) -> Classifier:
             return model
         return ExportedClassifier(model, choice.runtime, choice)
     if not plain:
-        what = type(model).__name__ if type(model) is not TorchClassifier else f"a model on {model.device}"
-        raise RuntimeUnavailable(f"model {model.name} is {what}, not a plain torch network on the CPU: objrel "
+        raise RuntimeUnavailable(f"model {model.name} is {type(model).__name__}, not a plain torch network: objrel "
                                  f"cannot export it for {runtime}; run it with --runtime {TORCH_RUNTIME}")
     return ExportedClassifier(model, runtime)

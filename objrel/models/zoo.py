@@ -30,11 +30,12 @@ from functools import lru_cache
 
 import torch
 
-from objrel.constants import MULTI_LABEL_THRESHOLD, TORCH_RUNTIME
+from objrel.constants import CPU_DEVICE, MULTI_LABEL_THRESHOLD, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
 from objrel.models.detector import CallableDetector, CombinedDetector, Detector
 from objrel.models.detector_runtimes import with_detector_runtime
+from objrel.models.devices import is_cpu, use_device
 from objrel.models.efficientnet import LITE_SIZES, efficientnet_lite
 from objrel.models.mtcnn import MTCNNDetector
 from objrel.models.opencv import HaarCascadeDetector, HOGPeopleDetector, haar_cascades
@@ -86,11 +87,19 @@ def _python_classifier(spec: str, weights: str | None = None, **kw) -> Classifie
 
 def load_classifier(name: str = DEFAULT_MODEL, weights: str | None = None, task: str = "single",
                     threshold: float = MULTI_LABEL_THRESHOLD, preprocess: Preprocess | None = None,
-                    class_names=None, num_classes: int | None = None, runtime: str = TORCH_RUNTIME) -> Classifier:
+                    class_names=None, num_classes: int | None = None, runtime: str = TORCH_RUNTIME,
+                    device: str = CPU_DEVICE) -> Classifier:
     """Build a classifier adapter from its name (see the module docstring), run by ``runtime`` (``torch``,
-    ``onnxruntime``, ``openvino`` or ``auto``: ``objrel.models.runtimes.with_runtime``)."""
-    return with_runtime(_named_classifier(name, weights, task, threshold, preprocess, class_names, num_classes),
-                        runtime)
+    ``onnxruntime``, ``openvino`` or ``auto``: ``objrel.models.runtimes.with_runtime``) on ``device`` (``cpu``,
+    or ``cuda[:N]`` for a torch network: ``objrel.models.devices.use_device``)."""
+    model = _named_classifier(name, weights, task, threshold, preprocess, class_names, num_classes)
+    if not is_cpu(device):
+        device = use_device(device)
+        if not isinstance(model, TorchClassifier):
+            raise ConfigError(f"model {model.name} is {type(model).__name__}, not a torch network: objrel runs it "
+                              f"where it is; run it with --device {CPU_DEVICE}")
+        model.move_to(device)
+    return with_runtime(model, runtime)
 
 
 def _named_classifier(name: str, weights: str | None, task: str, threshold: float, preprocess: Preprocess | None,

@@ -250,7 +250,7 @@ def test_the_command_line_refuses_an_unexportable_model_in_one_line(tmp_path):
                           timeout=300)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
-        "objrel: error: model dominant-colour is CallableClassifier, not a plain torch network on the CPU: objrel "
+        "objrel: error: model dominant-colour is CallableClassifier, not a plain torch network: objrel "
         "cannot export it for openvino; run it with --runtime torch"]
 
 

@@ -104,7 +104,8 @@ def timed(fn, inputs: list, device: str) -> float:
     return sum(n for _, n in inputs) / (time.perf_counter() - start)
 
 
-def bare_limits(models: dict, photos: list, batch_size: int, device: str) -> dict[str, float]:
+def bare_limits(models: dict, photos: list, batch_size: int, device: str,
+                n_batches: int = LIMIT_BATCHES) -> dict[str, float]:
     """images/s of the bare network, each way: ``{label: images/s}``."""
     batch = [photos[i % len(photos)] for i in range(batch_size)]
     torch_model = models[TORCH_RUNTIME]
@@ -116,13 +117,13 @@ def bare_limits(models: dict, photos: list, batch_size: int, device: str) -> dic
                            ("torch, batch on the device, channels_last", torch.channels_last)):
             module.to(memory_format=fmt)
             x = host.to(device).contiguous(memory_format=fmt)
-            out[label] = timed(module, [(x, batch_size)] * LIMIT_BATCHES, device)
+            out[label] = timed(module, [(x, batch_size)] * n_batches, device)
         module.to(memory_format=torch.channels_last)  # the adapter's own layout
 
         def from_host(x):
             return module(x.to(device, non_blocking=False).contiguous(memory_format=torch.channels_last))
 
-        out["torch, batch copied from host memory"] = timed(from_host, [(host, batch_size)] * LIMIT_BATCHES, device)
+        out["torch, batch copied from host memory"] = timed(from_host, [(host, batch_size)] * n_batches, device)
     for runtime, model in models.items():
         if runtime == TORCH_RUNTIME:
             continue
@@ -130,7 +131,7 @@ def bare_limits(models: dict, photos: list, batch_size: int, device: str) -> dic
         arr = np.ascontiguousarray(host.permute(0, 2, 3, 1).numpy())  # NHWC, as objrel's preprocessing writes it
         where = "CUDA provider" if device.startswith("cuda") else "CPU provider"
         out[f"{runtime} {runtime_version(runtime)}, {where}, host arrays"] = \
-            timed(session, [(arr, batch_size)] * LIMIT_BATCHES, device)
+            timed(session, [(arr, batch_size)] * n_batches, device)
     return out
 
 
@@ -203,6 +204,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--compare-cpu", type=int, default=100, help="sources run on the CPU too, rows compared")
     ap.add_argument("--runtimes", default=f"{TORCH_RUNTIME},{ONNXRUNTIME}")
+    ap.add_argument("--limit-batches", type=int, default=LIMIT_BATCHES, help="batches the bare network is timed on")
     ap.add_argument("--out", help="folder for gpu.json (the figures)")
     args = ap.parse_args(argv)
 
@@ -242,7 +244,7 @@ def main(argv=None) -> int:
             return RunConfig(dataset=str(ann), images=str(DEMO_IMAGES), operators=(EXTRA_OPERATOR,),
                              batch_size=args.batch_size, device=args.device, **kw)
 
-        limits = bare_limits(models, photos, args.batch_size, args.device)
+        limits = bare_limits(models, photos, args.batch_size, args.device, args.limit_batches)
         for label, speed in limits.items():
             print(f"limit  {label:<58} {speed:8.1f} images/s")
         fastest = max(limits, key=limits.get)

@@ -25,7 +25,7 @@ def check_device_name(device: str) -> str:
     """``device`` if it names a place a forward pass can run (``cpu``, ``cuda``, ``cuda:N``); a ConfigError
     saying what was expected otherwise.  Whether this machine has it is the model loader's check."""
     name, _, index = str(device).partition(":")
-    if device == CPU_DEVICE or (name == CUDA_DEVICE and (not _ or index.isdigit())):
+    if device == CPU_DEVICE or (name == CUDA_DEVICE and (not _ or (index.isascii() and index.isdigit()))):
         return device
     raise ConfigError(f"device must be {CPU_DEVICE!r}, {CUDA_DEVICE!r} or '{CUDA_DEVICE}:N' (a GPU's index), "
                       f"got {device!r}")

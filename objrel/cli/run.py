@@ -48,7 +48,11 @@ def run_config(args) -> RunConfig:
 def cmd_run(args) -> int:
     """``objrel run``: start or resume a classifier run and print its report."""
     store = Store(args.store)
-    config = stored_config(store, args.resume, RunConfig) if args.resume is not None else run_config(args)
+    if args.resume is not None:
+        # the stored settings, except where the forward pass runs: a GPU run may go on on the CPU (--device cpu)
+        config = stored_config(store, args.resume, RunConfig).replace(device=args.device)
+    else:
+        config = run_config(args)
     engine = engine_for(store, config)
     report = execute_with_progress(engine, args.resume, engine.model.name, CLASSIFIER_WORDS, args.quiet)
     print_run_report(report, CLASSIFIER_WORDS)
@@ -101,7 +105,8 @@ def add_run_commands(subparsers) -> None:
                    help="what runs the model: torch, onnxruntime or openvino (exported once to ONNX, cached), or "
                         "auto (default: the fastest whose outputs match torch's, measured once on this machine)")
     p.add_argument("--device", help="where the forward pass runs: cpu (default), or cuda / cuda:N for a GPU (torch "
-                                    "or onnxruntime's CUDA provider, f32); decoding and mutating stay on the CPU")
+                                    "or onnxruntime's CUDA provider, f32); decoding and mutating stay on the CPU; "
+                                    "with --resume, where the stored run goes on")
     p.add_argument("--engine", choices=["local", "ray"],
                    help="run here (default) or on Ray: the cluster at $RAY_ADDRESS, else a local one")
     p.add_argument("--workers", type=int, help="actors of a Ray run, one model and one CPU each (default 2)")

@@ -172,6 +172,9 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
     if getattr(config, "engine", "local") != "local":
         raise ConfigError(f"the web app runs on this machine only (engine local); got engine={config.engine!r}. "
                           "Start Ray runs with the objrel command")
+    if getattr(config, "device", "cpu") != "cpu":
+        raise ConfigError(f"the web app runs models on the CPU (device cpu); got device={config.device!r}. "
+                          "Start GPU runs with the objrel command")
     if config.batch_size > MAX_WEB_BATCH:
         raise ConfigError(f"batch_size must be at most {MAX_WEB_BATCH} from the web app; got {config.batch_size}")
     return config

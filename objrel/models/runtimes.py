@@ -43,7 +43,7 @@ import torch
 from objrel.constants import AUTO_RUNTIME, DEFAULT_BATCH_SIZE, ONNXRUNTIME, OPENVINO, RUNTIMES, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
-from objrel.models.devices import cuda_index, is_cpu
+from objrel.models.devices import cuda_index, is_cpu, use_device
 from objrel.models.threads import configure_inference_threads
 
 # Where exported networks and runtime measurements are kept (one folder per user by default).
@@ -493,9 +493,11 @@ def choose_runtime(model: TorchClassifier) -> RuntimeChoice:
         batches = [x] * CHOICE_TIMED_BATCHES
         reference = model._forward(x)
 
+        host = [x.cpu()] * CHOICE_TIMED_BATCHES  # an exported runtime takes the batch from host memory in a run
+
         def candidate(runtime: str) -> tuple[float, Callable[[], float]]:
             exported = ExportedClassifier(model, runtime)
-            return float(np.abs(exported._forward(x) - reference).max()), lambda: _timed(exported._forward, batches)
+            return float(np.abs(exported._forward(x) - reference).max()), lambda: _timed(exported._forward, host)
 
         return fastest_matching(threads, _timed(model._forward, batches), candidate, MATCH_TOLERANCE, digits=0)
 
@@ -520,6 +522,8 @@ def with_runtime(model: Classifier, runtime: str) -> Classifier:
     if runtime == TORCH_RUNTIME:
         return model
     plain = type(model) is TorchClassifier
+    if plain and not is_cpu(model.device):
+        use_device(str(model.device))  # a model put on a GPU outside load_classifier: f32 there too
     if runtime == AUTO_RUNTIME:
         if not plain or model.compile:
             return model

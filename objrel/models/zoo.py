@@ -92,9 +92,9 @@ def load_classifier(name: str = DEFAULT_MODEL, weights: str | None = None, task:
     """Build a classifier adapter from its name (see the module docstring), run by ``runtime`` (``torch``,
     ``onnxruntime``, ``openvino`` or ``auto``: ``objrel.models.runtimes.with_runtime``) on ``device`` (``cpu``,
     or ``cuda[:N]`` for a torch network: ``objrel.models.devices.use_device``)."""
+    device = use_device(device)  # this machine checked before any weights are read
     model = _named_classifier(name, weights, task, threshold, preprocess, class_names, num_classes)
     if not is_cpu(device):
-        device = use_device(device)
         if not isinstance(model, TorchClassifier):
             raise ConfigError(f"model {model.name} is {type(model).__name__}, not a torch network: objrel runs it "
                               f"where it is; run it with --device {CPU_DEVICE}")

@@ -301,6 +301,9 @@ def test_web_runs_refuse_settings_the_form_does_not_offer(tmp_path):
         check_web_config(store, base.replace(engine="ray", workers=9999))
     with pytest.raises(ConfigError, match=f"batch_size must be at most {MAX_WEB_BATCH}"):
         check_web_config(store, base.replace(batch_size=10**9))
+    # a run started on a GPU with the objrel command: the app's processes share no GPU, and its form shows none
+    with pytest.raises(ConfigError, match="runs models on the CPU .device cpu.; got device='cuda:0'. Start GPU runs"):
+        check_web_config(store, base.replace(device="cuda:0"))
     assert check_web_config(store, base) == base
 
 

@@ -32,7 +32,8 @@ def test_device_names_a_run_accepts(name):
     assert RunConfig(device=name).device == name
 
 
-@pytest.mark.parametrize("name", ["gpu", "CUDA", "cuda:", "cuda:x", "cuda:-1", "cpu:0", ""])
+@pytest.mark.parametrize("name", ["gpu", "CUDA", "cuda:", "cuda:x", "cuda:-1", "cpu:0", "",
+                                  "cuda:\u00b2", "cuda:\u0663"])  # digits, but not ASCII ones
 def test_other_device_names_are_refused_saying_what_was_expected(name):
     expected = r"device must be 'cpu', 'cuda' or 'cuda:N' \(a GPU's index\), got " + re.escape(repr(name))
     with pytest.raises(ConfigError, match=expected):
@@ -58,8 +59,9 @@ def test_a_gpu_is_checked_on_this_machine_before_any_work():
         with pytest.raises(ConfigError, match=r"device cuda: torch here sees no CUDA GPU .*torch.cuda.is_available\(\) "
                                               r"is False\); run with --device cpu"):
             use_device("cuda")
+        # before any weights are read: a missing weights file would otherwise hide it
         with pytest.raises(ConfigError, match="sees no CUDA GPU"):
-            load_classifier("torchvision:resnet18", device="cuda")
+            load_classifier("torchvision:resnet18", weights=str(Path("no-such-weights.pt")), device="cuda")
     else:
         assert use_device("cuda") == "cuda"
         # f32 forced: TF32 moves probabilities by ~1e-3
@@ -69,7 +71,8 @@ def test_a_gpu_is_checked_on_this_machine_before_any_work():
 
 
 def test_the_command_line_refuses_a_missing_gpu_in_one_line(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "objrel", "run", "--device", "cuda:7", "--dataset", "demo",
+    missing = f"cuda:{torch.cuda.device_count() if HAS_CUDA else 7}"
+    done = subprocess.run([sys.executable, "-m", "objrel", "run", "--device", missing, "--dataset", "demo",
                            "--store", str(tmp_path / "s.db"), "--quiet", "--limit", "1"],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           timeout=300)
@@ -78,7 +81,7 @@ def test_the_command_line_refuses_a_missing_gpu_in_one_line(tmp_path):
         assert done.stderr.strip().splitlines() == [
             f"objrel: error: device cuda:7: torch here sees no CUDA GPU (torch {torch.__version__}, "
             f"torch.cuda.is_available() is False); run with --device cpu"]
-    elif torch.cuda.device_count() <= 7:
+    else:
         assert done.returncode == 2 and "CUDA GPU(s), numbered 0 to" in done.stderr
 
 
@@ -114,6 +117,7 @@ def test_a_cpu_model_records_no_device_and_a_kept_row_is_a_host_array():
     assert np.array_equal(kept, row.permute(1, 2, 0).numpy())
 
 
+@pytest.mark.slow
 def test_the_gpu_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
     """``benchmarks/gpu.py`` on the CPU with a few sources: every section prints, the rows of ONNX Runtime and
     torch agree in every label and flag, and the figures file is written."""
@@ -132,3 +136,33 @@ def test_the_gpu_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
     assert set(figures["runs"]) == {"torch-full", "torch-lazy", "onnxruntime-full", "onnxruntime-lazy"}
     assert figures["runs"]["torch-full"]["passes"] == 3 * 8  # the source and 7 mutants each
     assert all(r["identical"] for r in figures["rows"])
+
+
+def test_a_stored_gpu_run_resumes_where_device_says(tmp_path):
+    """``--resume N`` keeps the stored settings but ``--device``: a run stored with a GPU goes on on the CPU with
+    ``--device cpu``; without it, a machine with no such GPU refuses in one line."""
+    import json
+
+    import sqlalchemy as sa
+
+    db = tmp_path / "s.db"
+
+    def objrel_run(*args):
+        return subprocess.run([sys.executable, "-m", "objrel", "run", "--store", str(db), "--quiet", *args],
+                              capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              timeout=300)
+
+    first = objrel_run("--dataset", "demo", "--limit", "1", "--runtime", TORCH_RUNTIME)
+    assert first.returncode == 0, first.stderr[-1500:]
+    engine = sa.create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:  # the same run as if it had been started with --device cuda:N
+        config = json.loads(conn.execute(sa.text("SELECT config FROM runs")).scalar_one())
+        assert config["device"] == "cpu"
+        missing = f"cuda:{torch.cuda.device_count()}"
+        conn.execute(sa.text("UPDATE runs SET config = :c"), {"c": json.dumps({**config, "device": missing})})
+    engine.dispose()
+    refused = objrel_run("--resume", "1")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith(f"objrel: error: device {missing}: ")
+    done = objrel_run("--resume", "1", "--device", "cpu")
+    assert done.returncode == 0, done.stderr[-1500:]

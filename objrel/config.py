@@ -21,6 +21,7 @@ from objrel.mutations import ERASE_NOISE, PRESETS, Plan, canonical_preset, plan_
     preset_with_operators
 from objrel.relations.detect import DEFAULT_IOU_THRESHOLD, check_threshold
 
+
 def check_device_name(device: str) -> str:
     """``device`` if it names a place a forward pass can run (``cpu``, ``cuda``, ``cuda:N``); a ConfigError
     saying what was expected otherwise.  Whether this machine has it is the model loader's check."""

@@ -64,12 +64,12 @@ LIMIT_BATCHES, WARM_UP_BATCHES = 60, 5
 VOLATILE = {"run_id", "id", "created_at", "updated_at", "started_at", "finished_at", "seconds"}
 
 
-def relabelled_sources(model, n: int, workdir: Path) -> Path:
-    """A COCO file of ``n`` samples listing the demo photos in turn, each object labelled with the model's top-1
-    on its photo (so every source is answered correctly and tested)."""
-    demo = json.loads(Path(load_demo().annotation).read_text())
-    ds = load_demo()
-    top1 = model.predict([load_rgb(s.image_path) for s in ds.samples]).argmax(axis=1)
+def relabelled_sources(model, ds, photos: list, n: int, workdir: Path) -> Path:
+    """A COCO file of ``n`` samples listing the demo photos in turn (``ds``, the demo dataset, and ``photos``,
+    its images decoded), each object labelled with the model's top-1 on its photo (so every source is answered
+    correctly and tested)."""
+    demo = json.loads(Path(ds.annotation).read_text())
+    top1 = model.predict(photos).argmax(axis=1)
     label = {int(s.sample_id): int(t) for s, t in zip(ds.samples, top1)}
     names = model.class_names
     out = {"categories": [{"id": c + 1, "name": names[c], "imagenet_index": c} for c in sorted(set(label.values()))],
@@ -229,7 +229,8 @@ def main(argv=None) -> int:
             print(f"model  {runtime}: {exc}")
     result = {"device": args.device, "gpu": gpu, "torch": torch.__version__, "weights": weights,
               "batch_size": args.batch_size, "sources": args.sources, "refused": refused}
-    photos = [load_rgb(s.image_path) for s in load_demo().samples]
+    demo = load_demo()
+    photos = [load_rgb(s.image_path) for s in demo.samples]
 
     def save() -> None:  # after every step: a run stopped at its time limit still leaves what it measured
         if args.out:
@@ -238,7 +239,7 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        ann = relabelled_sources(base, args.sources, work)
+        ann = relabelled_sources(base, demo, photos, args.sources, work)
 
         def config(**kw) -> RunConfig:
             return RunConfig(dataset=str(ann), images=str(DEMO_IMAGES), operators=(EXTRA_OPERATOR,),

@@ -59,8 +59,8 @@ QUICK_COPIES, QUICK_REPEATS = 2, 3
 def correct_subset(model, copies: int, workdir: Path) -> Path:
     """A COCO file listing the demo photos the model classifies correctly, each ``copies`` times,
     so every sample is tested and every side sees identical work."""
-    demo = json.loads(Path(load_demo().annotation).read_text())
     ds = load_demo()
+    demo = json.loads(Path(ds.annotation).read_text())
     images = [load_rgb(s.image_path) for s in ds.samples]
     top1 = model.predict(images).argmax(axis=1)
     keep = {int(s.sample_id) for s, t in zip(ds.samples, top1) if t == s.objects[0].class_index}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from objrel.config import DetectionConfig, RunConfig, config_from_dict
-from objrel.constants import AUTO_RUNTIME, RUNTIMES, THREE_COLOUR_VOTE_K
+from objrel.constants import AUTO_RUNTIME, CPU_DEVICE, RUNTIMES, THREE_COLOUR_VOTE_K
 from objrel.data.uploads import WEIGHT_ARCHITECTURES
 from objrel.errors import ConfigError
 from objrel import access as A
@@ -172,7 +172,7 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
     if getattr(config, "engine", "local") != "local":
         raise ConfigError(f"the web app runs on this machine only (engine local); got engine={config.engine!r}. "
                           "Start Ray runs with the objrel command")
-    if getattr(config, "device", "cpu") != "cpu":
+    if getattr(config, "device", CPU_DEVICE) != CPU_DEVICE:
         raise ConfigError(f"the web app runs models on the CPU (device cpu); got device={config.device!r}. "
                           "Start GPU runs with the objrel command")
     if config.batch_size > MAX_WEB_BATCH:

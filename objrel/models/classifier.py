@@ -18,8 +18,9 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from objrel.constants import MULTI_LABEL_THRESHOLD, TORCH_RUNTIME
+from objrel.constants import CPU_DEVICE, MULTI_LABEL_THRESHOLD, TORCH_RUNTIME
 from objrel.constants import CLASSIFIER_TASKS
+from objrel.models.devices import is_cpu
 from objrel.models.preprocess import FillBasis, PaintedInput, Preprocess
 from objrel.models.inputs import check_rgb_batch
 from objrel.models.threads import configure_inference_threads
@@ -127,7 +128,7 @@ class TorchClassifier(Classifier):
 
     def __init__(self, module: torch.nn.Module, class_names, preprocess: Preprocess | None = None,
                  task: str = "single", threshold: float = MULTI_LABEL_THRESHOLD, name: str = "torch-model",
-                 outputs: str = "logits", device: str = "cpu", config: dict | None = None,
+                 outputs: str = "logits", device: str = CPU_DEVICE, config: dict | None = None,
                  channels_last: bool = True, compile: bool = False, threads: int | None = None):
         if outputs not in ("logits", "probabilities"):
             raise ValueError(f"outputs must be 'logits' or 'probabilities', got {outputs!r}")
@@ -211,7 +212,7 @@ class TorchClassifier(Classifier):
     def describe(self) -> dict:
         """The base record, plus the device where the forward pass ran when it is not the CPU."""
         out = super().describe()
-        if str(self.device).split(":")[0] != "cpu":
+        if not is_cpu(self.device):
             out["device"] = str(self.device)
         return out
 

@@ -40,7 +40,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from objrel.constants import AUTO_RUNTIME, DEFAULT_BATCH_SIZE, ONNXRUNTIME, OPENVINO, RUNTIMES, TORCH_RUNTIME
+from objrel.constants import AUTO_RUNTIME, CPU_DEVICE, DEFAULT_BATCH_SIZE, ONNXRUNTIME, OPENVINO, RUNTIMES, \
+    TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
 from objrel.models.devices import cuda_index, is_cpu, use_device
@@ -265,7 +266,7 @@ class _OnnxRuntimeSession:
     """An ONNX Runtime session: ``threads`` intra-op threads, one inter-op thread, every graph optimisation, on
     the CPU or (``device`` ``cuda[:N]``) ONNX Runtime's CUDA provider."""
 
-    def __init__(self, path: Path, threads: int, device: str = "cpu"):
+    def __init__(self, path: Path, threads: int, device: str = CPU_DEVICE):
         import onnxruntime as ort
 
         on_gpu = not is_cpu(device)
@@ -299,7 +300,7 @@ class _OnnxRuntimeSession:
 class _OpenVinoSession:
     """An OpenVINO CPU model compiled for f32 inference with ``threads`` threads, latency-oriented."""
 
-    def __init__(self, path: Path, threads: int, device: str = "cpu"):
+    def __init__(self, path: Path, threads: int, device: str = CPU_DEVICE):
         if not is_cpu(device):
             raise RuntimeUnavailable(f"objrel runs {OPENVINO} on the CPU only; for {device} use --runtime "
                                      f"{ONNXRUNTIME} or {TORCH_RUNTIME}")
@@ -375,7 +376,7 @@ class ExportedClassifier(TorchClassifier):
     @property
     def input_device(self) -> str:
         """The runtime takes the batch as a host array, whatever device it runs on."""
-        return "cpu"
+        return CPU_DEVICE
 
     def _open(self):
         if self._session is None:

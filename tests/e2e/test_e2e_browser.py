@@ -239,8 +239,8 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         sign_in(page, base, "carol")
         # from her own list (My work, in the app's navigation, so the session carries over) to the run and
         # relation where her disagreements wait
-        page.locator('a[href$="/my-work"]').first.click()
-        page.locator(f".st-key-home_dispute_{run_id}_MR-2 button").click()
+        click_until_url(page, page.locator('a[href$="/my-work"]').first, "my-work")
+        click_until_url(page, page.locator(f".st-key-home_dispute_{run_id}_MR-2 button"), "agreement")
         kappa = page.locator('[data-testid="stMetric"]', has_text="Cohen's kappa")
         kappa.wait_for()
         assert EXPECTED_KAPPA in kappa.inner_text()

@@ -137,6 +137,20 @@ class Candidate:
         return sum(n for _, n in self.prepared) / (time.perf_counter() - t)
 
 
+def contenders(candidates: list[Candidate], first_pass: dict[str, float],
+               share: float = CONTENDER_SHARE) -> list[Candidate]:
+    """The candidates that may be the limit: those whose first-pass images/s (``first_pass``, by label) is at
+    least ``share`` of the fastest's."""
+    top = max(first_pass.values())
+    return [c for c in candidates if first_pass[c.label] >= share * top]
+
+
+def limit_session(contending: list[Candidate], repeats: list[dict[str, float]]) -> Candidate:
+    """The limit: the contender with the highest median images/s over the repeats (each repeat's figures by
+    label), one session for every pair, not each repeat's best."""
+    return max(contending, key=lambda c: statistics.median(r[c.label] for r in repeats))
+
+
 def torch_candidates(model, images: list, batch_size: int) -> tuple[list[Candidate], str | None]:
     """The bare module in each memory format, and torch.compile'd (compiled here, outside the timed repeats:
     every batch shape once); the second value says why torch.compile cannot run, or None.  The module is
@@ -301,7 +315,7 @@ def main(argv=None) -> int:
             return out
 
         once = limits(candidates)  # the first pass: every candidate
-        contenders = [c for c in candidates if once[c.label] >= CONTENDER_SHARE * max(once.values())]
+        contending = contenders(candidates, once)
         first: dict[str, float] = {}  # the best session of each runtime in the first pass
         for c in candidates:
             first[c.name] = max(first.get(c.name, 0.0), once[c.label])
@@ -311,18 +325,18 @@ def main(argv=None) -> int:
         empty = start_up(model, full_cfg, work)
         res: dict[str, list] = {"sessions": [], "plain": [], "full": [], "lazy": [], "ray": []}
         for rep in range(repeats):  # interleaved, so drift hits every side alike
-            before = limits(contenders)
+            before = limits(contending)
             res["plain"].append(plain(model, images, args.batch_size))
             res["full"].append(objrel_run(model, full_cfg, work, f"full-{rep}"))
             res["lazy"].append(objrel_run(model, lazy_cfg, work, f"lazy-{rep}"))
-            after = limits(contenders)  # before and after the runs: load drift averages out
+            after = limits(contending)  # before and after the runs: load drift averages out
             res["sessions"].append({k: (before[k] + after[k]) / 2 for k in before})
             if args.ray:
                 res["ray"].append(ray_run(full_cfg, work, f"{rep}", args.ray_workers))
         med = lambda xs: statistics.median(xs)  # noqa: E731
-        by_label = {c.label: med([r[c.label] for r in res["sessions"]]) if c in contenders else once[c.label]
+        by_label = {c.label: med([r[c.label] for r in res["sessions"]]) if c in contending else once[c.label]
                     for c in candidates}
-        top = max(contenders, key=lambda c: by_label[c.label])  # the limit: one session, the same in every pair
+        top = limit_session(contending, res["sessions"])
         fastest, lim = top.name, by_label[top.label]
         n_images = len(images)
         passes_full, tested = res["full"][0][1], res["full"][0][2]
@@ -342,7 +356,7 @@ def main(argv=None) -> int:
               f"mutants), {per_source:.2f} forward passes per source")
         for c in candidates:
             notes = [c.note] if c.note else []
-            if c not in contenders:
+            if c not in contending:
                 notes.append(f"measured once, in the first pass: under {CONTENDER_SHARE:.2f} of the fastest")
             said = f"  ({'; '.join(notes)})" if notes else ""
             print(f"limit  {c.label:<42} {by_label[c.label]:7.1f} images/s{said}")

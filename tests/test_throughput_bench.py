@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.throughput import runtime_candidates
+from benchmarks.throughput import Candidate, contenders, limit_session, runtime_candidates
 from objrel.constants import ONNXRUNTIME, OPENVINO
 from objrel.models import load_classifier
 from objrel.models.threads import configure_inference_threads
@@ -29,3 +29,24 @@ def test_every_installed_runtime_is_a_limit_candidate_on_the_same_batches():
         # the same pixels either way: an NHWC batch is the NCHW one with the channel axis moved last
         assert np.array_equal(first if "nchw" in c.label else first.transpose(0, 3, 1, 2), nchw)
         assert c.images_per_s() > 0
+
+
+def _candidate(label: str) -> Candidate:
+    return Candidate(label, ONNXRUNTIME, [], run=None)
+
+
+def test_only_candidates_near_the_fastest_of_the_first_pass_are_measured_again():
+    a, b, c, d = (_candidate(x) for x in "abcd")
+    first = {"a": 200.0, "b": 160.0, "c": 149.9, "d": 150.0}
+    # 0.75 of 200 is 150: d is at it, c just under
+    assert contenders([a, b, c, d], first, share=0.75) == [a, b, d]
+    assert contenders([a, b, c, d], first, share=0.9) == [a]
+
+
+def test_the_limit_is_the_session_with_the_best_median_not_the_best_of_each_repeat():
+    x, y, z = (_candidate(n) for n in "xyz")
+    repeats = [{"x": 103.0, "y": 97.0, "z": 96.0},
+               {"x": 95.0, "y": 102.0, "z": 96.0},
+               {"x": 96.0, "y": 95.0, "z": 101.0}]
+    # each repeat's best is 103, 102, 101 (median 102), above every session's own median: x 96, y 97, z 96
+    assert limit_session([x, y, z], repeats) is y

@@ -210,7 +210,13 @@ j3.radio("Is the mutant a valid test?", VALIDITY, key=f"review_validity_{suffix}
 def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: str) -> None:
     # A callback runs at the start of the next rerun: ask the store for the account's roles now, not as they
     # were when this page was drawn (a role revoked meanwhile no longer counts).  The run, relation and item
-    # are the ones drawn with the button, whatever the page shows next.
+    # are the ones drawn with the button, and the call is saved only while that item is still the one the
+    # page is on.
+    if queue.at(st.session_state.get(pos_key, pos)) != sample_id:
+        # drawn for an item the page has since left (the buttons of the last item stay on screen until the
+        # new ones are drawn): saving it would change that item's call and skip the one now shown
+        st.session_state[ERROR_KEY] = captions.call_on_a_left_item(rel_path, verdict)
+        return
     now = actor_of(store, signed_in())
     suffix = f"{run_id}_{relation}_{sample_id}"      # the widgets' values as sent with the click
     reasons = st.session_state.get(f"review_reasons_{suffix}") or []

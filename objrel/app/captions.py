@@ -179,6 +179,16 @@ def saved_call(run_id: int, relation: str, rel_path: str, verdict: str, validity
     return text + (f" (mutant {plain(validity)})" if validity else "")
 
 
+def call_on_a_left_item(rel_path: str, verdict: str) -> str:
+    """The line that refuses a call made with the buttons of an item the page had already left: ``Not saved:
+    the True positive click was on china.jpg, ...``."""
+    from objrel.review import VERDICT_LABELS
+
+    return (f"Not saved: the {VERDICT_LABELS.get(verdict, verdict)} click was on {plain(rel_path)}, an item the page "
+            f"had already left for the next one (a click while the page was still drawing, or a shortcut pressed "
+            f"twice). Nothing was changed; judge the item shown.")
+
+
 def reason_words(reasons) -> str:
     """False-positive reasons in words (``objrel.review.REASON_LABELS``), never their slugs."""
     from objrel.review import REASON_LABELS

@@ -62,6 +62,34 @@ def test_shows_source_and_six_mutants_and_records_a_judgment(monkeypatch, flagge
     assert at.query_params["item"] != first  # moved on to the next item
 
 
+def test_a_click_on_an_item_the_page_has_left_saves_nothing_and_skips_nothing(monkeypatch, flagged_store):
+    """The buttons of the item just judged stay on screen until the next item's are drawn; a click on them then
+    (or a shortcut pressed twice) reaches the page with the item they were drawn for.  It must not change that
+    item's call, nor move past the item now shown."""
+    from objrel.review.queue import REVIEW_SAMPLE
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    first = at.query_params["item"]
+    pos_key = f"review_pos_{run_id}_MR-2_{REVIEW_SAMPLE}"
+    start = at.session_state[pos_key]
+    at.session_state[pos_key] = start + 1   # the page has moved on; the buttons drawn for `first` are clicked
+    at.button(key="judge_fp").click().run()
+    assert not at.exception, at.exception
+    assert review.judgments(store, run_id, "MR-2", reviewer="alice") == []
+    assert at.session_state[pos_key] == start + 1
+    second = at.query_params["item"]
+    assert second != first
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("Not saved: the false positive click was on") for e in errors), errors
+    # a click on the item shown is saved on it
+    at.button(key="judge_tp").click().run()
+    js = review.judgments(store, run_id, "MR-2", reviewer="alice")
+    assert [(j.sample_id, j.verdict) for j in js] == [(second, "tp")]
+    assert not any(e.value.startswith("Not saved") for e in at.error)
+
+
 def test_blind_review_never_shows_the_other_call(monkeypatch, flagged_store):
     store, run_id = flagged_store
     for name in ("alice", "bob"):

@@ -109,11 +109,24 @@ def top_bar(page, title: str) -> None:
     settled(page)
 
 
-def judge(page, verdict: str, judged_before: int) -> str:
-    item = current_item(page)
-    settled(page)
-    page.get_by_role("button", name=BUTTON[verdict]).click()
-    page.get_by_text(f"you judged {judged_before + 1}").first.wait_for(timeout=60_000)
+def judge(page, verdict: str, judged_before: int, attempts: int = 3) -> str:
+    """Call the item shown ``verdict`` and return its id.  The page is settled before the item is read (the
+    last item's heading can still be on screen while the next one draws); a click the page refused or a
+    rerun swallowed (the count did not move once the page settled) is made again on the item then shown."""
+    done = page.get_by_text(f"you judged {judged_before + 1}").first
+    for attempt in range(attempts):
+        settled(page)
+        item = current_item(page)
+        page.get_by_role("button", name=BUTTON[verdict]).click()
+        try:
+            done.wait_for(timeout=20_000)
+            break
+        except Exception:
+            settled(page)
+            if done.count():  # it landed, late
+                break
+            if attempt == attempts - 1:
+                raise
     page.get_by_text(re.compile(rf"Saved: run {RUN}, {RELATION}, .+: {re.escape(verdict_word(verdict))}")).first \
         .wait_for(timeout=60_000)
     return item

@@ -145,8 +145,11 @@ if pos_key not in st.session_state:
 pos = queue.clamp(st.session_state[pos_key])
 
 
-def move(step: int) -> None:
-    st.session_state[pos_key] = queue.step(st.session_state[pos_key], step)
+def move(step: int, drawn_at: int | None = None) -> None:
+    """Step through the queue from ``drawn_at``, the position the clicked button was drawn at (a click while
+    the page draws the next item counts from the item the reviewer saw), else from the current position."""
+    start = st.session_state[pos_key] if drawn_at is None else drawn_at
+    st.session_state[pos_key] = queue.step(start, step)
 
 
 sample_id = queue.at(pos)
@@ -158,9 +161,14 @@ remember_selection(written)
 if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))
     scroll_to_top(f"{run_id}-{relation}-{sample_id}-{queue.n_judged}")   # the next item opens in view
+# The buttons that act on this item have keys of its own: a click on the last item's buttons,
+# still on screen while this one draws, then runs with the item they were drawn for, never with this one.
+suffix = f"{run_id}_{relation}_{sample_id}"
 nav = st.columns([1.8, 1.5, 4, 2.2])
-nav[0].button("Previous", key="review_prev", on_click=move, args=(-1,), shortcut="P", disabled=queue.is_first(pos))
-nav[1].button("Next", key="review_next", on_click=move, args=(1,), shortcut="N", disabled=queue.is_last(pos))
+nav[0].button("Previous", key=f"review_prev_{suffix}", on_click=move, args=(-1, pos), shortcut="P",
+              disabled=queue.is_first(pos))
+nav[1].button("Next", key=f"review_next_{suffix}", on_click=move, args=(1, pos), shortcut="N",
+              disabled=queue.is_last(pos))
 nav[2].progress(queue.judged_share, text=captions.queue_progress(queue, pos))
 nav[3].markdown(captions.my_call(queue.my_call(sample_id)))
 end = captions.queue_end(queue, pos)
@@ -189,7 +197,6 @@ review_panels.box_retest(actor, store, item)
 st.divider()
 st.markdown("**Your judgment** (blind: the other reviewer's call is shown only as calibration, once both of you "
             "have judged every item of the sample)")
-suffix = f"{run_id}_{relation}_{sample_id}"
 saved_reasons, saved_note = queue.my_saved(sample_id)
 # a revisited item shows the stored reasons and note (what the reviewer typed since stays)
 init_value(f"review_reasons_{suffix}", list(saved_reasons))
@@ -252,11 +259,11 @@ def kind(verdict: str) -> str:
     return "primary" if saved == verdict else "secondary"
 
 
-b[0].button("True positive", key="judge_tp", on_click=judge, args=("tp", *call), shortcut="T", type=kind("tp"),
-            disabled=not can_judge)
-b[1].button("False positive", key="judge_fp", on_click=judge, args=("fp", *call), shortcut="F", type=kind("fp"),
-            disabled=not can_judge)
-b[2].button("Uncertain", key="judge_uncertain", on_click=judge, args=("uncertain", *call), shortcut="U",
+b[0].button("True positive", key=f"judge_tp_{suffix}", on_click=judge, args=("tp", *call), shortcut="T",
+            type=kind("tp"), disabled=not can_judge)
+b[1].button("False positive", key=f"judge_fp_{suffix}", on_click=judge, args=("fp", *call), shortcut="F",
+            type=kind("fp"), disabled=not can_judge)
+b[2].button("Uncertain", key=f"judge_uncertain_{suffix}", on_click=judge, args=("uncertain", *call), shortcut="U",
             type=kind("uncertain"), disabled=not can_judge)
 if st.session_state.get(ERROR_KEY):
     st.error(st.session_state[ERROR_KEY])

@@ -185,8 +185,8 @@ def call_on_a_left_item(rel_path: str, verdict: str) -> str:
     from objrel.review import VERDICT_LABELS
 
     return (f"Not saved: the {VERDICT_LABELS.get(verdict, verdict)} click was on {plain(rel_path)}, an item the page "
-            f"had already left for the next one (a click while the page was still drawing, or a shortcut pressed "
-            f"twice). Nothing was changed; judge the item shown.")
+            f"had already left (a click while the page was still drawing, or a shortcut pressed twice). Nothing "
+            f"was changed; judge the item shown.")
 
 
 def reason_words(reasons) -> str:

@@ -161,7 +161,7 @@ remember_selection(written)
 if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))
     scroll_to_top(f"{run_id}-{relation}-{sample_id}-{queue.n_judged}")   # the next item opens in view
-# The buttons that act on this item have keys of its own: a click on the last item's buttons,
+# The buttons that act on this item have keys of their own: a click on the last item's buttons,
 # still on screen while this one draws, then runs with the item they were drawn for, never with this one.
 suffix = f"{run_id}_{relation}_{sample_id}"
 nav = st.columns([1.8, 1.5, 4, 2.2])

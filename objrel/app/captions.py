@@ -181,7 +181,7 @@ def saved_call(run_id: int, relation: str, rel_path: str, verdict: str, validity
 
 def call_on_a_left_item(rel_path: str, verdict: str) -> str:
     """The line that refuses a call made with the buttons of an item the page had already left: ``Not saved:
-    the True positive click was on china.jpg, ...``."""
+    the true positive click was on china.jpg, ...``."""
     from objrel.review import VERDICT_LABELS
 
     return (f"Not saved: the {VERDICT_LABELS.get(verdict, verdict)} click was on {plain(rel_path)}, an item the page "

@@ -141,6 +141,21 @@ def click_until_url(page, link, path: str, attempts: int = 3) -> None:
     page.wait_for_timeout(300)
 
 
+def upload_until_listed(page, uploader, path: Path, attempts: int = 3) -> None:
+    """Give the file uploader ``uploader`` (a Playwright locator) the file ``path`` until the page lists its
+    name.  A file set while the page reruns (after the upload before it) can land on an input that is being
+    replaced (seen once in a fresh-clone run: the second file never showed): then set it again."""
+    for attempt in range(attempts):
+        settled(page)
+        uploader.locator('input[type="file"]').set_input_files(str(path))
+        try:
+            page.get_by_text(path.name).first.wait_for(timeout=20_000)
+            return
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+
+
 def nav(page, path: str) -> None:
     """Go to a page through the app's top bar (the session, and its sign-in, carries over)."""
     if not path:
@@ -293,10 +308,8 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         page.get_by_label("Name (letters, digits, _ . -)").press("Tab")
         settled(page)
         uploaders = page.locator('[data-testid="stFileUploader"]')
-        uploaders.filter(has_text="Annotations").locator('input[type="file"]').set_input_files(str(ann))
-        page.get_by_text("discs.json").first.wait_for()
-        uploaders.filter(has_text="Images").locator('input[type="file"]').set_input_files(str(zpath))
-        page.get_by_text("images.zip").first.wait_for()
+        upload_until_listed(page, uploaders.filter(has_text="Annotations"), ann)
+        upload_until_listed(page, uploaders.filter(has_text="Images"), zpath)
         settled(page)
         page.get_by_role("button", name="Upload dataset").click()
         page.get_by_text(f"Dataset discs stored: {N_UPLOADED} images, {N_UPLOADED} samples").wait_for()

@@ -29,7 +29,8 @@ from objrel import review
 from objrel.review.lime_ahead import AHEAD_ENV
 from objrel.store import Store
 from tests.e2e.app_server import serving
-from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, choose, click_until_url, settled
+from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, choose, click_until_url, settled, \
+    upload_until_listed
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OBJREL_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "review-day"
@@ -307,10 +308,8 @@ def test_a_review_day(day_server, tmp_path):
         admin.get_by_label("Name (letters, digits, _ . -)").press("Tab")
         settled(admin)
         uploaders = admin.locator('[data-testid="stFileUploader"]')
-        uploaders.filter(has_text="Annotations").locator('input[type="file"]').set_input_files(str(ann))
-        admin.get_by_text("discs.json").first.wait_for()
-        uploaders.filter(has_text="Images").locator('input[type="file"]').set_input_files(str(zpath))
-        admin.get_by_text("x.zip").first.wait_for()
+        upload_until_listed(admin, uploaders.filter(has_text="Annotations"), ann)
+        upload_until_listed(admin, uploaders.filter(has_text="Images"), zpath)
         settled(admin)
         admin.get_by_role("button", name="Upload dataset").click()
         admin.get_by_text(f"Dataset discs stored: {N_UPLOADED} images, {N_UPLOADED} samples").wait_for()

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import DatabaseError, IntegrityError
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from objrel.constants import SQLITE_BUSY_TIMEOUT_MS
 from objrel.errors import RunLeaseLost, StoreError
@@ -62,6 +63,30 @@ def _sqlite_pragmas(dbapi_conn, _record):
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+# How often, and how far apart (seconds), switching a SQLite file to WAL is tried again while another
+# connection holds its lock: SQLite answers a journal-mode change at once, without its busy handler, so
+# a second process that opens a store while the first upgrades it would otherwise fail "database is locked".
+WAL_SWITCH_PAUSE_S = 0.05
+WAL_SWITCH_ATTEMPTS = int(SQLITE_BUSY_TIMEOUT_MS / 1000 / WAL_SWITCH_PAUSE_S)
+
+
+def _use_wal(engine: Engine) -> None:
+    """Put the SQLite file behind ``engine`` in WAL mode (a setting of the file, kept once made); a file
+    already in WAL costs one read.  A lock held by another connection is waited out, up to the busy
+    timeout, like any other write."""
+    for attempt in range(1, WAL_SWITCH_ATTEMPTS + 1):
+        try:
+            with engine.connect() as c:
+                if c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal":
+                    return
+                c.exec_driver_sql("PRAGMA journal_mode=WAL")
+                return
+        except OperationalError as exc:
+            if "locked" not in str(exc.orig).lower() or attempt == WAL_SWITCH_ATTEMPTS:
+                raise
+            time.sleep(WAL_SWITCH_PAUSE_S)
 
 
 @dataclass(frozen=True)
@@ -137,8 +162,7 @@ class Store:
             try:
                 ensure_current(self.engine)
                 if self.is_sqlite:  # WAL is a setting of the file: made only once the file is known to be ours
-                    with self.engine.connect() as c:
-                        c.exec_driver_sql("PRAGMA journal_mode=WAL")
+                    _use_wal(self.engine)
             except StoreError:
                 self.engine.dispose()
                 raise

@@ -4,8 +4,11 @@ stores from before Alembic are brought under it; a store from a newer objrel is 
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -143,6 +146,29 @@ def test_store_version_and_upgrade_say_what_they_did_in_one_line(tmp_path, capsy
     assert capsys.readouterr().out.strip().endswith(f"created the objrel schema at revision {revisions.head()}")
     assert main(["store", "version", "--store", str(db)]) == 0
     assert capsys.readouterr().out.strip().endswith(f"at revision {revisions.head()}, this objrel's head")
+
+
+def test_opening_a_store_waits_for_another_writer_before_switching_it_to_wal(tmp_path):
+    """SQLite refuses a journal-mode change at once while another connection writes (no busy handler):
+    the second of two processes opening an old store met that, as "database is locked", while the first
+    still held its upgrade.  Opening now waits for the writer and then puts the file in WAL."""
+    path = tmp_path / "held.db"
+    Store(path).engine.dispose()
+    raw = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    raw.execute("PRAGMA journal_mode=DELETE")
+    raw.execute("BEGIN IMMEDIATE")
+    raw.execute("INSERT INTO objrel_meta (key, value) VALUES ('held', 'by another writer')")
+    release = threading.Timer(0.6, lambda: raw.execute("COMMIT"))
+    release.start()
+    t0 = time.monotonic()
+    store = Store(path)
+    waited = time.monotonic() - t0
+    release.join()
+    assert waited >= 0.5, f"opened after {waited:.2f} s, before the writer let go"
+    with store.engine.connect() as c:
+        assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert c.exec_driver_sql("SELECT value FROM objrel_meta WHERE key='held'").scalar() == "by another writer"
+    raw.close()
 
 
 def test_two_processes_opening_an_old_store_upgrade_it_once(tmp_path):

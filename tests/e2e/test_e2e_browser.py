@@ -103,27 +103,38 @@ def sign_out(page) -> None:
     settled(page)
 
 
-def judge_all(page, calls: dict, attempts: int = 3) -> None:
-    """Give each item in turn its call from ``calls``.  The page is settled before the item is read (the
-    heading of the item just judged can still be on screen while the next one renders), and a click that
-    a rerun swallowed (the count did not move once the page settled) is made again on the item then shown;
-    the count is what says a call landed, so none is made twice."""
-    for n in range(len(calls)):
-        done = page.get_by_text(f"you judged {n + 1}")
-        for attempt in range(attempts):
+def call_until_counted(page, pick, done, attempts: int = 3) -> str:
+    """Settle the page, let ``pick(page)`` read the item shown and name its call button (it returns
+    ``(item, button)``), press the button and wait for ``done`` (the "you judged N" locator); return the item.
+    The page is settled before the item is read (the heading of the item just judged can still be on screen
+    while the next one draws), and a click that the page refused or a rerun swallowed (the count did not move
+    once the page settled) is made again on the item then shown; the count is what says a call landed, so
+    none is made twice."""
+    for attempt in range(attempts):
+        settled(page)
+        item, button = pick(page)
+        page.get_by_role("button", name=button).click()
+        try:
+            done.wait_for(timeout=20_000)
+            return item
+        except Exception:
             settled(page)
-            page.locator("h3", has_text="(sample ").first.wait_for(timeout=60_000)
-            sid = current_sample(page)
-            page.get_by_role("button", name=BUTTON[calls[sid]]).click()
-            try:
-                done.wait_for(timeout=20_000)
-                break
-            except Exception:
-                settled(page)
-                if done.count():  # it landed, late
-                    break
-                if attempt == attempts - 1:
-                    raise
+            if done.count():  # it landed, late
+                return item
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def judge_all(page, calls: dict) -> None:
+    """Give each item in turn its call from ``calls`` (sample id -> verdict)."""
+    def pick(page):
+        page.locator("h3", has_text="(sample ").first.wait_for(timeout=60_000)
+        sid = current_sample(page)
+        return sid, BUTTON[calls[sid]]
+
+    for n in range(len(calls)):
+        call_until_counted(page, pick, page.get_by_text(f"you judged {n + 1}"))
 
 
 def click_until_url(page, link, path: str, attempts: int = 3) -> None:

@@ -29,8 +29,8 @@ from objrel import review
 from objrel.review.lime_ahead import AHEAD_ENV
 from objrel.store import Store
 from tests.e2e.app_server import serving
-from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, choose, click_until_url, settled, \
-    upload_until_listed
+from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, call_until_counted, choose, click_until_url, \
+    settled, upload_until_listed
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OBJREL_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "review-day"
@@ -110,24 +110,11 @@ def top_bar(page, title: str) -> None:
     settled(page)
 
 
-def judge(page, verdict: str, judged_before: int, attempts: int = 3) -> str:
-    """Call the item shown ``verdict`` and return its id.  The page is settled before the item is read (the
-    last item's heading can still be on screen while the next one draws); a click the page refused or a
-    rerun swallowed (the count did not move once the page settled) is made again on the item then shown."""
-    done = page.get_by_text(f"you judged {judged_before + 1}").first
-    for attempt in range(attempts):
-        settled(page)
-        item = current_item(page)
-        page.get_by_role("button", name=BUTTON[verdict]).click()
-        try:
-            done.wait_for(timeout=20_000)
-            break
-        except Exception:
-            settled(page)
-            if done.count():  # it landed, late
-                break
-            if attempt == attempts - 1:
-                raise
+def judge(page, verdict: str, judged_before: int) -> str:
+    """Call the item shown ``verdict`` (through ``call_until_counted``, which settles the page first and
+    presses again when a click was refused or swallowed) and return its id once the save is confirmed."""
+    item = call_until_counted(page, lambda p: (current_item(p), BUTTON[verdict]),
+                              page.get_by_text(f"you judged {judged_before + 1}").first)
     page.get_by_text(re.compile(rf"Saved: run {RUN}, {RELATION}, .+: {re.escape(verdict_word(verdict))}")).first \
         .wait_for(timeout=60_000)
     return item

@@ -411,7 +411,7 @@ class Engine:
             p = tested[i]
             p.fill_basis = self.model.fill_basis(p.image, p.target.region, p.model_input)
 
-        with report.step("prepare"):
+        with report.step("bases"):
             parallel_each(basis, len(tested))
 
     def _painted(self, holder: _Prepared, mutation: Mutation) -> PaintedInput | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -42,6 +43,21 @@ def scale_offset(image: np.ndarray, scale: np.ndarray | None, offset: np.ndarray
     elif src is not dst:
         np.copyto(dst, src)
     return out
+
+
+# A rectangle of pixels, (y0, y1, x0, x1): rows y0..y1-1, columns x0..x1-1.
+Box = tuple[int, int, int, int]
+
+
+def _cells_reached(lo: int, hi: int, n: int, g: int) -> tuple[int, int, int, int]:
+    """For an ``n``-pixel axis area-averaged onto ``g <= n`` cells and the pixels ``[lo, hi)``: the cells
+    ``[k0, k1)`` to compute (every cell those pixels reach, from one that starts on a whole pixel) and the
+    pixels ``[a, b)`` those cells read.  Cell ``k`` covers ``[k n / g, (k + 1) n / g)``; ``k n / g`` is a whole
+    number when ``k`` is a multiple of ``g / gcd(n, g)``."""
+    step = g // math.gcd(n, g)
+    k0 = (lo * g // n) // step * step
+    k1 = min(g, -(-hi * g // n))
+    return k0, k1, k0 * n // g, min(n, -(-k1 * n // g))
 
 
 @dataclass(frozen=True)
@@ -105,12 +121,60 @@ class Preprocess:
         std = np.asarray(self.std, dtype=np.float32)
         return np.float32(1.0 / 255.0) / std, -np.asarray(self.mean, dtype=np.float32) / std
 
+    def resize_part(self, image: np.ndarray, box: Box, mask: np.ndarray | None = None) -> tuple[np.ndarray, Box]:
+        """``resize_one`` of ``image`` (``(H, W, C)`` or ``(H, W)``, uint8) masked by ``mask`` (``(H, W)`` uint8,
+        1 inside; None: the image as it is), which must be black outside ``box`` (``(y0, y1, x0, x1)``), resizing
+        only the pixels near the box: ``(part, (oy0, oy1, ox0, ox1))``, the resize being ``part`` there and
+        black everywhere else.
+
+        An area average goes cell by cell: output cell ``k`` of an ``n``-pixel axis averaged onto ``g`` cells
+        covers pixels ``[k n / g, (k + 1) n / g)``.  The pixels resized start where a cell starts on a whole
+        pixel (``k`` a multiple of ``g / gcd(n, g)``) at or before the box and end at or after the end of the
+        last cell the box reaches; OpenCV is given the full image's scale (``fx``, ``fy``), so the cells and
+        their weights are those of the full resize (tested equal bit for bit).  Where an axis is enlarged
+        (bilinear, not cell by cell) the whole image is resized."""
+        h, w = image.shape[:2]
+        s = self.size
+        interp, (gw, gh), corner = self._interpolation(h, w)
+        area = interp == cv2.INTER_AREA and gh <= h and gw <= w
+        ky0, ky1, a, b = _cells_reached(box[0], box[1], h, gh) if area else (0, gh, 0, h)
+        kx0, kx1, c, d = _cells_reached(box[2], box[3], w, gw) if area else (0, gw, 0, w)
+        pixels = np.ascontiguousarray(image[a:b, c:d])
+        if mask is not None:
+            pixels = cv2.copyTo(pixels, np.ascontiguousarray(mask[a:b, c:d]), np.zeros_like(pixels))
+        if not area:
+            return self.resize_one(pixels if pixels.ndim == 3 else pixels[:, :, None]), (0, s, 0, s)
+        part = cv2.resize(pixels.astype(np.float32), None, fx=gw / w, fy=gh / h, interpolation=cv2.INTER_AREA)
+        if part.ndim == 2:
+            part = part[:, :, None]
+        if part.shape[0] < ky1 - ky0 or part.shape[1] < kx1 - kx0:  # not expected: OpenCV rounded the size down
+            whole = image if mask is None else cv2.copyTo(image, mask, np.zeros_like(image))
+            return self.resize_one(whole if whole.ndim == 3 else whole[:, :, None]), (0, s, 0, s)
+        cy, cx = corner or (0, 0)                     # the model input's window on the resized grid
+        oy0, oy1, ox0, ox1 = max(ky0 - cy, 0), min(ky1 - cy, s), max(kx0 - cx, 0), min(kx1 - cx, s)
+        if oy0 >= oy1 or ox0 >= ox1:
+            return part[:0, :0], (0, 0, 0, 0)
+        return part[oy0 + cy - ky0 : oy1 + cy - ky0, ox0 + cx - kx0 : ox1 + cx - kx0], (oy0, oy1, ox0, ox1)
+
+    def _placed(self, resized: tuple[np.ndarray, Box] | None, channels: int) -> np.ndarray:
+        """A ``(size, size, channels)`` float32 model input of ``resize_part``'s ``(part, box)``, black outside
+        the box (all black for None: an empty region)."""
+        s = self.size
+        if resized is not None and resized[1] == (0, s, 0, s):
+            return np.ascontiguousarray(resized[0])
+        out = np.zeros((s, s, channels), dtype=np.float32)
+        if resized is not None:
+            part, (y0, y1, x0, x1) = resized
+            out[y0:y1, x0:x1] = part
+        return out
+
     def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared: np.ndarray | None = None) -> "FillBasis":
         """What the model input of any one-colour fill of ``region`` (``(H, W)`` bool) in ``image``
         (``(H, W, 3)`` uint8), or of everything but it, is mixed from (``PaintedInput``).
 
         ``prepared``: the image's own model input as ``(size, size, 3)`` float32 (a row of this
-        preprocessing's output), when the caller has it: it saves one resize."""
+        preprocessing's output), when the caller has it: it saves one resize.  The object's pixels and the
+        region are resized only near the region's bounding box (``resize_part``)."""
         if region.shape != image.shape[:2] or region.dtype != bool:
             raise ValueError(f"fill_basis needs an (H, W) bool region matching the image {image.shape[:2]}, "
                              f"got {region.shape} {region.dtype}")
@@ -119,20 +183,18 @@ class Preprocess:
             raise ValueError(f"fill_basis needs the prepared image as ({s}, {s}, 3) float32, "
                              f"got {prepared.shape} {prepared.dtype}")
         scale, offset = self.normalisation()
-        # One full-size float32 copy alive at a time (inside resize_one): the object's pixels are masked in
-        # bytes first, and the source is resized only when its model input is not given.
-        inside = np.zeros(image.shape, dtype=np.uint8)
-        cv2.copyTo(np.ascontiguousarray(image), np.ascontiguousarray(region).view(np.uint8), inside)
-        object_part = scale_offset(self.resize_one(inside), scale)        # L(x m) scale
-        del inside
+        mask = np.ascontiguousarray(region).view(np.uint8)
+        x, y, bw, bh = cv2.boundingRect(mask)          # the region's bounding box (all zeros when it is empty)
+        box = (y, y + bh, x, x + bw)
+        object_part = self._placed(self.resize_part(image, box, mask) if bw else None, 3)   # L(x m)
+        coverage = self._placed(self.resize_part(mask, box) if bw else None, 1)             # L(m)
+        scale_offset(object_part, scale)                                  # L(x m) scale
         source = scale_offset(self.resize_one(image), scale, offset) if prepared is None else prepared
-        coverage = self.resize_one(np.ascontiguousarray(region).view(np.uint8))
         np.clip(coverage, 0.0, 1.0, out=coverage)
-        c = np.ascontiguousarray
         outside = np.subtract(source, object_part)
-        inside_part = scale_offset(object_part, None, offset)      # L(x m) scale + offset
-        return FillBasis(outside=c(outside), inside=c(inside_part), coverage=c(coverage),
-                         uncovered=c(1.0 - coverage), scale=scale, preprocess=self)
+        inside_part = scale_offset(object_part, None, offset)            # L(x m) scale + offset
+        return FillBasis(outside=outside, inside=inside_part, coverage=coverage, uncovered=1.0 - coverage,
+                         scale=scale, preprocess=self)
 
     def __call__(self, images) -> torch.Tensor:
         """``(N, 3, size, size)`` float32, channels_last-strided (the NHWC buffer seen as NCHW, no copy).

@@ -247,6 +247,10 @@ def takes_validity() -> bool:
     return "validity" in inspect.signature(record_call).parameters
 
 
+# A call that was not saved says so just above the call buttons: where the reviewer looks after pressing one
+# (below them, at 900 px it fell under the fold).
+if st.session_state.get(ERROR_KEY):
+    st.error(st.session_state[ERROR_KEY])
 b = st.columns(3)
 # Streamlit shows each shortcut as a badge on its button; without the reviewer role the buttons are off
 # (objrel.review refuses the write anyway).
@@ -265,7 +269,5 @@ b[1].button("False positive", key=f"judge_fp_{suffix}", on_click=judge, args=("f
             type=kind("fp"), disabled=not can_judge)
 b[2].button("Uncertain", key=f"judge_uncertain_{suffix}", on_click=judge, args=("uncertain", *call), shortcut="U",
             type=kind("uncertain"), disabled=not can_judge)
-if st.session_state.get(ERROR_KEY):
-    st.error(st.session_state[ERROR_KEY])
 if can_judge and queue.my_call(sample_id) is not None:
     review_panels.my_history(actor, store, run_id, relation, sample_id)

@@ -69,6 +69,14 @@ def test_shows_source_and_six_mutants_and_records_a_judgment(monkeypatch, flagge
     assert at.query_params["item"] != first  # moved on to the next item
 
 
+def walk(node):
+    """``node`` and everything drawn inside it, in the order the page draws them."""
+    yield node
+    children = getattr(node, "children", {})
+    for key in sorted(children):
+        yield from walk(children[key])
+
+
 def test_a_click_on_an_item_the_page_has_left_saves_nothing_and_skips_nothing(monkeypatch, flagged_store):
     """The buttons of the item just judged stay on screen until the next item's are drawn; a click on them then
     (or a shortcut pressed twice) reaches the page with the item they were drawn for.  It must not change that
@@ -90,6 +98,13 @@ def test_a_click_on_an_item_the_page_has_left_saves_nothing_and_skips_nothing(mo
     assert second != first
     errors = [e.value for e in at.error]
     assert any(e.startswith("Not saved: the false positive click was on") for e in errors), errors
+    # the line stands just above the call buttons, where the reviewer looks after the click (under them it
+    # fell below the fold at 900 px)
+    drawn = [(n.type, getattr(n, "label", None) or getattr(n, "value", None)) for n in walk(at.main)]
+    refused = next(i for i, (t, v) in enumerate(drawn) if t == "error" and str(v).startswith("Not saved"))
+    buttons = [i for i, (t, v) in enumerate(drawn) if t == "button" and v == "True positive"]
+    assert buttons and refused < buttons[0] and not any(t in ("button", "multiselect", "text_input", "radio")
+                                                        for t, _ in drawn[refused + 1 : buttons[0]]), drawn
     # a click on the item shown is saved on it
     item_button(at, "judge_tp").click().run()
     js = review.judgments(store, run_id, "MR-2", reviewer="alice")

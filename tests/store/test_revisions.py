@@ -168,6 +168,7 @@ def test_opening_a_store_waits_for_another_writer_before_switching_it_to_wal(tmp
     with store.engine.connect() as c:
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("SELECT value FROM objrel_meta WHERE key='held'").scalar() == "by another writer"
+    store.dispose()
     raw.close()
 
 

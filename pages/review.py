@@ -21,6 +21,8 @@ use_app_navigation()
 
 ERROR_KEY = "review_error"
 FLASH_KEY = "review_saved"      # the line that confirms a saved call, shown after the move to the next item
+LAST_SAVED_KEY = "review_last_saved"   # (item, that line) of the last save: shown again beside a refused
+                                       # second press on the same item
 GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
 # Answers to "is the mutant a valid test?" (objrel.review.VALIDITY once the library has it).
@@ -150,6 +152,7 @@ def move(step: int, drawn_at: int | None = None) -> None:
     the page draws the next item counts from the item the reviewer saw), else from the current position."""
     start = st.session_state[pos_key] if drawn_at is None else drawn_at
     st.session_state[pos_key] = queue.step(start, step)
+    st.session_state.pop(ERROR_KEY, None)        # a refusal is about the item left, not the next one
 
 
 sample_id = queue.at(pos)
@@ -158,9 +161,13 @@ st.query_params.update(written)
 st.session_state[LINK_KEY] = st.query_params.to_dict()
 remember_selection(written)
 
-if FLASH_KEY in st.session_state:
-    st.success(st.session_state.pop(FLASH_KEY))
+flash = st.session_state.pop(FLASH_KEY, None)
+if flash:
+    st.success(flash)
     scroll_to_top(f"{run_id}-{relation}-{sample_id}-{queue.n_judged}")   # the next item opens in view
+    # after a save the page opens at its top: a press refused just after it (a double press) says so here
+    if st.session_state.get(ERROR_KEY):
+        st.error(st.session_state[ERROR_KEY])
 # The buttons that act on this item have keys of their own: a click on the last item's buttons,
 # still on screen while this one draws, then runs with the item they were drawn for, never with this one.
 suffix = f"{run_id}_{relation}_{sample_id}"
@@ -223,6 +230,9 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
         # drawn for an item the page has since left (the buttons of the last item stay on screen until the
         # new ones are drawn): saving it would change that item's call and skip the one now shown
         st.session_state[ERROR_KEY] = captions.call_on_a_left_item(rel_path, verdict)
+        saved_item, saved_line = st.session_state.get(LAST_SAVED_KEY) or (None, None)
+        if saved_item == (run_id, relation, sample_id):   # the second of a double press: the first press's
+            st.session_state[FLASH_KEY] = saved_line       # save stays in view beside the refusal
         return
     now = actor_of(store, signed_in())
     suffix = f"{run_id}_{relation}_{sample_id}"      # the widgets' values as sent with the click
@@ -238,6 +248,7 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
     st.session_state.pop(ERROR_KEY, None)
     st.session_state[FLASH_KEY] = captions.saved_call(run_id, relation, rel_path, verdict,
                                                       validity if extra else None)
+    st.session_state[LAST_SAVED_KEY] = ((run_id, relation, sample_id), st.session_state[FLASH_KEY])
     move(1)
 
 
@@ -247,9 +258,10 @@ def takes_validity() -> bool:
     return "validity" in inspect.signature(record_call).parameters
 
 
-# A call that was not saved says so just above the call buttons: where the reviewer looks after pressing one
-# (below them, at 900 px it fell under the fold).
-if st.session_state.get(ERROR_KEY):
+# A call that was not saved says so just above the call buttons, where the reviewer looks after pressing one
+# (below them, at 900 px it fell under the fold), unless a save's line above already said it (the page then
+# opens at its top).
+if st.session_state.get(ERROR_KEY) and not flash:
     st.error(st.session_state[ERROR_KEY])
 b = st.columns(3)
 # Streamlit shows each shortcut as a badge on its button; without the reviewer role the buttons are off

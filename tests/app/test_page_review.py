@@ -112,6 +112,39 @@ def test_a_click_on_an_item_the_page_has_left_saves_nothing_and_skips_nothing(mo
     assert not any(e.value.startswith("Not saved") for e in at.error)
 
 
+def test_a_double_press_keeps_the_first_press_saved_line_and_says_the_second_was_not_saved_at_the_top(
+        monkeypatch, flagged_store):
+    """The first press saves and moves on, and the page opens at its top; the second press reaches the page
+    with the buttons of the item just saved.  Both lines then stand at the top, before the item's controls:
+    what the first press saved, and that the second saved nothing (found in chromium: the second press's
+    rerun dropped the "Saved" line, and the refusal stood far down the page, out of view)."""
+    from objrel.review.queue import REVIEW_SAMPLE
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    first = at.query_params["item"]
+    pos_key = f"review_pos_{run_id}_MR-2_{REVIEW_SAMPLE}"
+    start = at.session_state[pos_key]
+    item_button(at, "judge_tp").click().run()            # the first press: saved, on to the next item
+    assert [e.value for e in at.success] and at.session_state[pos_key] == start + 1
+    at.session_state[pos_key] = start                    # the first item's buttons drawn again ...
+    at.run()
+    at.session_state[pos_key] = start + 1                # ... while the page has moved on: the second press
+    item_button(at, "judge_tp").click().run()
+    assert not at.exception, at.exception
+    assert [(j.sample_id, j.verdict) for j in review.judgments(store, run_id, "MR-2", reviewer="alice")] == \
+        [(first, "tp")]
+    drawn = [(n.type, getattr(n, "label", None) or getattr(n, "value", None)) for n in walk(at.main)]
+    saved = [i for i, (t, v) in enumerate(drawn) if t == "success" and str(v).startswith("Saved: ")]
+    refused = [i for i, (t, v) in enumerate(drawn) if t == "error" and str(v).startswith("Not saved")]
+    previous = next(i for i, (t, v) in enumerate(drawn) if t == "button" and v == "Previous")
+    assert len(saved) == 1 and len(refused) == 1 and saved[0] < refused[0] < previous, drawn
+    # moving on clears the refusal: it was about the item left
+    item_button(at, "review_next").click().run()
+    assert not any(e.value.startswith("Not saved") for e in at.error)
+
+
 def test_the_buttons_that_act_on_an_item_carry_it_in_their_keys(monkeypatch, flagged_store):
     """A click reaches the page with the button it was made on.  The last item's buttons stay on screen while
     the next item draws; were they the same buttons as the next item's, a second quick click (or a shortcut

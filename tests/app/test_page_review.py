@@ -77,18 +77,27 @@ def walk(node):
         yield from walk(children[key])
 
 
+def drawn_in_order(at) -> list[tuple[str, object]]:
+    """``(type, label or value)`` of everything the page drew, in the order it drew them."""
+    return [(n.type, getattr(n, "label", None) or getattr(n, "value", None)) for n in walk(at.main)]
+
+
+def alice_on_the_first_item(monkeypatch, store, run_id):
+    """alice signed in on the review page at its first item: ``(app test, item id, position key, position)``."""
+    from objrel.review.queue import REVIEW_SAMPLE
+
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    pos_key = f"review_pos_{run_id}_MR-2_{REVIEW_SAMPLE}"
+    return at, at.query_params["item"], pos_key, at.session_state[pos_key]
+
+
 def test_a_click_on_an_item_the_page_has_left_saves_nothing_and_skips_nothing(monkeypatch, flagged_store):
     """The buttons of the item just judged stay on screen until the next item's are drawn; a click on them then
     (or a shortcut pressed twice) reaches the page with the item they were drawn for.  It must not change that
     item's call, nor move past the item now shown."""
-    from objrel.review.queue import REVIEW_SAMPLE
-
     store, run_id = flagged_store
-    review.create_reviewer(store, "alice", "alice-passphrase")
-    at = page(monkeypatch, store, "alice").run()
-    first = at.query_params["item"]
-    pos_key = f"review_pos_{run_id}_MR-2_{REVIEW_SAMPLE}"
-    start = at.session_state[pos_key]
+    at, first, pos_key, start = alice_on_the_first_item(monkeypatch, store, run_id)
     at.session_state[pos_key] = start + 1   # the page has moved on; the buttons drawn for `first` are clicked
     item_button(at, "judge_fp").click().run()
     assert not at.exception, at.exception
@@ -100,7 +109,7 @@ def test_a_click_on_an_item_the_page_has_left_saves_nothing_and_skips_nothing(mo
     assert any(e.startswith("Not saved: the false positive click was on") for e in errors), errors
     # the line stands just above the call buttons, where the reviewer looks after the click (under them it
     # fell below the fold at 900 px)
-    drawn = [(n.type, getattr(n, "label", None) or getattr(n, "value", None)) for n in walk(at.main)]
+    drawn = drawn_in_order(at)
     refused = next(i for i, (t, v) in enumerate(drawn) if t == "error" and str(v).startswith("Not saved"))
     buttons = [i for i, (t, v) in enumerate(drawn) if t == "button" and v == "True positive"]
     assert buttons and refused < buttons[0] and not any(t in ("button", "multiselect", "text_input", "radio")
@@ -118,14 +127,8 @@ def test_a_double_press_keeps_the_first_press_saved_line_and_says_the_second_was
     with the buttons of the item just saved.  Both lines then stand at the top, before the item's controls:
     what the first press saved, and that the second saved nothing (found in chromium: the second press's
     rerun dropped the "Saved" line, and the refusal stood far down the page, out of view)."""
-    from objrel.review.queue import REVIEW_SAMPLE
-
     store, run_id = flagged_store
-    review.create_reviewer(store, "alice", "alice-passphrase")
-    at = page(monkeypatch, store, "alice").run()
-    first = at.query_params["item"]
-    pos_key = f"review_pos_{run_id}_MR-2_{REVIEW_SAMPLE}"
-    start = at.session_state[pos_key]
+    at, first, pos_key, start = alice_on_the_first_item(monkeypatch, store, run_id)
     item_button(at, "judge_tp").click().run()            # the first press: saved, on to the next item
     assert [e.value for e in at.success] and at.session_state[pos_key] == start + 1
     at.session_state[pos_key] = start                    # the first item's buttons drawn again ...
@@ -135,7 +138,7 @@ def test_a_double_press_keeps_the_first_press_saved_line_and_says_the_second_was
     assert not at.exception, at.exception
     assert [(j.sample_id, j.verdict) for j in review.judgments(store, run_id, "MR-2", reviewer="alice")] == \
         [(first, "tp")]
-    drawn = [(n.type, getattr(n, "label", None) or getattr(n, "value", None)) for n in walk(at.main)]
+    drawn = drawn_in_order(at)
     saved = [i for i, (t, v) in enumerate(drawn) if t == "success" and str(v).startswith("Saved: ")]
     refused = [i for i, (t, v) in enumerate(drawn) if t == "error" and str(v).startswith("Not saved")]
     previous = next(i for i, (t, v) in enumerate(drawn) if t == "button" and v == "Previous")
@@ -168,13 +171,8 @@ def test_the_buttons_that_act_on_an_item_carry_it_in_their_keys(monkeypatch, fla
 
 
 def test_next_clicked_while_the_next_item_draws_counts_from_the_item_seen(monkeypatch, flagged_store):
-    from objrel.review.queue import REVIEW_SAMPLE
-
     store, run_id = flagged_store
-    review.create_reviewer(store, "alice", "alice-passphrase")
-    at = page(monkeypatch, store, "alice").run()
-    pos_key = f"review_pos_{run_id}_MR-2_{REVIEW_SAMPLE}"
-    start = at.session_state[pos_key]
+    at, _, pos_key, start = alice_on_the_first_item(monkeypatch, store, run_id)
     at.session_state[pos_key] = start + 1    # the page has moved on; Next drawn with the item seen is clicked
     item_button(at, "review_next").click().run()
     assert not at.exception, at.exception

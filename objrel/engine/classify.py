@@ -254,9 +254,9 @@ class Engine:
         """What ``_prepare`` decodes for ``sample``: its file (a Ray actor's engine: the bytes the driver read)."""
         return sample.image_path
 
-    def _decide(self, prep: _Prepared, probs: np.ndarray) -> None:
-        task, thr = self.model.task, self.model.threshold
-        src = R.Prediction.from_probs(probs, task, interest=prep.labels, threshold=thr)
+    def _decide(self, prep: _Prepared, src: R.Prediction) -> None:
+        """Decide what ``prep`` tests from ``src``, its source's prediction, and build its target."""
+        task = self.model.task
         prep.source = src
         if task == "single":
             prep.correct = src.top1 in prep.labels
@@ -354,7 +354,9 @@ class Engine:
                 probs = self.model.forward(sources)
             report.forward_passes += len(live)
             with report.step("check"):  # each sample's own prediction and target (masks): spread over the cores
-                parallel_each(lambda i: self._decide(live[i], probs[i]), len(live))
+                found = R.Prediction.from_batch(probs, self.model.task, [p.labels for p in live],
+                                                threshold=self.model.threshold)
+                parallel_each(lambda i: self._decide(live[i], found[i]), len(live))
 
     def _decided_chunk(self, chunk: list[Sample], report: RunReport) -> list[_Prepared]:
         """The chunk's samples with their source predictions: from ``_decide_next`` when it guessed this
@@ -482,10 +484,10 @@ class Engine:
             report.forward_passes += sum(len(jobs_b) for jobs_b, _ in ready)
             with report.step("check"):
                 for (jobs_b, _), probs in zip(ready, outputs):
-                    for (p, m), row in zip(jobs_b, probs):
-                        interest = set(p.label_of_interest) | set(p.source.predicted)
-                        p.mutants[m.key] = R.Prediction.from_probs(row, self.model.task, interest=interest,
-                                                                   threshold=self.model.threshold)
+                    interests = [set(p.label_of_interest) | set(p.source.predicted) for p, _ in jobs_b]
+                    found = R.Prediction.from_batch(probs, self.model.task, interests, threshold=self.model.threshold)
+                    for (p, m), pred in zip(jobs_b, found):
+                        p.mutants[m.key] = pred
 
     # ------------------------------------------------------------ results
 

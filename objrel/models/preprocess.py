@@ -48,6 +48,11 @@ def scale_offset(image: np.ndarray, scale: np.ndarray | None, offset: np.ndarray
 # A rectangle of pixels, (y0, y1, x0, x1): rows y0..y1-1, columns x0..x1-1.
 Box = tuple[int, int, int, int]
 
+# About how many rows of a uint8 image ``resize_one`` converts to float32 at a time when it shrinks the image by
+# area averaging: a band of a 640-pixel-wide photo is then 0.5 MB, which stays in a core's cache between its
+# conversion and its resize, where the whole photo as float32 (4.7 MB at 640 x 480) went out to memory and back.
+AREA_BAND_ROWS = 64
+
 
 def _cells_reached(lo: int, hi: int, n: int, g: int) -> tuple[int, int, int, int]:
     """For an ``n``-pixel axis area-averaged onto ``g <= n`` cells and the pixels ``[lo, hi)``: the cells
@@ -58,6 +63,36 @@ def _cells_reached(lo: int, hi: int, n: int, g: int) -> tuple[int, int, int, int
     k0 = (lo * g // n) // step * step
     k1 = min(g, -(-hi * g // n))
     return k0, k1, k0 * n // g, min(n, -(-k1 * n // g))
+
+
+def _area_in_bands(image: np.ndarray, size: tuple[int, int], out: np.ndarray | None) -> np.ndarray | None:
+    """The float32 area average of ``image`` (``(H, W, C)`` uint8, shrunk on both axes to ``size``, ``(width,
+    height)``), made a band of rows at a time into ``out`` (a new array when None or of another shape), equal bit
+    for bit to resizing the whole image converted to float32; None when the rows cannot be split.
+
+    Output row ``k`` averages input rows ``[k H / g, (k + 1) H / g)``: bands that start on a row where a cell
+    starts (``k`` a multiple of ``g / gcd(H, g)``, as in ``_cells_reached``) are averaged with the same cells and
+    weights, given the whole image's scale."""
+    h, w, channels = image.shape
+    gw, gh = size
+    unit = h // math.gcd(h, gh)                 # input rows per whole number of output rows
+    band = unit * max(1, AREA_BAND_ROWS // unit)
+    if band >= h:
+        return None
+    if out is None or out.shape != (gh, gw, channels) or out.dtype != np.float32 or not out.flags.c_contiguous:
+        out = np.empty((gh, gw, channels), dtype=np.float32)
+    scratch = np.empty((band, w, channels), dtype=np.float32)
+    fx, fy = gw / w, gh / h
+    for y0 in range(0, h, band):
+        y1 = min(h, y0 + band)
+        k0, k1 = y0 * gh // h, y1 * gh // h
+        rows = scratch[: y1 - y0]
+        np.copyto(rows, image[y0:y1], casting="unsafe")
+        part = out[k0:k1]
+        got = cv2.resize(rows, (gw, k1 - k0), dst=part, fx=fx, fy=fy, interpolation=cv2.INTER_AREA)
+        if got is not part and not np.shares_memory(got, part):   # not expected: OpenCV made a new array
+            part[...] = got.reshape(part.shape)
+    return out
 
 
 @dataclass(frozen=True)
@@ -103,6 +138,11 @@ class Preprocess:
         float32 array to write it into (``stretch`` only: a crop is cut from a larger resize)."""
         h, w = image.shape[:2]
         interp, size, corner = self._interpolation(h, w)
+        if (interp == cv2.INTER_AREA and corner is None and image.dtype == np.uint8 and image.ndim == 3
+                and h >= size[1] and w >= size[0]):
+            banded = _area_in_bands(image, size, out)
+            if banded is not None:
+                return banded
         src = image if image.dtype == np.float32 else image.astype(np.float32)
         if out is not None and corner is None and out.shape == (*size[::-1], src.shape[2] if src.ndim == 3 else 1) \
                 and out.flags.c_contiguous and src.ndim == 3:

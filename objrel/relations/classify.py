@@ -91,6 +91,54 @@ class Prediction:
             threshold=float(threshold),
         )
 
+    @classmethod
+    def from_batch(cls, probs: np.ndarray, task: str, interests: Sequence[Iterable[int]],
+                   threshold: float = MULTI_LABEL_THRESHOLD, top_k: int = TOP_K) -> list["Prediction"]:
+        """``from_probs`` of each row of ``probs`` ``(N, C)`` with that row's ``interests[i]``: the same
+        predictions, the top labels found and the ranks counted for the whole batch at once (a row costs a
+        third of ``from_probs``' numpy calls).  A batch with a NaN, or with few classes, goes row by row."""
+        if task not in CLASSIFIER_TASKS:
+            raise ValueError(f"task must be one of {CLASSIFIER_TASKS}, got {task!r}")
+        p = np.asarray(probs, dtype=np.float64)
+        if p.ndim != 2 or p.shape[0] != len(interests):
+            raise ValueError(f"from_batch needs (N, C) probabilities and N sets of labels of interest, got "
+                             f"{p.shape} and {len(interests)}")
+        n, classes = p.shape
+        k = max(2, top_k)
+        if n == 0 or classes <= max(FULL_SORT_CLASSES, k) or np.isnan(p).any():
+            return [cls.from_probs(row, task, interest=i, threshold=threshold, top_k=top_k)
+                    for row, i in zip(p, interests)]
+        kth = np.partition(p, classes - k, axis=1)[:, classes - k]      # each row's k-th highest probability
+        rows, labels = np.nonzero(p >= kth[:, None])                     # by row, then label: ties included
+        values = p[rows, labels]
+        order = np.lexsort((labels, -values, rows))                     # by row, then descending, then label
+        rows, labels, values = rows[order], labels[order], values[order]
+        starts = np.searchsorted(rows, np.arange(n))
+        wanted = [sorted({int(i) for i in interest if 0 <= int(i) < classes}) for interest in interests]
+        at_row = np.fromiter((r for r, w in enumerate(wanted) for _ in w), dtype=np.intp)
+        at_label = np.fromiter((i for w in wanted for i in w), dtype=np.intp)
+        ranks_of = np.zeros(0, dtype=np.int64)
+        if at_row.size:  # rank(i) = 1 + #{j: p_j > p_i} + #{j < i: p_j = p_i}, as _top_and_ranks counts
+            mine = p[at_row, at_label][:, None]
+            rowwise = p[at_row]
+            before = np.arange(classes)[None, :] < at_label[:, None]
+            ranks_of = (1 + np.count_nonzero(rowwise > mine, axis=1)
+                        + np.count_nonzero((rowwise == mine) & before, axis=1))
+        multi = None if task == "single" else p >= threshold
+        out, used = [], 0
+        for r in range(n):
+            top = labels[starts[r] : starts[r] + k].tolist()
+            top_probs = values[starts[r] : starts[r] + k].tolist()
+            interest = wanted[r]
+            ranks = dict(zip(interest, ranks_of[used : used + len(interest)].tolist()))
+            used += len(interest)
+            predicted = (top[0],) if multi is None else tuple(np.flatnonzero(multi[r]).tolist())
+            row = p[r]
+            keep = set(interest) | set(predicted) | set(top)
+            out.append(cls(task=task, top_labels=tuple(top), top_probs=tuple(top_probs), predicted=predicted,
+                           probs={i: float(row[i]) for i in sorted(keep)}, ranks=ranks, threshold=float(threshold)))
+        return out
+
     @property
     def top1(self) -> int:
         """The top-ranked label."""
@@ -256,4 +304,6 @@ def inference_distance(relation: str, source: Prediction, mutant: Prediction, la
         labels = [] if best is None else [best]
     ds = [fn(source.probs[k], source.ranks[k], mutant.probs[k], mutant.ranks[k])
           for k in labels if k in source.ranks and k in mutant.ranks]
+    if len(ds) == 1:  # most samples have one label of interest: np.mean of one value is that value, 3 us slower
+        return ds[0]
     return float(np.mean(ds)) if ds else None

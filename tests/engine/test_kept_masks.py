@@ -12,6 +12,7 @@ from objrel.data import load_demo
 from objrel.engine.classify import KEPT_MASKS_PER_IMAGE, Engine
 from objrel.models import load_classifier
 from objrel.mutations import build_target
+from objrel.relations.classify import Prediction
 from objrel.store import Store
 
 
@@ -28,7 +29,8 @@ def test_kept_masks_build_the_target_the_decoded_masks_build(tmp_path):
         fresh = build_target(prep.objects, w, h)
         kept = build_target(prep.objects, w, h, masks=list(prep.masks))
         assert np.array_equal(fresh.region, kept.region) and fresh.boxes == kept.boxes
-        engine._decide(prep, model.predict([prep.image])[0])
+        probs = model.predict([prep.image])[0]
+        engine._decide(prep, Prediction.from_probs(probs, model.task, interest=prep.labels, threshold=model.threshold))
         assert prep.masks is None                       # let go once the target is built
         if prep.tested:
             assert np.array_equal(prep.target.region, build_target(prep.target_objects, w, h).region)

@@ -52,6 +52,7 @@ from objrel.models import load_classifier  # noqa: E402
 from objrel.models.runtimes import with_runtime  # noqa: E402
 from objrel.models.threads import configure_inference_threads  # noqa: E402
 from objrel.mutations import NotApplicable, derive_seed, make_mutant  # noqa: E402
+from objrel.relations.classify import Prediction  # noqa: E402
 from objrel.store import Store  # noqa: E402
 
 
@@ -97,8 +98,10 @@ def same_images(model, cfg: RunConfig, workdir: Path) -> list:
     eng = Engine(store, cfg, model=model)
     preps = [eng._prepare(s) for s in eng.samples]
     live = [p for p in preps if p.skip is None]
-    for p, row in zip(live, model.predict([p.image for p in live])):
-        eng._decide(p, row)
+    probs = model.predict([p.image for p in live])
+    found = Prediction.from_batch(probs, model.task, [p.labels for p in live], threshold=model.threshold)
+    for p, src in zip(live, found):
+        eng._decide(p, src)
     images = []
     for p in live:
         images.append(p.image)

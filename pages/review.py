@@ -239,23 +239,15 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
     reasons = st.session_state.get(f"review_reasons_{suffix}") or []
     note = st.session_state.get(f"review_note_{suffix}") or ""
     validity = st.session_state.get(f"review_validity_{suffix}")
-    extra = {"validity": validity} if validity is not None and takes_validity() else {}
     try:
-        record_call(now, store, run_id, sample_id, relation, verdict, reasons, note, **extra)
+        record_call(now, store, run_id, sample_id, relation, verdict, reasons, note, validity=validity)
     except (ValueError, NotAllowed) as exc:
         st.session_state[ERROR_KEY] = str(exc)
         return
     st.session_state.pop(ERROR_KEY, None)
-    st.session_state[FLASH_KEY] = captions.saved_call(run_id, relation, rel_path, verdict,
-                                                      validity if extra else None)
+    st.session_state[FLASH_KEY] = captions.saved_call(run_id, relation, rel_path, verdict, validity)
     st.session_state[LAST_SAVED_KEY] = ((run_id, relation, sample_id), st.session_state[FLASH_KEY])
     move(1)
-
-
-def takes_validity() -> bool:
-    import inspect
-
-    return "validity" in inspect.signature(record_call).parameters
 
 
 # A call that was not saved says so just above the call buttons, where the reviewer looks after pressing one

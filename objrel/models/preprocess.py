@@ -50,7 +50,7 @@ Box = tuple[int, int, int, int]
 
 # About how many rows of a uint8 image ``resize_one`` converts to float32 at a time when it shrinks the image by
 # area averaging: a band of a 640-pixel-wide photo is then 0.5 MB, which stays in a core's cache between its
-# conversion and its resize, where the whole photo as float32 (4.7 MB at 640 x 480) went out to memory and back.
+# conversion and its resize, where the whole photo as float32 (3.7 MB at 640 x 480) went out to memory and back.
 AREA_BAND_ROWS = 64
 
 

@@ -38,7 +38,7 @@ def test_a_photo_shrunk_band_by_band_equals_it_shrunk_whole_bit_for_bit(pre):
     assert banded >= len(sizes) // 2   # most sizes are split into bands (a height prime to the input's is not)
 
 
-def test_bands_start_where_an_output_row_starts_on_a_whole_input_row_by_hand():
+def test_bands_start_where_an_output_row_starts_on_a_whole_input_row_by_hand(monkeypatch):
     # 480 rows onto 224: gcd 32, so every 15 input rows make 7 output rows; bands of 4 x 15 = 60 rows (64 or
     # fewer), output rows 0-27, 28-55, ...: 8 bands
     calls = []
@@ -49,11 +49,8 @@ def test_bands_start_where_an_output_row_starts_on_a_whole_input_row_by_hand():
         return real(src, dsize, **kw)
 
     image = np.random.default_rng(3).integers(0, 256, (480, 640, 3), dtype=np.uint8)
-    P.cv2.resize = spy
-    try:
-        _area_in_bands(image, (224, 224), None)
-    finally:
-        P.cv2.resize = real
+    monkeypatch.setattr(P.cv2, "resize", spy)
+    _area_in_bands(image, (224, 224), None)
     assert calls == [(60, 28)] * 8
     # 417 rows onto 224: gcd 1, no output row but the first starts on a whole input row: not split
     assert math.gcd(417, 224) == 1

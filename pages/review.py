@@ -8,7 +8,8 @@ from objrel.app import captions, review_panels
 from objrel.app.captions import plain
 from objrel.app.caches import cached_flagged, cached_review_item, open_store
 from objrel.app.style import scroll_to_top
-from objrel.app.state import arrival_params, init_value, keep_choice, remember_selection
+from objrel.app.state import arrival_params, init_value, keep_choice, mark_own_event, remember_selection, \
+    took_own_event
 from objrel.app.widgets import page_sidebar, signed_in, use_app_navigation
 from objrel.errors import NotAllowed, ObjrelError
 from objrel.review.lime_ahead import ensure_lime_job
@@ -73,11 +74,14 @@ def offer_choices() -> None:
 
 # The selection (?run=&relation=&queue=&item=) comes from the URL (a link, a reload), else from the session's
 # last selection (Streamlit drops both the query string and this page's widget state on a page switch), else
-# from the signed-in person's open work.  A link followed while the page is open is read again.  A run the link
-# names that cannot be reviewed is said, never replaced by another.
+# from the signed-in person's open work.  A link followed while the page is open is read again, but not on a
+# rerun that one of this page's own widgets started: its query string is the one the browser had when the
+# widget was used, and after a quick second press that still names the item the first press left (the page
+# jumped back to the item just saved).  A run the link names that cannot be reviewed is said, never replaced.
 params = st.query_params.to_dict()
 arrived = "review_run" not in st.session_state
-if arrived or is_new_link(params, st.session_state.get(LINK_KEY)):
+own_event = took_own_event()
+if arrived or (not own_event and is_new_link(params, st.session_state.get(LINK_KEY))):
     wanted = arrival_params() if arrived else params
     if not wanted.get("run") and actor.signed_in:
         wanted = open_work_params()
@@ -100,9 +104,11 @@ if arrived or is_new_link(params, st.session_state.get(LINK_KEY)):
 keep_choice("review_run", list(by_id)[-1], list(by_id))   # a run deleted while the page is open
 
 c1, c2, c3 = st.columns([3, 1, 2])
-run_id = c1.selectbox("Run", list(by_id), format_func=lambda i: captions.run_label(by_id[i]), key="review_run")
-relation = c2.radio("Relation", review.RELATIONS, key="review_relation", horizontal=True)
+run_id = c1.selectbox("Run", list(by_id), format_func=lambda i: captions.run_label(by_id[i]), key="review_run",
+                      on_change=mark_own_event)
+relation = c2.radio("Relation", review.RELATIONS, key="review_relation", horizontal=True, on_change=mark_own_event)
 mode = c3.radio("Queue", QUEUE_MODES, key="review_mode", horizontal=True, format_func=QUEUE_LABELS.get,
+                on_change=mark_own_event,
                 help="The review sample is drawn once per run and relation with Cochran's formula "
                      "(95% confidence, 5% margin, finite-population correction) from a stored seed.")
 chosen = {"run": str(run_id), "relation": relation, "queue": mode}
@@ -150,6 +156,7 @@ pos = queue.clamp(st.session_state[pos_key])
 def move(step: int, drawn_at: int | None = None) -> None:
     """Step through the queue from ``drawn_at``, the position the clicked button was drawn at (a click while
     the page draws the next item counts from the item the reviewer saw), else from the current position."""
+    mark_own_event()
     start = st.session_state[pos_key] if drawn_at is None else drawn_at
     st.session_state[pos_key] = queue.step(start, step)
     st.session_state.pop(ERROR_KEY, None)        # a refusal is about the item left, not the next one
@@ -211,11 +218,12 @@ init_value(f"review_note_{suffix}", saved_note)
 init_value(f"review_validity_{suffix}", queue.my_validity_call(sample_id))
 j1, j2, j3 = st.columns([2, 3, 2])
 j1.multiselect("False-positive reasons", list(review.FP_REASONS), key=f"review_reasons_{suffix}",
-               format_func=review.REASON_LABELS.get,
+               format_func=review.REASON_LABELS.get, on_change=mark_own_event,
                help="seed 000 s5.1: several target objects; the object was not completely removed; "
                     "other (say why in the note)")
-j2.text_input("Note", key=f"review_note_{suffix}")
+j2.text_input("Note", key=f"review_note_{suffix}", on_change=mark_own_event)
 j3.radio("Is the mutant a valid test?", VALIDITY, key=f"review_validity_{suffix}", horizontal=True,
+         on_change=mark_own_event,
          format_func=lambda v: VALIDITY_LABELS.get(v, v),
          help="Valid: the object really removed (MR-1) or the background really replaced (MR-2), with no "
               "artefact. Invalid mutants are counted apart.")
@@ -226,6 +234,7 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
     # were when this page was drawn (a role revoked meanwhile no longer counts).  The run, relation and item
     # are the ones drawn with the button, and the call is saved only while that item is still the one the
     # page is on.
+    mark_own_event()
     if queue.at(st.session_state.get(pos_key, pos)) != sample_id:
         # drawn for an item the page has since left (the buttons of the last item stay on screen until the
         # new ones are drawn): saving it would change that item's call and skip the one now shown

@@ -13,7 +13,7 @@ from objrel import access
 from objrel.access import Actor
 from objrel.app.captions import plain
 from objrel.app.formats import decimals, percent
-from objrel.app.state import init_value
+from objrel.app.state import init_value, mark_own_event
 from objrel.app.tables import HALF_WIDTH_PX, frame
 from objrel.errors import NotAllowed, ObjrelError
 from objrel.relations.common import NOT_APPLICABLE
@@ -73,7 +73,8 @@ def details(item: ReviewItem) -> None:
              else "Top-5 before and after, and every other mutation")
     st.markdown(f"**{title}**")       # in view: evidence is never folded away
     with st.container():
-        choice = st.selectbox("Mutant", [p.key for p in item.mutants], key="review_top5_choice")
+        choice = st.selectbox("Mutant", [p.key for p in item.mutants], key="review_top5_choice",
+                              on_change=mark_own_event)
         chosen = next(p for p in item.mutants if p.key == choice)
         t1, t2 = st.columns(2)
         if item.is_detection:
@@ -106,8 +107,8 @@ def lime(actor: Actor, store: Store, item: ReviewItem, called: bool = False) -> 
         st.caption("LIME appears once you have made your call on this item (your setting below).")
     else:
         t1, t2 = st.columns(2)
-        shown = t1.toggle("Show LIME", value=True, key="review_lime_show")
-        outline = t2.toggle("Outline the target", value=True, key="review_lime_outline")
+        shown = t1.toggle("Show LIME", value=True, key="review_lime_show", on_change=mark_own_event)
+        outline = t2.toggle("Outline the target", value=True, key="review_lime_outline", on_change=mark_own_event)
         if shown:
             _lime_overlays(store, item, outline)
         st.caption("LIME fits a local linear model over superpixels (fixed random state, cached in the store). "
@@ -161,15 +162,17 @@ def _lime_after_call(actor: Actor, store: Store) -> bool:
 def _save_lime_after_call(actor: Actor, store: Store) -> None:
     from objrel.review.settings import LIME_AFTER_CALL, set_my_setting
 
+    mark_own_event()
     set_my_setting(actor, store, LIME_AFTER_CALL, bool(st.session_state["review_lime_after_call"]))
 
 
 def _lime_on_demand(actor: Actor, store: Store, item: ReviewItem, applied: list[str]) -> None:
     """Compute LIME for the source and one mutant now (minutes of CPU): only on the reviewer's click."""
     c1, c2, c3 = st.columns([2, 2, 1])
-    key = c1.selectbox("Explain the source and", applied, key="review_lime_choice")
-    n = c2.select_slider("LIME samples", LIME_SAMPLE_CHOICES, value=LIME_DEFAULT_SAMPLES, key="review_lime_n")
-    if not c3.button("Compute LIME", key="review_lime_btn"):
+    key = c1.selectbox("Explain the source and", applied, key="review_lime_choice", on_change=mark_own_event)
+    n = c2.select_slider("LIME samples", LIME_SAMPLE_CHOICES, value=LIME_DEFAULT_SAMPLES, key="review_lime_n",
+                         on_change=mark_own_event)
+    if not c3.button("Compute LIME", key="review_lime_btn", on_click=mark_own_event):
         return
     from objrel.review.lime_pair import explain_pair
 
@@ -273,15 +276,15 @@ def box_retest(actor: Actor, store: Store, item: ReviewItem) -> None:
                 st.session_state[key] = value
         current = tuple(int(st.session_state[k]) for k in keys)
         st.plotly_chart(charts.box_select_figure(thumbnail(source, BOX_SELECT_SIDE), (w, h), current),
-                        on_select="rerun", selection_mode="box", key=chart_key,
+                        on_select=mark_own_event, selection_mode="box", key=chart_key,
                         config={"modeBarButtonsToRemove": ["lasso2d"]})
         b = st.columns(4)
-        box = (b[0].number_input("x1", 0, w - 1, key=keys[0]),
-               b[1].number_input("y1", 0, h - 1, key=keys[1]),
-               b[2].number_input("x2", 1, w, key=keys[2]),
-               b[3].number_input("y2", 1, h, key=keys[3]))
+        box = (b[0].number_input("x1", 0, w - 1, key=keys[0], on_change=mark_own_event),
+               b[1].number_input("y1", 0, h - 1, key=keys[1], on_change=mark_own_event),
+               b[2].number_input("x2", 1, w, key=keys[2], on_change=mark_own_event),
+               b[3].number_input("y2", 1, h, key=keys[3], on_change=mark_own_event))
         st.image(thumbnail(draw_box(source, box)), caption="new box", width=NEW_BOX_PREVIEW_PX)
-        if not st.button("Re-test with this box", key="review_retest_btn"):
+        if not st.button("Re-test with this box", key="review_retest_btn", on_click=mark_own_event):
             return
         from objrel.engine.retest import retest_with_box
 

@@ -33,6 +33,25 @@ def keep_number(key: str, default, lo, hi) -> None:
         st.session_state[key] = min(max(value, lo), hi)
 
 
+# ---------------------------------------------------------------- a rerun the page's own widget started
+
+# Set by a page's own widgets when they start a rerun (their on_click / on_change).  Such a rerun carries the
+# query string the browser had when the widget was used, which can be older than the one the page last wrote: a
+# second press sent before the first press's rerun reached the browser carries the item the first press left.
+# It is the reviewer's own input, never a link to follow.
+OWN_EVENT_KEY = "page_own_event"
+
+
+def mark_own_event() -> None:
+    """A widget callback: the rerun it starts comes from this page's own controls, not from a link."""
+    st.session_state[OWN_EVENT_KEY] = True
+
+
+def took_own_event() -> bool:
+    """Whether this run was started by one of the page's own widgets (``mark_own_event``); forgets it."""
+    return bool(st.session_state.pop(OWN_EVENT_KEY, False))
+
+
 # ---------------------------------------------------------------- the review selection, shared by pages
 
 # What Review and Agreement show (run, relation, queue, item) lives in the query string.  Streamlit drops the

@@ -148,6 +148,40 @@ def test_a_double_press_keeps_the_first_press_saved_line_and_says_the_second_was
     assert not any(e.value.startswith("Not saved") for e in at.error)
 
 
+def test_a_second_press_carrying_the_url_of_the_item_left_does_not_go_back_to_it(monkeypatch, flagged_store):
+    """A press sends the query string the browser shows.  A second press sent before the first press's rerun
+    reached the browser carries ``?item=`` of the item the first press saved and left, while the page has
+    already written the next item's.  That query string is the reviewer's own press, not a link: the page stays
+    on the next item (found in chromium: after a refused double press the page jumped back to the item just
+    saved).  A link that is not an echo of the page's own widgets is still followed."""
+    from objrel.review.queue import REVIEW_SAMPLE
+
+    store, run_id = flagged_store
+    at, first, pos_key, start = alice_on_the_first_item(monkeypatch, store, run_id)
+    item_button(at, "judge_tp").click().run()            # the first press: saved, on to the next item
+    second = at.query_params["item"]
+    written_for_second = dict(at.session_state["review_link_written"])
+    assert second != first and written_for_second["item"] == second
+    at.session_state[pos_key] = start                    # the first item's buttons drawn again ...
+    at.run()
+    assert at.query_params["item"] == first
+    # ... while the page has moved on and written the next item's URL; the browser still shows the first's
+    at.session_state[pos_key] = start + 1
+    at.session_state["review_link_written"] = written_for_second
+    item_button(at, "judge_tp").click().run()            # the second press, with ?item=<first>
+    assert not at.exception, at.exception
+    assert at.session_state[pos_key] == start + 1
+    assert at.query_params["item"] == second, "the page went back to the item the first press saved"
+    assert any(e.value.startswith("Not saved") for e in at.error)
+    assert [(j.sample_id, j.verdict) for j in review.judgments(store, run_id, "MR-2", reviewer="alice")] == \
+        [(first, "tp")]
+    # a link to the first item that no widget of the page sent (another page's button, st.switch_page) opens it
+    at.query_params["item"] = first
+    at.query_params["queue"] = REVIEW_SAMPLE
+    at.run()
+    assert at.query_params["item"] == first and at.session_state[pos_key] == start
+
+
 def test_the_buttons_that_act_on_an_item_carry_it_in_their_keys(monkeypatch, flagged_store):
     """A click reaches the page with the button it was made on.  The last item's buttons stay on screen while
     the next item draws; were they the same buttons as the next item's, a second quick click (or a shortcut

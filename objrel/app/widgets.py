@@ -41,6 +41,10 @@ OIDC_LOGOUT_KEY = "signout_oidc"
 COOKIE_TAG_CHARS = 12
 # A cleared cookie's expiry: long past.
 COOKIE_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+# Shown under "Signed in as" until the browser has answered that it holds the session cookie: the component that
+# writes it runs after the script, a second or two after the sign-in, and a reload before that signs the tab out.
+COOKIE_PENDING_TEXT = ("Saving your sign-in in this browser... (until this line goes, a reload asks you to sign in "
+                       "again)")
 
 
 def use_app_navigation() -> None:
@@ -157,6 +161,12 @@ def _sync_cookie() -> None:
                 max_age=max_age, secure=_https() or None, same_site="strict")
 
 
+def cookie_write_pending() -> bool:
+    """Whether the browser has yet to answer that it holds this tab's session cookie (asked at sign-in)."""
+    op = st.session_state.get(COOKIE_OP_KEY)
+    return bool(op) and op[0] == "set"
+
+
 def _sign_out(store: Store, who: str, everywhere: bool) -> None:
     """End this tab's session (or, ``everywhere``, every session of ``who``), forget the name, clear the cookie."""
     from objrel import review
@@ -225,6 +235,8 @@ def sign_in_box(store: Store) -> str | None:
         if who:
             roles = review.roles_of(store, who)
             st.text(f"Signed in as {who} ({', '.join(roles) if roles else 'no role yet'})")
+            if cookie_write_pending():
+                st.caption(COOKIE_PENDING_TEXT)
             st.button("Sign out", key="signout_btn", on_click=_sign_out_pressed, args=(store, who, False))
             st.button("End all my sessions", key="signout_all_btn", on_click=_sign_out_pressed,
                       args=(store, who, True), help="Signs you out in every browser and tab")

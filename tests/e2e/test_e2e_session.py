@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from objrel import review
-from objrel.app.widgets import COOKIE_NAME
+from objrel.app.widgets import COOKIE_NAME, COOKIE_PENDING_TEXT
 from objrel.review import sessions
 from objrel.store import Store
 
@@ -109,6 +109,8 @@ def test_sign_in_survives_reload_and_new_tabs_and_sign_out_ends_it_everywhere(se
     sign_in(tab1, "alice")                               # the first click signs in
     cookie = wait_for_cookie(context, present=True)
     cookie_frames_leave(tab1)                            # the browser reported it back: the component is gone
+    # ... and the sidebar's line that a reload would still sign out goes with it
+    tab1.get_by_text(COOKIE_PENDING_TEXT).wait_for(state="detached", timeout=TIMEOUT_MS)
     assert cookie["path"] == "/" and cookie["sameSite"] == "Strict", cookie
     assert cookie["expires"] > time.time() + sessions.SESSION_LIFETIME.total_seconds() - 600, cookie
     token = cookie["value"]

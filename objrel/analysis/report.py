@@ -97,12 +97,15 @@ def _gallery(store: Store, run_id: int, relation: str) -> str:
 
 
 def runtime_phrase(model_config: dict) -> str:
-    """Which runtime ran a run's model, from its stored model record: ``onnxruntime 1.32.0, f32 (auto: fastest
-    matching runtime ...)``; runs stored before the runtime was recorded ran on torch."""
+    """Which runtime ran a run's model, and on what, from its stored model record: ``onnxruntime 1.32.0, f32, on
+    the CPU (auto: fastest matching runtime ...)``, ``torch, on cuda:0``.  Runs stored before the runtime was
+    recorded ran on torch; a model record names its device only when it is not the CPU."""
     runtime = model_config.get("runtime", "torch")
     words = " ".join(str(p) for p in (runtime, model_config.get("runtime_version")) if p)
     if model_config.get("precision"):
         words += f", {model_config['precision']}"
+    device = model_config.get("device")
+    words += f", on {device}" if device else ", on the CPU"
     choice = model_config.get("runtime_choice")
     if isinstance(choice, dict) and choice.get("reason"):
         words += f" (auto: {choice['reason']})"

@@ -66,3 +66,14 @@ def test_app_built_report_draws_each_series_in_its_own_real_colour(monkeypatch, 
                 f"expected a real colour, got {c} (Streamlit's placeholder)"
     per_label = series_colours(*figures[0])
     assert len(per_label) == 2 and per_label[0] != per_label[1]   # MR-1 and MR-2 side by side
+
+
+def test_the_report_names_the_runtime_and_the_device_the_run_used():
+    from objrel.analysis.report import runtime_phrase
+
+    assert runtime_phrase({}) == "torch, on the CPU"     # a run stored before either was recorded
+    assert runtime_phrase({"runtime": "torch", "device": "cuda:0"}) == "torch, on cuda:0"
+    exported = {"runtime": "onnxruntime", "runtime_version": "1.20.1", "precision": "f32", "device": "cuda:1",
+                "runtime_choice": {"reason": "fastest runtime whose outputs match torch's"}}
+    assert runtime_phrase(exported) == \
+        "onnxruntime 1.20.1, f32, on cuda:1 (auto: fastest runtime whose outputs match torch's)"

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from objrel.analysis.same_results import classifier_rows, differences  # noqa: E402
 from objrel.config import RunConfig  # noqa: E402
 from objrel.constants import ONNXRUNTIME, TORCH_RUNTIME  # noqa: E402
 from objrel.data import load_demo, load_rgb  # noqa: E402
@@ -61,7 +62,6 @@ WEIGHT_SEED = 0
 # Batches the bare network is timed on (after WARM_UP_BATCHES untimed ones).
 LIMIT_BATCHES, WARM_UP_BATCHES = 60, 5
 # Fields of stored rows that differ between any two runs whatever ran them (ids, times, the run's settings).
-VOLATILE = {"run_id", "id", "created_at", "updated_at", "started_at", "finished_at", "seconds"}
 
 
 def relabelled_sources(model, ds, photos: list, n: int, workdir: Path) -> Path:
@@ -142,46 +142,17 @@ def objrel_run(model, cfg: RunConfig, path: Path) -> dict:
     start = time.perf_counter()
     report = engine.execute()
     seconds = time.perf_counter() - start
-    rows = run_rows(store, report.run_id)
+    rows = classifier_rows(store, report.run_id)
     store.dispose()
     return {"seconds": seconds, "passes": report.forward_passes, "tested": report.tested,
             "skipped": dict(report.skipped), "steps": dict(report.steps), "rows": rows,
             "images_per_s": report.forward_passes / seconds, "sources_per_s": report.tested / seconds}
 
 
-def run_rows(store: Store, run_id: int) -> dict:
-    """Every stored result of a run, keyed so that two runs compare item by item."""
-    samples = sorted(store.samples(run_id), key=lambda s: s["sample_id"])
-    key = lambda r: json.dumps({k: v for k, v in r.items() if not isinstance(v, float) and k not in VOLATILE},  # noqa: E731
-                               sort_keys=True, default=str)
-    return {"verdicts": sorted(store.verdicts(run_id), key=key), "votes": sorted(store.votes(run_id), key=key),
-            "predictions": {s["sample_id"]: store.predictions(run_id, s["sample_id"]) for s in samples}}
-
-
-def differences(a, b, floats: list, path: str = "") -> list[str]:
-    """Where two stored structures differ in anything but a float (labels, flags, verdicts, counts: exactly);
-    the absolute difference of every pair of floats (probabilities, margins, scores) goes into ``floats``."""
-    if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None:
-            return [f"{path}: {a!r} != {b!r}"]
-        if not (math.isnan(a) and math.isnan(b)):
-            floats.append(abs(a - b) if not (math.isnan(a) or math.isnan(b)) else math.inf)
-        return []
-    if isinstance(a, dict) and isinstance(b, dict):
-        if set(a) != set(b):
-            return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
-        return [d for k in a if k not in VOLATILE for d in differences(a[k], b[k], floats, f"{path}.{k}")]
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        if len(a) != len(b):
-            return [f"{path}: {len(a)} items != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, floats, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
-
-
 def compare(label: str, a: dict, b: dict) -> dict:
     """Two runs' rows: identical in every label, flag and count?  And their floats' largest difference."""
     floats: list[float] = []
-    diffs = differences(a["rows"], b["rows"], floats)
+    diffs = differences(a["rows"], b["rows"], math.inf, floats)   # every float collected, none refused
     if (a["tested"], a["passes"], a["skipped"]) != (b["tested"], b["passes"], b["skipped"]):
         diffs.insert(0, f"tested {a['tested']} / {b['tested']}, passes {a['passes']} / {b['passes']}, "
                         f"skipped {a['skipped']} / {b['skipped']}")

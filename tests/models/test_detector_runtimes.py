@@ -10,12 +10,12 @@ differ by photo and by mutant, which is all an equality test needs.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
 import torch
 
+from objrel.analysis.same_results import differences
 from objrel.config import DetectionConfig
 from objrel.constants import AUTO_RUNTIME, ONNXRUNTIME, OPENVINO, TORCH_RUNTIME
 from objrel.data import load_rgb
@@ -96,21 +96,9 @@ def run_rows(tmp_path, detector, runtime: str):
     return units, verdicts
 
 
-def differences(got, want, path="") -> list[str]:
-    """Where two stored rows differ: floats by more than the runtime tolerances (box corners
-    BOX_TOLERANCE px, every other float SCORE_TOLERANCE), everything else exactly."""
-    if isinstance(want, dict):
-        if set(got) != set(want):
-            return [f"{path}: keys {sorted(got)} != {sorted(want)}"]
-        return [d for k in want for d in differences(got[k], want[k], f"{path}.{k}")]
-    if isinstance(want, (list, tuple)):
-        if len(got) != len(want):
-            return [f"{path}: {len(got)} items != {len(want)}"]
-        return [d for i, (a, b) in enumerate(zip(got, want)) for d in differences(a, b, f"{path}[{i}]")]
-    if isinstance(want, float) and isinstance(got, float):
-        tol = BOX_TOLERANCE if "box" in path else SCORE_TOLERANCE
-        return [] if (math.isnan(want) and math.isnan(got)) or abs(got - want) <= tol else [f"{path}: {got} != {want}"]
-    return [] if got == want else [f"{path}: {got!r} != {want!r}"]
+def tolerance(path: str) -> float:
+    """Box corners within BOX_TOLERANCE px, every other float (scores, IoUs, distances) within SCORE_TOLERANCE."""
+    return BOX_TOLERANCE if "box" in path else SCORE_TOLERANCE
 
 
 def test_a_detection_run_stores_the_same_units_and_verdicts_on_every_runtime(tmp_path, ssdlite):
@@ -121,8 +109,8 @@ def test_a_detection_run_stores_the_same_units_and_verdicts_on_every_runtime(tmp
     assert len(want_units) >= 3 and len(want_verdicts) >= 2 * len(FACE_PHOTOS)
     for runtime in EXPORTED:
         units, verdicts = run_rows(tmp_path, ssdlite, runtime)
-        assert differences(units, want_units) == [], runtime
-        assert differences(verdicts, want_verdicts) == [], runtime
+        assert differences(units, want_units, tolerance, skip=()) == [], runtime
+        assert differences(verdicts, want_verdicts, tolerance, skip=()) == [], runtime
 
 
 def test_auto_picks_a_matching_runtime_once_and_records_what_it_measured(ssdlite):

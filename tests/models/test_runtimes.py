@@ -4,13 +4,12 @@ scenes and a multi-label model; ``auto``'s choice and the one-line refusals."""
 
 from __future__ import annotations
 
-import json
-import math
 
 import numpy as np
 import pytest
 import torch
 
+from objrel.analysis.same_results import classifier_rows, differences
 from objrel.config import RunConfig
 from objrel.constants import ONNXRUNTIME, OPENVINO, TORCH_RUNTIME
 from objrel.data import load_demo, load_rgb
@@ -24,8 +23,6 @@ from objrel.studies.shortcut.models import ARCH, TrainConfig, build_module, modu
 from objrel.studies.shortcut.scenes import SyntheticConfig, load_arrays, write_split
 
 EXPORTED = (ONNXRUNTIME, OPENVINO)
-# Columns that hold times or ids of the run, not results.
-VOLATILE = {"run_id", "seconds", "elapsed_ms", "created_at", "id", "started_at", "finished_at"}
 
 
 def test_both_exported_runtimes_are_installed():
@@ -53,36 +50,6 @@ def test_exported_probabilities_equal_torchs_on_the_demo_photos(lite0, demo_imag
     assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
 
 
-def same_results(a, b, path="") -> list[str]:
-    """Where two result structures differ: text, labels, flags and counts exactly; floats (probabilities,
-    margins, continuous scores) within ``MATCH_TOLERANCE``."""
-    if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None or not (math.isclose(a, b, abs_tol=MATCH_TOLERANCE)
-                                          or (math.isnan(a) and math.isnan(b))):
-            return [f"{path}: {a!r} != {b!r}"]
-        return []
-    if isinstance(a, dict) and isinstance(b, dict):
-        if set(a) != set(b):
-            return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
-        return [d for k in a if k not in VOLATILE for d in same_results(a[k], b[k], f"{path}.{k}")]
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        if len(a) != len(b):
-            return [f"{path}: {len(a)} items != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in same_results(x, y, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
-
-
-def run_rows(store: Store, run_id: int) -> dict:
-    """Every stored result of a run, keyed so that two runs can be compared item by item."""
-    samples = sorted(store.samples(run_id), key=lambda s: s["sample_id"])
-    key = lambda r: json.dumps({k: v for k, v in r.items() if not isinstance(v, float) and k not in VOLATILE},  # noqa: E731
-                               sort_keys=True, default=str)
-    return {"samples": samples,
-            "verdicts": sorted(store.verdicts(run_id), key=key),
-            "votes": sorted(store.votes(run_id), key=key),
-            "predictions": {s["sample_id"]: store.predictions(run_id, s["sample_id"]) for s in samples}}
-
-
 def runs_by_runtime(tmp_path, model: TorchClassifier, cfg: RunConfig) -> dict:
     """The same run made by torch and by each exported runtime, each into its own SQLite store."""
     out = {}
@@ -92,7 +59,7 @@ def runs_by_runtime(tmp_path, model: TorchClassifier, cfg: RunConfig) -> dict:
         report = engine.execute()
         assert report.status == "finished"
         assert engine.store.get_run(report.run_id).model_config["runtime"] == runtime
-        out[runtime] = (report, run_rows(store, report.run_id))
+        out[runtime] = (report, classifier_rows(store, report.run_id))
         store.dispose()
     return out
 
@@ -104,7 +71,7 @@ def assert_identical(runs: dict) -> None:
         report, rows = runs[runtime]
         assert (report.tested, report.untested, dict(report.skipped), report.forward_passes) == \
                (torch_report.tested, torch_report.untested, dict(torch_report.skipped), torch_report.forward_passes)
-        assert same_results(rows, torch_rows) == [], runtime
+        assert differences(rows, torch_rows, MATCH_TOLERANCE) == [], runtime
 
 
 @pytest.mark.slow

@@ -347,8 +347,9 @@ class Engine:
         """Predict the chunk's decoded sources and decide what each sample tests."""
         live = [p for p in preps if p.skip is None]
         if live and self._mixing():
-            for p, row in zip(live, sources):
-                p.model_input = self.model.input_copy(row)  # before the forward pass: a module may change its input
+            # before the forward pass: a module may change its input
+            for p, kept in zip(live, self.model.input_copies(sources)):
+                p.model_input = kept
         if live:
             with report.step("forward"):
                 probs = self.model.forward(sources)

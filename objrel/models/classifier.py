@@ -77,6 +77,10 @@ class Classifier:
         """A copy of one row of a ``prepare`` batch that ``fill_basis`` may read after the batch ran."""
         return np.array(row, copy=True)
 
+    def input_copies(self, batch) -> list:
+        """``input_copy`` of every row of a ``prepare`` batch (an adapter may copy them at once)."""
+        return [self.input_copy(batch[i]) for i in range(len(batch))]
+
     def forward(self, batch) -> np.ndarray:
         """``(N, C)`` float32 probabilities of a batch made by ``prepare``."""
         n = len(batch)
@@ -178,6 +182,14 @@ class TorchClassifier(Classifier):
         if isinstance(row, torch.Tensor):
             return np.array(row.detach().permute(1, 2, 0).cpu().numpy(), dtype=np.float32, order="C")
         return row.clone()
+
+    def input_copies(self, batch) -> list:
+        """``input_copy`` of every row of a ``prepare`` batch, in one copy (from a GPU, one transfer back instead of
+        one per row, each of which waits for the device): the rows of one ``(N, S, S, 3)`` host array."""
+        if not isinstance(batch, torch.Tensor) or type(self).input_copy is not TorchClassifier.input_copy:
+            return super().input_copies(batch)     # a subclass's own input_copy, row by row
+        host = np.array(batch.detach().permute(0, 2, 3, 1).cpu().numpy(), dtype=np.float32, order="C")
+        return list(host)
 
     def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared=None) -> FillBasis:
         """The pixels a fill operator reads, from ``image`` or from the batch row already prepared for it

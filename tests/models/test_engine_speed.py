@@ -42,6 +42,21 @@ def test_the_kept_batch_row_is_a_copy_the_fill_basis_reads_as_the_row_itself():
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
 
 
+def test_a_batch_is_kept_in_one_copy_equal_to_its_rows_kept_one_by_one():
+    """``input_copies`` (one transfer from a GPU) keeps the same values as ``input_copy`` row by row, in host
+    arrays the module cannot reach."""
+    model = load_classifier("efficientnet-lite0", runtime="torch")
+    rng = np.random.default_rng(5)
+    x = model.prepare([rng.integers(0, 256, (120 + 20 * i, 200, 3), dtype=np.uint8) for i in range(3)])
+    kept = model.input_copies(x)
+    assert len(kept) == 3
+    for i, row in enumerate(kept):
+        assert isinstance(row, np.ndarray) and row.flags.c_contiguous and row.dtype == np.float32
+        assert np.array_equal(row, model.input_copy(x[i]))
+    x.zero_()                           # a module that writes into its input does not reach the copies
+    assert all(row.any() for row in kept)
+
+
 def test_the_fill_basis_equals_its_definition_computed_with_broadcasting_bit_for_bit():
     pre = Preprocess(size=240, mean=LITE_MEAN, std=LITE_STD)
     rng = np.random.default_rng(6)

@@ -1,5 +1,7 @@
 """Review: judge flagged inferences one by one, blind to the other reviewer."""
 
+import time
+
 import streamlit as st
 
 from objrel import access, review
@@ -15,15 +17,17 @@ from objrel.errors import NotAllowed, ObjrelError
 from objrel.review.lime_ahead import ensure_lime_job
 from objrel.review.roles import actor_of
 from objrel.review.my_work import my_work
-from objrel.review.queue import ALL_FLAGGED, QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
-    link_params, open_queue, record_call
+from objrel.review.queue import ALL_FLAGGED, MIN_LOOK_S, QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, \
+    is_new_link, link_params, min_look_s, open_queue, record_call, too_soon
 
 use_app_navigation()
 
 ERROR_KEY = "review_error"
 FLASH_KEY = "review_saved"      # the line that confirms a saved call, shown after the move to the next item
-LAST_SAVED_KEY = "review_last_saved"   # (item, that line) of the last save: shown again beside a refused
-                                       # second press on the same item
+LAST_SAVED_KEY = "review_last_saved"   # (item, that line, the item it moved to) of the last save: shown again
+                                       # beside a refused second press
+OPENED_KEY = "review_opened"           # (the item's button suffix, time.monotonic() when its buttons were first
+                                       # drawn on this visit): a call sooner than min_look_s() is refused
 GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
 # Answers to "is the mutant a valid test?" (objrel.review.VALIDITY once the library has it).
@@ -34,6 +38,11 @@ VALIDITY_LABELS = getattr(review, "VALIDITY_LABELS", {"valid": "valid test", "in
 store = open_store()
 actor = page_sidebar(store)
 st.title("Review flagged inferences")
+try:
+    look_s = min_look_s()
+except ValueError as exc:      # a mistyped $OBJREL_REVIEW_MIN_LOOK_S: said, and the default used
+    st.error(str(exc))
+    look_s = MIN_LOOK_S
 
 runs = tested_runs(store)
 if not runs:
@@ -239,12 +248,21 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
         # drawn for an item the page has since left (the buttons of the last item stay on screen until the
         # new ones are drawn): saving it would change that item's call and skip the one now shown
         st.session_state[ERROR_KEY] = captions.call_on_a_left_item(rel_path, verdict)
-        saved_item, saved_line = st.session_state.get(LAST_SAVED_KEY) or (None, None)
+        saved_item, saved_line, _ = st.session_state.get(LAST_SAVED_KEY) or (None, None, None)
         if saved_item == (run_id, relation, sample_id):   # the second of a double press: the first press's
             st.session_state[FLASH_KEY] = saved_line       # save stays in view beside the refusal
         return
-    now = actor_of(store, signed_in())
     suffix = f"{run_id}_{relation}_{sample_id}"      # the widgets' values as sent with the click
+    opened_item, opened_at = st.session_state.get(OPENED_KEY) or (None, None)
+    clicked_at = time.monotonic()
+    if opened_item == suffix and too_soon(opened_at, clicked_at, look_s):
+        # a press on the item the page opened a moment ago: a key meant for the item before, or typed for a field
+        st.session_state[ERROR_KEY] = captions.call_too_soon(rel_path, verdict, clicked_at - opened_at)
+        _, saved_line, moved_to = st.session_state.get(LAST_SAVED_KEY) or (None, None, None)
+        if moved_to == suffix:                            # the save that opened this item stays in view
+            st.session_state[FLASH_KEY] = saved_line
+        return
+    now = actor_of(store, signed_in())
     reasons = st.session_state.get(f"review_reasons_{suffix}") or []
     note = st.session_state.get(f"review_note_{suffix}") or ""
     validity = st.session_state.get(f"review_validity_{suffix}")
@@ -255,8 +273,9 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
         return
     st.session_state.pop(ERROR_KEY, None)
     st.session_state[FLASH_KEY] = captions.saved_call(run_id, relation, rel_path, verdict, validity)
-    st.session_state[LAST_SAVED_KEY] = ((run_id, relation, sample_id), st.session_state[FLASH_KEY])
     move(1)
+    moved_to = f"{run_id}_{relation}_{queue.at(st.session_state[pos_key])}"
+    st.session_state[LAST_SAVED_KEY] = ((run_id, relation, sample_id), st.session_state[FLASH_KEY], moved_to)
 
 
 # A call that was not saved says so just above the call buttons, where the reviewer looks after pressing one
@@ -264,6 +283,8 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
 # opens at its top).
 if st.session_state.get(ERROR_KEY) and not flash:
     st.error(st.session_state[ERROR_KEY])
+if (st.session_state.get(OPENED_KEY) or (None,))[0] != suffix:   # the item opens now (not on each rerun)
+    st.session_state[OPENED_KEY] = (suffix, time.monotonic())
 b = st.columns(3)
 # Streamlit shows each shortcut as a badge on its button; without the reviewer role the buttons are off
 # (objrel.review refuses the write anyway).

@@ -23,6 +23,37 @@ QUEUE_LABELS = {REVIEW_SAMPLE: "Review sample (Cochran)", ALL_FLAGGED: "All flag
 # The relation a review opens on when the link names none: MR-2 flags are the background shortcuts.
 DEFAULT_RELATION = "MR-2"
 FALSE_POSITIVE = "fp"
+# Seconds an item must have been on screen before a call on it is saved.  A call sooner is not a judgment of
+# that item.  Found in chromium: a shortcut pressed twice 0.4 s apart saved its second press on the next item
+# as soon as that item's buttons were drawn (5 of 15 tries), and a note typed just after a call lost its field
+# when the page redrew, so its letters pressed T / N / P on items the reviewer never saw.
+# $OBJREL_REVIEW_MIN_LOOK_S sets another wait (0: none).
+MIN_LOOK_S = 1.0
+MIN_LOOK_ENV = "OBJREL_REVIEW_MIN_LOOK_S"
+
+
+def min_look_s() -> float:
+    """The seconds an item must have been shown before a call on it counts: ``$OBJREL_REVIEW_MIN_LOOK_S``, else
+    ``MIN_LOOK_S``; ValueError naming the variable for a value that is not a number of seconds >= 0."""
+    import math
+    import os
+
+    raw = os.environ.get(MIN_LOOK_ENV, "").strip()
+    if not raw:
+        return MIN_LOOK_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{MIN_LOOK_ENV} must be a number of seconds >= 0, got {raw!r}; using {MIN_LOOK_S} s")
+    return value
+
+
+def too_soon(opened_at: float, now: float, min_look: float) -> bool:
+    """Whether a call at ``now`` on an item shown since ``opened_at`` (the same clock, in seconds) came before
+    the item could be looked at (``min_look`` seconds)."""
+    return now - opened_at < min_look
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from objrel import review
+from objrel.review.queue import MIN_LOOK_ENV
 from objrel.config import DetectionConfig
 from objrel.engine.detect import DetectionEngine
 from objrel.review.items import DETECTION_RGB, MATCHED_RGB, OUTLINE_RGB, draw_detections, review_item
@@ -29,6 +30,13 @@ A, B = (4, 4, 20, 20), (30, 4, 50, 24)
 def fast_hash(monkeypatch):
     if hasattr(review.accounts, "SCRYPT_N"):
         monkeypatch.setattr(review.accounts, "SCRYPT_N", 2**10)
+
+@pytest.fixture(autouse=True)
+def no_look_wait(monkeypatch):
+    # AppTest clicks the moment a page is drawn; the wait before a call counts is tested on its own
+    # (test_a_call_the_moment_an_item_opens_is_refused_and_one_after_a_look_is_saved)
+    monkeypatch.setenv(MIN_LOOK_ENV, "0")
+
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from objrel import review
+from objrel.review.queue import MIN_LOOK_S
 from tests.e2e.app_server import serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +104,10 @@ def sign_out(page) -> None:
     settled(page)
 
 
+# How long a reviewer here looks at an item before a call: just over the page's wait (objrel.review.queue).
+LOOK_MS = int((MIN_LOOK_S + 0.3) * 1000)
+
+
 def call_until_counted(page, pick, done, attempts: int = 3) -> str:
     """Settle the page, let ``pick(page)`` read the item shown and name its call button (it returns
     ``(item, button)``), press the button and wait for ``done`` (the "you judged N" locator); return the item.
@@ -113,6 +118,7 @@ def call_until_counted(page, pick, done, attempts: int = 3) -> str:
     for attempt in range(attempts):
         settled(page)
         item, button = pick(page)
+        page.wait_for_timeout(LOOK_MS)   # a look at the item: a call sooner after it opened is refused
         page.get_by_role("button", name=button).click()
         try:
             done.wait_for(timeout=20_000)

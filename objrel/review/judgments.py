@@ -179,12 +179,13 @@ def record_judgment(actor: Actor, store: Store, run_id: int, sample_id: str, rel
     One current call per (run, sample, relation, reviewer): a second call by the same reviewer
     becomes its current verdict, reasons, note and ``updated_at``, and every call is also kept as a
     numbered version with its time (``judgment_history``), marked when made after the review sample
-    closed.  ``validity`` is the call on the mutant itself (one of ``VALIDITY``, or None for none; a later
-    call without one clears it).  Raises NotAllowed unless ``actor`` holds the reviewer role and has not
-    adjudicated the item (an adjudicator is never a party to the decision they made).  Raises ValueError when the
-    verdict or a reason is not one of ``VERDICTS`` / ``FP_REASONS``, reasons come with a verdict other than ``fp``,
-    ``other`` has no note, the reviewer has no account, or the sample is not flagged by the
-    run's primary vote for ``relation``.  Safe to call from several processes at once.
+    closed; the same call again (a double press) is no change and adds no version.  ``validity`` is the
+    call on the mutant itself (one of ``VALIDITY``, or None for none; a later call without one clears it).
+    Raises NotAllowed unless ``actor`` holds the reviewer role and has not adjudicated the item (an
+    adjudicator is never a party to the decision they made).  Raises ValueError when the verdict or a reason
+    is not one of ``VERDICTS`` / ``FP_REASONS``, reasons come with a verdict other than ``fp``, ``other`` has
+    no note, the reviewer has no account, or the sample is not flagged by the run's primary vote for
+    ``relation``.  Safe to call from several processes at once.
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)

@@ -67,7 +67,8 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
     """Insert or update ``reviewer``'s judgment of (run, sample, relation) and return its row.
 
     A new row gets ``created_at`` = ``updated_at`` = now; an update keeps ``created_at``.  ``validity`` (the
-    call on the mutant itself, or None) is written to the judgment and to its new version.
+    call on the mutant itself, or None) is written to the judgment and to its new version.  A call equal to the
+    current one (verdict, reasons, note, validity) writes nothing: no version, no new ``updated_at``.
     Raises ValueError when ``reviewer`` has no account or the item is not flagged by the run's
     primary ``relation`` vote.  Safe to call from several processes at once.
     """
@@ -83,6 +84,10 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
         if decided == reviewer:  # the gate checked this too; here it holds against a concurrent adjudication
             raise NotAllowed(reviewer, f"judge {sample_id!r} ({relation}, run {run_id})", (), roles_in(c, reviewer),
                              reason="they adjudicated this item, so they cannot also judge it")
+        current = c.execute(select(S.judgments).where(*(S.judgments.c[k] == val for k, val in key.items()))).first()
+        if current is not None and (current.verdict, list(current.reasons or []), current.note, current.validity) \
+                == (verdict, list(reasons), note, validity):
+            return dict(current._mapping)   # the same call again (a double press, a re-save): nothing to record
         ts = now()
         v = S.judgment_versions
         last = c.execute(select(func.max(v.c.version)).where(*(v.c[k] == val for k, val in key.items()))).scalar()

@@ -282,6 +282,25 @@ def test_changes_are_new_versions_with_who_and_when_never_overwritten(team):
     assert len(R.judgment_history(actor_of(team, "carol"), team, rid, sid, "MR-1", "alice")) == 2
 
 
+def test_the_same_call_again_adds_no_version_and_keeps_its_time(team):
+    """Found in chromium: a call pressed twice at once was stored as two identical versions of the item's
+    history.  The same verdict, reasons, note and validity again is no change."""
+    rid = make_run(team, mr1=ids("s", 2))
+    sid = R.draw_review_sample(SERVER, team, rid, "MR-1")[0]
+    alice = actor_of(team, "alice")
+    first = R.record_judgment(alice, team, rid, sid, "MR-1", "fp", ["other"], "glare")
+    again = R.record_judgment(alice, team, rid, sid, "MR-1", "fp", ["other"], "  glare ")   # the note is trimmed
+    assert again.updated_at == first.updated_at
+    assert [v.version for v in R.judgment_history(alice, team, rid, sid, "MR-1", "alice")] == [1]
+    for verdict, reasons, note, validity in (("fp", ["other"], "glare", "valid"),
+                                             ("fp", ["other"], "glare, left", "valid"), ("tp", [], None, "valid")):
+        R.record_judgment(alice, team, rid, sid, "MR-1", verdict, reasons, note, validity=validity)
+    history = R.judgment_history(alice, team, rid, sid, "MR-1", "alice")
+    assert [(v.version, v.verdict, v.note, v.validity) for v in history] == [
+        (1, "fp", "glare", None), (2, "fp", "glare", "valid"), (3, "fp", "glare, left", "valid"),
+        (4, "tp", None, "valid")]
+
+
 # ---------------------------------------------------------------- the one gate (issue: trust by construction)
 
 

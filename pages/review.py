@@ -26,8 +26,8 @@ ERROR_KEY = "review_error"
 FLASH_KEY = "review_saved"      # the line that confirms a saved call, shown after the move to the next item
 LAST_SAVED_KEY = "review_last_saved"   # (item, that line, the item it moved to) of the last save: shown again
                                        # beside a refused second press
-OPENED_KEY = "review_opened"           # (the item's button suffix, time.monotonic() when its buttons were first
-                                       # drawn on this visit): a call sooner than min_look_s() is refused
+OPENED_KEY = "review_opened"           # (the item's button suffix, time.monotonic() when the page had first been
+                                       # drawn whole for it on this visit): a call sooner than min_look_s() is refused
 GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
 # Answers to "is the mutant a valid test?" (objrel.review.VALIDITY once the library has it).
@@ -255,9 +255,11 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
     suffix = f"{run_id}_{relation}_{sample_id}"      # the widgets' values as sent with the click
     opened_item, opened_at = st.session_state.get(OPENED_KEY) or (None, None)
     clicked_at = time.monotonic()
-    if opened_item == suffix and too_soon(opened_at, clicked_at, look_s):
-        # a press on the item the page opened a moment ago: a key meant for the item before, or typed for a field
-        st.session_state[ERROR_KEY] = captions.call_too_soon(rel_path, verdict, clicked_at - opened_at)
+    if opened_item != suffix or too_soon(opened_at, clicked_at, look_s):
+        # a press on an item the page was still drawing (the press stopped that drawing), or had drawn a moment
+        # ago: a key meant for the item before, or typed for a field that the redraw replaced
+        waited = clicked_at - opened_at if opened_item == suffix else None
+        st.session_state[ERROR_KEY] = captions.call_too_soon(rel_path, verdict, waited)
         _, saved_line, moved_to = st.session_state.get(LAST_SAVED_KEY) or (None, None, None)
         if moved_to == suffix:                            # the save that opened this item stays in view
             st.session_state[FLASH_KEY] = saved_line
@@ -283,8 +285,6 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
 # opens at its top).
 if st.session_state.get(ERROR_KEY) and not flash:
     st.error(st.session_state[ERROR_KEY])
-if (st.session_state.get(OPENED_KEY) or (None,))[0] != suffix:   # the item opens now (not on each rerun)
-    st.session_state[OPENED_KEY] = (suffix, time.monotonic())
 b = st.columns(3)
 # Streamlit shows each shortcut as a badge on its button; without the reviewer role the buttons are off
 # (objrel.review refuses the write anyway).
@@ -305,3 +305,10 @@ b[2].button("Uncertain", key=f"judge_uncertain_{suffix}", on_click=judge, args=(
             type=kind("uncertain"), disabled=not can_judge)
 if can_judge and queue.my_call(sample_id) is not None:
     review_panels.my_history(actor, store, run_id, relation, sample_id)
+
+# The item counts as open once the page has been drawn whole for it (not again on each rerun), and a call is
+# timed from here.  Not from when its buttons were drawn: the panels below them take a while, and a press made
+# meanwhile reaches this script only once that drawing stops, so the server saw it later than it was made (in
+# chromium a key pressed twice 0.4 s apart then passed a wait counted from the buttons).
+if (st.session_state.get(OPENED_KEY) or (None,))[0] != suffix:
+    st.session_state[OPENED_KEY] = (suffix, time.monotonic())

@@ -23,12 +23,14 @@ QUEUE_LABELS = {REVIEW_SAMPLE: "Review sample (Cochran)", ALL_FLAGGED: "All flag
 # The relation a review opens on when the link names none: MR-2 flags are the background shortcuts.
 DEFAULT_RELATION = "MR-2"
 FALSE_POSITIVE = "fp"
-# Seconds an item must have been on screen before a call on it is saved.  A call sooner is not a judgment of
-# that item.  Found in chromium: a shortcut pressed twice 0.4 s apart saved its second press on the next item
-# as soon as that item's buttons were drawn (5 of 15 tries), and a note typed just after a call lost its field
-# when the page redrew, so its letters pressed T / N / P on items the reviewer never saw.
-# $OBJREL_REVIEW_MIN_LOOK_S sets another wait (0: none).
-MIN_LOOK_S = 1.0
+# Seconds an item must have been shown, counted from when the page had been drawn whole for it, before a call on
+# it is saved.  A call sooner is not a judgment of that item.  Found in chromium: a shortcut pressed twice 0.4 s
+# apart saved its second press on the next item as soon as that item's buttons were drawn (5 of 15 tries), and a
+# note typed just after a call lost its field when the page redrew, so its letters pressed T / N / P on items
+# the reviewer never saw.  The page learns when it drew an item, not when the browser showed it: a key pressed
+# while the browser was still drawing reaches the page only after, 1.0-1.7 s after the drawing ended for presses
+# 0.4-1.0 s apart (measured in chromium here), hence two seconds.  $OBJREL_REVIEW_MIN_LOOK_S sets another (0: none).
+MIN_LOOK_S = 2.0
 MIN_LOOK_ENV = "OBJREL_REVIEW_MIN_LOOK_S"
 
 

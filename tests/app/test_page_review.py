@@ -213,6 +213,13 @@ def test_a_call_the_moment_an_item_opens_is_refused_and_one_after_a_look_is_save
     errors = [e.value for e in at.error]
     assert any(e.startswith("Not saved: the false positive press on ") and " s after it opened" in e
                for e in errors), errors
+    # a press that stopped the page drawing the item (the page had not been drawn whole for it) is refused too
+    opened = at.session_state["review_opened"]
+    at.session_state["review_opened"] = ("1_MR-2_an-item-drawn-before", opened[1] - 60)
+    item_button(at, "judge_fp").click().run()
+    assert review.judgments(store, run_id, "MR-2", reviewer="alice") == []
+    assert any(e.value.startswith("Not saved: the false positive press on ") and
+               "came before the page had finished drawing it" in e.value for e in at.error), [e.value for e in at.error]
     looked_at(at, MIN_LOOK_S + 0.1)
     item_button(at, "judge_fp").click().run()
     assert [(j.sample_id, j.verdict) for j in review.judgments(store, run_id, "MR-2", reviewer="alice")] == \
@@ -235,7 +242,7 @@ def test_the_wait_before_a_call_counts_is_set_by_its_variable_or_refused_in_one_
     from objrel.review.queue import MIN_LOOK_S, min_look_s, too_soon
 
     monkeypatch.delenv(MIN_LOOK_ENV)
-    assert min_look_s() == MIN_LOOK_S == 1.0
+    assert min_look_s() == MIN_LOOK_S == 2.0
     monkeypatch.setenv(MIN_LOOK_ENV, "2.5")
     assert min_look_s() == 2.5
     monkeypatch.setenv(MIN_LOOK_ENV, "0")

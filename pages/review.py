@@ -307,8 +307,8 @@ if can_judge and queue.my_call(sample_id) is not None:
     review_panels.my_history(actor, store, run_id, relation, sample_id)
 
 # The item counts as open once the page has been drawn whole for it (not again on each rerun), and a call is
-# timed from here.  Not from when its buttons were drawn: the panels below them take a while, and a press made
-# meanwhile reaches this script only once that drawing stops, so the server saw it later than it was made (in
-# chromium a key pressed twice 0.4 s apart then passed a wait counted from the buttons).
+# timed from here.  A press that stops this drawing finds another item's opening and is refused.  The browser
+# passes on a key pressed while it was still showing the item only after it (in chromium here 1.0-1.7 s after
+# this point, for a key pressed twice 0.4-1.0 s apart), which is why MIN_LOOK_S is 2 s.
 if (st.session_state.get(OPENED_KEY) or (None,))[0] != suffix:
     st.session_state[OPENED_KEY] = (suffix, time.monotonic())

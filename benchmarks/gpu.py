@@ -61,7 +61,6 @@ EXTRA_OPERATOR = "gray_background_blur"
 WEIGHT_SEED = 0
 # Batches the bare network is timed on (after WARM_UP_BATCHES untimed ones).
 LIMIT_BATCHES, WARM_UP_BATCHES = 60, 5
-# Fields of stored rows that differ between any two runs whatever ran them (ids, times, the run's settings).
 
 
 def relabelled_sources(model, ds, photos: list, n: int, workdir: Path) -> Path:

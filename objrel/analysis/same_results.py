@@ -39,16 +39,17 @@ def differences(got, want, tolerance: Tolerance = 0.0, floats: list[float] | Non
                 skip: Collection[str] = VOLATILE_FIELDS, path: str = "") -> list[str]:
     """Where two stored structures differ, one line each (``path: got != want``).
 
-    Floats differ by more than ``tolerance`` (a number, or a function of the value's path such as
-    ``.boxes[0]``); two NaNs are equal; a float against None or text differs.  Everything else (text,
-    labels, flags, counts, the keys of a dict, the length of a list) must be equal.  Values under the keys in
+    Two floats differ by more than ``tolerance`` (a number, or a function of the value's path such as
+    ``.boxes[0]``); two NaNs are equal.  A float against anything else must be equal to it exactly (an int of
+    the same value), and never against None, text or a flag.  Everything else (text, labels, flags, counts,
+    the keys of a dict, the length of a list) must be equal.  Values under the keys in
     ``skip`` are not compared.  ``floats``, when given, collects every pair's absolute difference (inf where
     one of them is NaN), so a caller can report the largest.
     """
     if isinstance(got, float) or isinstance(want, float):
         numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (got, want))
-        if not numbers:
-            return [f"{path}: {got!r} != {want!r}"]
+        if not numbers or not (isinstance(got, float) and isinstance(want, float)):
+            return [] if numbers and got == want else [f"{path}: {got!r} != {want!r}"]
         if math.isnan(got) and math.isnan(want):
             return []
         gap = math.inf if math.isnan(got) or math.isnan(want) else abs(got - want)

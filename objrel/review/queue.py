@@ -8,6 +8,8 @@ names where to start.  No Streamlit here: the Review page keeps the position in 
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,9 +39,6 @@ MIN_LOOK_ENV = "OBJREL_REVIEW_MIN_LOOK_S"
 def min_look_s() -> float:
     """The seconds an item must have been shown before a call on it counts: ``$OBJREL_REVIEW_MIN_LOOK_S``, else
     ``MIN_LOOK_S``; ValueError naming the variable for a value that is not a number of seconds >= 0."""
-    import math
-    import os
-
     raw = os.environ.get(MIN_LOOK_ENV, "").strip()
     if not raw:
         return MIN_LOOK_S

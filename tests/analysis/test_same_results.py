@@ -27,6 +27,9 @@ def test_a_float_against_none_text_or_a_flag_differs_whatever_the_tolerance():
     assert differences({"s": None}, {"s": 0.5}, math.inf) == [".s: None != 0.5"]
     assert differences({"s": "0.5"}, {"s": 0.5}, math.inf) == [".s: '0.5' != 0.5"]
     assert differences({"s": True}, {"s": 1.0}, math.inf) == [".s: True != 1.0"]
+    # an int against a float: equal only when it is the same value, whatever the tolerance
+    assert differences({"s": 3}, {"s": 3.0}, math.inf) == []
+    assert differences({"s": 3}, {"s": 3.5}, 1.0) == [".s: 3 != 3.5"]
 
 
 def test_nan_equals_nan_only_and_every_gap_is_collected():

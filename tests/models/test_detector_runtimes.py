@@ -10,7 +10,6 @@ differ by photo and by mutant, which is all an equality test needs.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch

@@ -131,6 +131,76 @@ def test_parallel_each_runs_every_index_once_and_reraises():
     assert sorted(inner) == [(i, j) for i in range(4) for j in range(3)]
 
 
+def test_start_each_begins_on_the_pool_and_the_joining_thread_takes_what_is_left():
+    before = T.PREPROCESS_THREADS
+    T.set_preprocess_threads(2)          # one pool thread begins; the caller joins later
+    try:
+        seen: list[tuple[int, str]] = []
+        first_done = threading.Event()
+        release = threading.Event()
+
+        def slow_on_the_pool(i):
+            seen.append((i, threading.current_thread().name))
+            if threading.current_thread() is not threading.main_thread():
+                first_done.set()
+                release.wait(5)           # the pool thread stays on its first index until released
+
+        work = T.start_each(slow_on_the_pool, 6)
+        assert first_done.wait(5), "no index was begun before join"
+        assert [i for i, _ in seen] == [0]          # begun on the pool, nothing here yet
+        timer = threading.Timer(0.2, release.set)
+        timer.start()
+        work.join()                                 # this thread takes indices while the pool's is held
+        timer.join()
+        assert sorted(i for i, _ in seen) == list(range(6))
+        names = {name for _, name in seen}
+        assert threading.main_thread().name in names and any(n.startswith("objrel-preprocess") for n in names)
+
+        # stopped work takes no new index: the pool thread finishes the one in hand and returns
+        taken: list[int] = []
+        held = threading.Event()
+        go_on = threading.Event()
+
+        def held_first(i):
+            taken.append(i)
+            held.set()
+            go_on.wait(5)
+
+        stopped = T.start_each(held_first, 5)
+        assert held.wait(5)
+        stopped.stop()
+        go_on.set()
+        T.parallel_each(lambda i: None, 4)          # the pool is free again for other work
+        time.sleep(0.05)
+        assert taken == [0]
+
+        # an error re-raises at join, the lowest index's, after every index was tried
+        tried: list[int] = []
+
+        def fails_at_2(i):
+            tried.append(i)
+            if i == 2:
+                raise ValueError("item 2 is bad")
+
+        with pytest.raises(ValueError, match="item 2 is bad"):
+            T.start_each(fails_at_2, 5).join()
+        assert sorted(tried) == list(range(5))
+    finally:
+        T.set_preprocess_threads(before)
+
+    # with one thread nothing begins before join, which does it all here
+    T.set_preprocess_threads(1)
+    try:
+        ran: list[str] = []
+        work = T.start_each(lambda i: ran.append(threading.current_thread().name), 3)
+        time.sleep(0.05)
+        assert ran == []
+        work.join()
+        assert ran == [threading.main_thread().name] * 3
+    finally:
+        T.set_preprocess_threads(before)
+
+
 def test_work_beside_the_forward_pass_only_on_cores_it_leaves_free():
     cores = T.available_cores()
     assert T.overlap_beside_forward("cuda:0")                  # an accelerator leaves every core free

@@ -256,9 +256,6 @@ class _OnRay:
             config["runtime"] = ran
         return config
 
-    def work_ahead(self, chunk: list[Sample]) -> None:
-        """Nothing to begin on the driver while it commits: the actors decode the samples they were sent."""
-
     def process_chunk(self, chunk: list[Sample], report: RunReport, speculate: bool = True) -> list:
         """The rows of ``chunk``'s samples: those with a problem made here (nothing to decode or run), the others
         taken from the actors' results, in the order they were sent (the actors never work ahead)."""

@@ -40,14 +40,8 @@ def test_ray_rows_equal_the_local_engine_rows(tmp_path, colour_set, local_ray, l
     distributed = Store(tmp_path / "ray.db")
     engine = engine_for(distributed, cfg.replace(engine="ray"))  # the colour model is built in each actor
     assert isinstance(engine, RayEngine)
-    on_driver: list[str] = []
-    decode = engine._prepare
-    engine._prepare = lambda s: (on_driver.append(s.sample_id), decode(s))[1]
     rr = engine.execute()
     assert rr.status == "finished"
-    # the actors decode; the driver only turns samples with a problem into skipped rows, and begins nothing
-    # of the next chunk while it commits
-    assert set(on_driver) == {s.sample_id for s in engine.samples if s.problem}
     assert (rr.processed, rr.tested, rr.untested, dict(rr.skipped)) == \
            (rl.processed, rl.tested, rl.untested, dict(rl.skipped))
     assert rr.forward_passes == rl.forward_passes

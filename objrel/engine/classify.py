@@ -34,7 +34,7 @@ from objrel.engine.loop import (PREFETCH_BATCHES, ProgressFn, RunReport, execute
 from objrel.relations.votes import Distances, VoteSchedule, vote_rows
 from objrel.errors import BadSampleError
 from objrel.models import Classifier, class_lookup, load_classifier
-from objrel.models.threads import EachWork, configure_inference_threads, parallel_each, start_each
+from objrel.models.threads import configure_inference_threads, parallel_each
 from objrel.models.preprocess import PaintedInput
 from objrel.mutations import Mutation, NotApplicable, Plan, build_target, derive_seed
 from objrel.mutations.fills import constant_fill
@@ -156,9 +156,6 @@ class Engine:
     # turn on every core.
     read_ahead: bool | None = None
     prefetch_mutants: bool | None = None
-    # Without ``read_ahead``: start decoding the next chunk on the cores the commit of this one leaves idle
-    # (``work_ahead``); this thread finishes it with them when the chunk comes.
-    decode_while_committing = True
     # False while the chunk being processed is a suspected process killer (``process_chunk``'s argument, from
     # ``execute_run``): touch no other sample then.
     speculate = True
@@ -196,8 +193,6 @@ class Engine:
         self._loader: ThreadPoolExecutor | None = None
         self._ahead: tuple | None = None
         self._decided: tuple | None = None
-        # the next chunk begun during a commit (``work_ahead``): its sample ids, its samples' slots, the work
-        self._begun: tuple[tuple, list, EachWork] | None = None
 
     @property
     def passes_per_sample_guess(self) -> float:
@@ -227,10 +222,7 @@ class Engine:
                 stop_after: int | None = None) -> RunReport:
         """Run (or resume) ``run_id``; ``stop_after`` processes at most that many samples (tests use it
         to simulate a killed run)."""
-        try:
-            return execute_run(self, run_id, self.store.done_sample_ids, progress, stop_after)
-        finally:
-            self._drop_begun()  # a run cancelled or failed after a chunk was begun
+        return execute_run(self, run_id, self.store.done_sample_ids, progress, stop_after)
 
     # ------------------------------------------------------------ the work
 
@@ -318,41 +310,15 @@ class Engine:
 
     def _load_chunk(self, chunk: list[Sample]) -> tuple[list[_Prepared], object]:
         """Decode ``chunk`` (spread over the cores) and make the model's batch of its sources (``prepare``);
-        thread-safe.  A chunk begun during the last commit (``work_ahead``) is finished instead."""
-        begun, self._begun = self._begun, None
-        if begun is not None and begun[0] == tuple(s.sample_id for s in chunk):
-            preps, work = begun[1], begun[2]
-        else:
-            if begun is not None:
-                begun[2].stop()
-            preps, work = self._start_decode(chunk)
-        work.join()
-        live = [p for p in preps if p.skip is None]
-        return preps, (self.model.prepare([p.image for p in live]) if live else None)
-
-    def _start_decode(self, chunk: list[Sample]) -> tuple[list, EachWork]:
-        """Slots for ``chunk``'s decoded samples and the work that fills them, begun on the pool's threads."""
+        thread-safe."""
         preps: list = [None] * len(chunk)
 
         def decode(i: int) -> None:
             preps[i] = self._prepare(chunk[i])
 
-        return preps, start_each(decode, len(chunk))
-
-    def work_ahead(self, chunk: list[Sample]) -> None:
-        """Begin decoding ``chunk``, the run's next, on the pool's threads while this thread commits the last
-        one (``execute_run``): a commit runs on one core.  Only where steps run in turn (no ``read_ahead``
-        thread, which decodes beside the forward pass instead)."""
-        if self.read_ahead or not self.decode_while_committing or not chunk:
-            return
-        self._drop_begun()
-        preps, work = self._start_decode(chunk)
-        self._begun = (tuple(s.sample_id for s in chunk), preps, work)
-
-    def _drop_begun(self) -> None:
-        begun, self._begun = self._begun, None
-        if begun is not None:
-            begun[2].stop()
+        parallel_each(decode, len(chunk))
+        live = [p for p in preps if p.skip is None]
+        return preps, (self.model.prepare([p.image for p in live]) if live else None)
 
     def _next_samples(self, chunk: list[Sample]) -> list[Sample]:
         """The run's next ``len(chunk)`` samples after ``chunk``: the guess of what comes next."""

@@ -214,9 +214,7 @@ class RunWorker(Protocol):
     create_run(): records a new run and returns its id;
     process_chunk(chunk, report, speculate): tests the chunk's samples and returns what ``commit_chunk`` takes;
                   with ``speculate`` False it touches no other sample (no working ahead: a suspected killer);
-    commit_chunk(run_id, items, report): writes the chunk's results to the store;
-    work_ahead(chunk):  optional; called with the next chunk just before this one's commit, when neither is a
-                  suspect: the worker may start on it (decode) in threads while this thread commits.
+    commit_chunk(run_id, items, report): writes the chunk's results to the store.
     """
 
     store: Store
@@ -361,9 +359,7 @@ def execute_run(worker: RunWorker, run_id: int | None, done_ids: Callable[[int],
     A worker may work ahead on the next chunk while it processes this one (decode, source predictions);
     a process that dies then blames this chunk, whose samples are retried one at a time on resume.  For
     those suspects ``speculate`` is False: the worker must touch no other sample, or a killer
-    read ahead would be blamed on an innocent sample until it was skipped as 'crashed-twice'.  The next chunk
-    may also be started while this one commits (``work_ahead``, never beside a suspect): a process that dies
-    then retries this chunk's uncommitted samples one at a time before that chunk again.
+    read ahead would be blamed on an innocent sample until it was skipped as 'crashed-twice'.
     """
     run_id = run_id if run_id is not None else worker.create_run()
     store = worker.store
@@ -389,9 +385,7 @@ def execute_run(worker: RunWorker, run_id: int | None, done_ids: Callable[[int],
     try:
         with leases.Keeper(store, run_id, token) as keeper, \
                 PassTicker(worker, run_id, report, total, n_done, len(todo)) as ticker:
-            chunks = _chunks(todo, store.attempts(run_id), worker.config.batch_size)
-            work_ahead = getattr(worker, "work_ahead", None)
-            for at, (chunk, suspect) in enumerate(chunks):
+            for chunk, suspect in _chunks(todo, store.attempts(run_id), worker.config.batch_size):
                 keeper.check()
                 if store.cancel_requested(run_id):
                     status = "cancelled"
@@ -399,8 +393,6 @@ def execute_run(worker: RunWorker, run_id: int | None, done_ids: Callable[[int],
                 ids = [s.sample_id for s in chunk]
                 store.record_attempts(run_id, ids, alone=suspect and len(ids) == 1)
                 items = worker.process_chunk(chunk, report, speculate=not suspect)
-                if work_ahead is not None and not suspect and at + 1 < len(chunks) and not chunks[at + 1][1]:
-                    work_ahead(chunks[at + 1][0])  # on the cores the commit below leaves idle
                 with report.step("commit"):
                     worker.commit_chunk(run_id, items, report)
                 for _ in items:

@@ -114,61 +114,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
-class EachWork:
-    """``fn(i)`` for ``i`` in ``range(n)``, taken index by index by ``helpers`` pool threads from the moment it
-    is made and, once ``join`` is called, by the joining thread too (``start_each``, ``parallel_each``)."""
-
-    def __init__(self, fn: Callable[[int], None], n: int, helpers: int):
-        self._fn, self._n = fn, int(n)
-        self._indices = itertools.count()  # next() on it is atomic under the GIL: each index goes to one thread
-        self._failed: dict[int, BaseException] = {}
-        self._stopped = False
-        self._futures = [_shared_pool().submit(self._work) for _ in range(helpers)] if helpers > 0 else []
-
-    def _work(self) -> None:
-        while not self._stopped and (i := next(self._indices)) < self._n:
-            try:
-                self._fn(i)
-            except BaseException as exc:  # noqa: BLE001 - re-raised by join, after every index was tried
-                self._failed[i] = exc
-
-    def join(self) -> None:
-        """Take the indices left here, wait for the helpers, then re-raise the exception of the lowest failed
-        index, if any."""
-        self._work()
-        wait(self._futures)
-        for f in self._futures:
-            f.result()
-        if self._failed:
-            raise self._failed[min(self._failed)]
-
-    def stop(self) -> None:
-        """Take no more indices (work nobody will join: the helpers finish the one in hand and return)."""
-        self._stopped = True
-
-
-def _shared_pool() -> ThreadPoolExecutor:
-    """The process's pool for per-image work, started on first use (``PREPROCESS_THREADS`` threads)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=PREPROCESS_THREADS, thread_name_prefix=_POOL_PREFIX)
-        return _pool
-
-
-def _in_pool_thread() -> bool:
-    return threading.current_thread().name.startswith(_POOL_PREFIX)
-
-
-def start_each(fn: Callable[[int], None], n: int) -> EachWork:
-    """Begin ``fn(i)`` for ``i`` in ``range(n)`` on ``PREPROCESS_THREADS - 1`` pool threads now, while this
-    thread does something else (a serial step that leaves the other cores idle); ``join()`` later has this
-    thread take the indices still left and waits for the rest, as ``parallel_each`` does.  With one thread,
-    or from one of the pool's own threads, nothing starts before ``join``."""
-    helpers = 0 if _in_pool_thread() else min(PREPROCESS_THREADS - 1, n)
-    return EachWork(fn, n, helpers)
-
-
 def parallel_each(fn: Callable[[int], None], n: int) -> None:
     """Call ``fn(i)`` for ``i`` in ``range(n)`` spread over ``PREPROCESS_THREADS`` threads and wait for all;
     ``fn`` should release the GIL (OpenCV, numpy).  This thread works too, beside ``PREPROCESS_THREADS - 1``
@@ -176,9 +121,30 @@ def parallel_each(fn: Callable[[int], None], n: int) -> None:
     thread wakes instead of two).  Every index is tried; then the exception of the lowest failed index
     re-raises here.  Runs inline for one item, with one thread, or when called from one of the pool's own
     threads (no deadlock)."""
+    global _pool
     threads = min(PREPROCESS_THREADS, n)
-    if n <= 1 or threads <= 1 or _in_pool_thread():
+    if n <= 1 or threads <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
         for i in range(n):
             fn(i)
         return
-    EachWork(fn, n, threads - 1).join()
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=PREPROCESS_THREADS, thread_name_prefix=_POOL_PREFIX)
+        pool = _pool
+    indices = itertools.count()  # next() on it is atomic under the GIL: each index goes to one thread
+    failed: dict[int, BaseException] = {}
+
+    def run() -> None:
+        while (i := next(indices)) < n:
+            try:
+                fn(i)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, after every index was tried
+                failed[i] = exc
+
+    futures = [pool.submit(run) for _ in range(threads - 1)]
+    run()
+    wait(futures)
+    for f in futures:
+        f.result()
+    if failed:
+        raise failed[min(failed)]

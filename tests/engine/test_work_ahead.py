@@ -7,7 +7,6 @@ free (not on a 2-core build machine), so these tests switch it on themselves."""
 from __future__ import annotations
 
 import hashlib
-import threading
 
 import numpy as np
 import pytest
@@ -159,64 +158,3 @@ def test_mutants_made_together_never_run_ahead_of_the_batch_they_fill():
             yielded += len(batch)
             not_applicable = sum(isinstance(v, NotApplicable) for h in holders for v in h.mutants.values())
             assert len(taken) == yielded + not_applicable and len(batch) <= 5
-
-
-class CommitWatchingEngine(Engine):
-    """Logs each decode and commit; each commit followed by a chunk waits (up to ``wait_s``) for a decode of
-    that chunk to begin, so a decode that only starts once the chunk comes shows as none begun during it."""
-
-    wait_s = 10.0
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.log: list[tuple[str, str]] = []
-        self.begun = threading.Event()
-
-    def _prepare(self, sample):
-        self.log.append(("decode", sample.sample_id))
-        self.begun.set()
-        return super()._prepare(sample)
-
-    def work_ahead(self, chunk):
-        self.begun.clear()
-        super().work_ahead(chunk)
-        self.waited_for = chunk
-
-    def commit_chunk(self, run_id, preps, report):
-        if getattr(self, "waited_for", None) is not None:
-            self.waits.append(self.begun.wait(self.wait_s))
-            self.waited_for = None
-        self.log.append(("commit", ",".join(p.sample.sample_id for p in preps)))
-        super().commit_chunk(run_id, preps, report)
-
-
-@pytest.mark.parametrize("lazy", [False, True])
-def test_the_next_chunk_decoded_while_this_one_commits_gives_the_same_rows(tmp_path, lazy):
-    from objrel.models import threads as T
-
-    data = write_flagged_set(tmp_path / "data", n_flagged=7, n_clean=5)   # 12 samples: 3 chunks of 4
-    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(data), plan="colours3",
-                    batch_size=4, lazy=lazy)
-    before = T.PREPROCESS_THREADS
-    T.set_preprocess_threads(2)
-    try:
-        results, logs, waits = [], [], []
-        for during_commit in (False, True):
-            store = Store(tmp_path / f"s-{during_commit}-{lazy}.db")
-            eng = CommitWatchingEngine(store, cfg, model=recording_model([]))
-            eng.read_ahead = eng.prefetch_mutants = False                      # steps in turn, as on a CPU
-            eng.decode_while_committing = during_commit
-            eng.waits, eng.wait_s = [], (10.0 if during_commit else 1.0)   # off: nothing begins in a second
-            report = eng.execute()
-            results.append(rows(store, report.run_id))
-            logs.append(eng.log)
-            waits.append(eng.waits)
-            store.dispose()
-    finally:
-        T.set_preprocess_threads(before)
-    assert results[0] == results[1]
-    ids = [sorted(sid for step, sid in log if step == "decode") for log in logs]
-    assert ids[0] == ids[1] and len(ids[0]) == 12                             # each sample decoded once
-    # Two commits are followed by a chunk: with the decode begun during them, a decode of the next chunk
-    # starts before each of them ends; without, none starts until the chunk comes (each wait times out).
-    assert waits == [[False, False], [True, True]]

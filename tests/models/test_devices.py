@@ -138,6 +138,23 @@ def test_the_gpu_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
     assert all(r["identical"] for r in figures["rows"])
 
 
+@pytest.mark.slow
+def test_the_input_copies_benchmark_runs_end_to_end_on_the_cpu():
+    """``benchmarks/gpu_input_copies.py`` on the CPU with a few sources: both ways run in each round, the ratio
+    prints, and the rows of one copy and of row by row are identical."""
+    done = subprocess.run([sys.executable, "benchmarks/gpu_input_copies.py", "--device", "cpu", "--sources", "3",
+                           "--rounds", "2", "--batch-size", "4"],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    rounds = [line.split(":")[0] for line in out.splitlines() if line.startswith("round ")]
+    assert sorted(rounds) == ["round 0 one copy  ", "round 0 row by row", "round 1 one copy  ", "round 1 row by row"]
+    assert "(24 passes)" in out                   # 3 sources, each with its 7 mutants
+    assert "one copy / row by row: median " in out
+    assert "rows   one copy vs row by row, last round: identical in every verdict, flag, label and count" in out
+
+
 def test_a_stored_gpu_run_resumes_where_device_says(tmp_path):
     """``--resume N`` keeps the stored settings but ``--device``: a run stored with a GPU goes on on the CPU with
     ``--device cpu``; without it, a machine with no such GPU refuses in one line."""

@@ -158,3 +158,58 @@ def test_mutants_made_together_never_run_ahead_of_the_batch_they_fill():
             yielded += len(batch)
             not_applicable = sum(isinstance(v, NotApplicable) for h in holders for v in h.mutants.values())
             assert len(taken) == yielded + not_applicable and len(batch) <= 5
+
+
+class DeferredColourModel(CallableClassifier):
+    """The colour model whose forward passes, like a GPU's, finish only when their result is asked for
+    (``start_forward``); logs when each pass begins and ends."""
+
+    def __init__(self, log: list):
+        super().__init__(dominant_colour_probs, CLASSES, name="colour-deferred")
+        self.log, self.begun = log, 0
+
+    def start_forward(self, batch):
+        k, self.begun = self.begun, self.begun + 1
+        self.log.append(("begin", k))
+
+        def finish():
+            self.log.append(("end", k))
+            return self.forward(batch)
+
+        return finish
+
+
+def most_outstanding(log: list) -> int:
+    """The most passes begun and not yet ended at once; each pass must end once, after it began."""
+    open_now, most, ended = set(), 0, set()
+    for what, k in log:
+        if what == "begin":
+            open_now.add(k)
+            most = max(most, len(open_now))
+        else:
+            assert k in open_now and k not in ended
+            open_now.discard(k)
+            ended.add(k)
+    assert not open_now
+    return most
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_checking_each_batch_while_the_next_computes_gives_the_same_rows(tmp_path, lazy):
+    data = write_flagged_set(tmp_path / "data", n_flagged=7, n_clean=5)   # 12 samples: 3 chunks of 4
+    cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(data), plan="colours3",
+                    batch_size=4, lazy=lazy)
+    results, logs = [], []
+    for behind in (False, True):
+        store = Store(tmp_path / f"s-{behind}-{lazy}.db")
+        log: list = []
+        eng = Engine(store, cfg, model=DeferredColourModel(log))
+        eng.read_ahead, eng.prefetch_mutants, eng.check_behind = False, True, behind  # a worker makes batches
+        report = eng.execute()
+        results.append(rows(store, report.run_id))
+        logs.append(log)
+        store.dispose()
+    assert results[0] == results[1]
+    assert len(logs[0]) == len(logs[1]) > 0
+    # in turn each pass ends before the next begins; checking behind, the next begins first
+    assert [most_outstanding(log) for log in logs] == [1, 2]

@@ -139,20 +139,22 @@ def test_the_gpu_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_input_copies_benchmark_runs_end_to_end_on_the_cpu():
-    """``benchmarks/gpu_input_copies.py`` on the CPU with a few sources: both ways run in each round, the ratio
-    prints, and the rows of one copy and of row by row are identical."""
-    done = subprocess.run([sys.executable, "benchmarks/gpu_input_copies.py", "--device", "cpu", "--sources", "3",
+@pytest.mark.parametrize("change, on, off", [("input-copies", "one copy", "row by row"),
+                                             ("check-behind", "check behind", "in turn")])
+def test_the_gpu_ab_benchmark_runs_end_to_end_on_the_cpu(change, on, off):
+    """``benchmarks/gpu_ab.py`` on the CPU with a few sources: both ways run in each round, the ratio prints, and
+    the rows of the change on and off are identical."""
+    done = subprocess.run([sys.executable, "benchmarks/gpu_ab.py", change, "--device", "cpu", "--sources", "3",
                            "--rounds", "2", "--batch-size", "4"],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    rounds = [line.split(":")[0] for line in out.splitlines() if line.startswith("round ")]
-    assert sorted(rounds) == ["round 0 one copy  ", "round 0 row by row", "round 1 one copy  ", "round 1 row by row"]
-    assert "(24 passes)" in out                   # 3 sources, each with its 7 mutants
-    assert "one copy / row by row: median " in out
-    assert "rows   one copy vs row by row, last round: identical in every verdict, flag, label and count" in out
+    rounds = sorted(line.split(":")[0].rstrip() for line in out.splitlines() if line.startswith("round "))
+    assert rounds == [f"round 0 {on}", f"round 0 {off}", f"round 1 {on}", f"round 1 {off}"]
+    assert out.count("(24 passes)") == 4           # 3 sources, each with its 7 mutants, in every run
+    assert f"{on} / {off}: median " in out
+    assert f"rows   {on} vs {off}, last round: identical in every verdict, flag, label and count" in out
 
 
 def test_a_stored_gpu_run_resumes_where_device_says(tmp_path):

@@ -4,9 +4,8 @@
 
 CHANGE is one of:
   input-copies   the sources' model inputs copied back in one transfer per batch (``TorchClassifier.input_copies``)
-                 against one per row (``Classifier.input_copies``);
-  check-behind   each batch of mutants checked while the device computes the next (``Engine.check_behind``,
-                 ``Classifier.start_forward``) against each checked once its own pass is back.
+                 against one per row (``Classifier.input_copies``).
+A change to compare is a function that turns it on or off and two labels (``CHANGES``).
 
 The model, weights, sources and plan are ``benchmarks/gpu.py``'s (ResNet-50, random weights, the demo photos
 relabelled with its top-1, colours3 plus one painted operator, batch 64).  Prints each run's images/s and
@@ -28,7 +27,6 @@ import torch  # noqa: E402
 
 from objrel.config import RunConfig  # noqa: E402
 from objrel.constants import TORCH_RUNTIME  # noqa: E402
-from objrel.engine.classify import Engine  # noqa: E402
 from objrel.models.classifier import Classifier, TorchClassifier  # noqa: E402
 
 ONE_COPY = TorchClassifier.input_copies
@@ -38,13 +36,8 @@ def set_input_copies(on: bool) -> None:
     TorchClassifier.input_copies = ONE_COPY if on else Classifier.input_copies
 
 
-def set_check_behind(on: bool) -> None:
-    Engine.check_behind = on
-
-
 # change: (what sets it, its label on, its label off); the labels are padded to one width
-CHANGES = {"input-copies": (set_input_copies, "one copy", "row by row"),
-           "check-behind": (set_check_behind, "check behind", "in turn")}
+CHANGES = {"input-copies": (set_input_copies, "one copy", "row by row")}
 
 
 def main(argv=None) -> int:

@@ -156,9 +156,6 @@ class Engine:
     # turn on every core.
     read_ahead: bool | None = None
     prefetch_mutants: bool | None = None
-    # With ``prefetch_mutants``: each batch's predictions are checked after the next batch's forward pass is
-    # begun (``Classifier.start_forward``), so on a GPU the check runs while the device computes.
-    check_behind = True
     # False while the chunk being processed is a suspected process killer (``process_chunk``'s argument, from
     # ``execute_run``): touch no other sample then.
     speculate = True
@@ -468,9 +465,6 @@ class Engine:
         # group's forward passes run back to back: the runtime's threads stay busy from one pass to the next
         # instead of waking (or spinning) once per batch around each batch's preparation.
         group_bytes = 0 if self.prefetch_mutants else BACK_TO_BACK_BYTES
-        # With one, a batch's pass is begun before the batch before it is checked (``check_behind``).
-        behind = bool(self.prefetch_mutants and self.check_behind)
-        begun: list = []   # the group whose passes were begun and not yet checked
         while True:
             ready: list[tuple[list, object]] = []
             size = 0
@@ -487,25 +481,14 @@ class Engine:
             if not ready:
                 break
             with report.step("forward"):
-                started = [(jobs_b, self.model.start_forward(x)) for jobs_b, x in ready]
+                outputs = [self.model.forward(x) for _, x in ready]
             report.forward_passes += sum(len(jobs_b) for jobs_b, _ in ready)
-            if behind:
-                started, begun = begun, started
-            self._check_mutants(started, report)
-        self._check_mutants(begun, report)
-
-    def _check_mutants(self, started: list, report: RunReport) -> None:
-        """Each batch's predictions (``(jobs, finish)``: waited for, as a forward pass) kept on its mutants."""
-        if not started:
-            return
-        with report.step("forward"):
-            outputs = [finish() for _, finish in started]
-        with report.step("check"):
-            for (jobs_b, _), probs in zip(started, outputs):
-                interests = [set(p.label_of_interest) | set(p.source.predicted) for p, _ in jobs_b]
-                found = R.Prediction.from_batch(probs, self.model.task, interests, threshold=self.model.threshold)
-                for (p, m), pred in zip(jobs_b, found):
-                    p.mutants[m.key] = pred
+            with report.step("check"):
+                for (jobs_b, _), probs in zip(ready, outputs):
+                    interests = [set(p.label_of_interest) | set(p.source.predicted) for p, _ in jobs_b]
+                    found = R.Prediction.from_batch(probs, self.model.task, interests, threshold=self.model.threshold)
+                    for (p, m), pred in zip(jobs_b, found):
+                        p.mutants[m.key] = pred
 
     # ------------------------------------------------------------ results
 

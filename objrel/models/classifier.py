@@ -86,18 +86,7 @@ class Classifier:
         n = len(batch)
         if n == 0:
             return np.zeros((0, self.num_classes), dtype=np.float32)
-        return self._checked(self._forward(batch), n)
-
-    def start_forward(self, batch) -> Callable[[], np.ndarray]:
-        """Begin the forward pass of ``batch``; the function returned gives what ``forward`` gives, waiting for
-        it.  Here the pass runs now; an adapter on an accelerator returns as soon as the pass is queued there, so
-        the caller can work (check the batch before) while the device computes."""
-        probs = self.forward(batch)
-        return lambda: probs
-
-    def _checked(self, probs, n: int) -> np.ndarray:
-        """``probs`` as float32, refused unless shaped ``(n, C)``."""
-        probs = np.asarray(probs, dtype=np.float32)
+        probs = np.asarray(self._forward(batch), dtype=np.float32)
         if probs.shape != (n, self.num_classes):
             raise ValueError(f"model {self.name} returned shape {probs.shape}, expected ({n}, {self.num_classes})")
         return probs
@@ -222,31 +211,12 @@ class TorchClassifier(Classifier):
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x.contiguous()
 
     def _forward(self, x: torch.Tensor) -> np.ndarray:
-        return self._queued(x).float().cpu().numpy()
-
-    def _queued(self, x: torch.Tensor) -> torch.Tensor:
-        """The probabilities of ``x`` as a tensor on the module's device: on a GPU, queued there, not waited for."""
         configure_inference_threads(self.threads)
         with torch.inference_mode():
             out = self._module_fn()(x)
             if self.outputs == "logits":
                 out = out.softmax(dim=1) if self.task == "single" else out.sigmoid()
-        return out
-
-    def start_forward(self, batch) -> Callable[[], np.ndarray]:
-        """On a GPU, queue the pass and return: the function returned copies the probabilities back, waiting for
-        the device (the caller checks the batch before meanwhile).  On the CPU, or where a subclass runs its own
-        forward pass (an exported runtime), the pass runs now."""
-        n = len(batch)
-        if is_cpu(self.device) or n == 0 or type(self)._forward is not TorchClassifier._forward:
-            return super().start_forward(batch)
-        out = self._queued(batch)
-
-        def finish() -> np.ndarray:
-            with torch.inference_mode():
-                return self._checked(out.float().cpu().numpy(), n)
-
-        return finish
+        return out.float().cpu().numpy()
 
     def _probabilities(self, images) -> np.ndarray:
         return self._forward(self.prepare(images))

@@ -139,8 +139,7 @@ def test_the_gpu_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("change, on, off", [("input-copies", "one copy", "row by row"),
-                                             ("check-behind", "check behind", "in turn")])
+@pytest.mark.parametrize("change, on, off", [("input-copies", "one copy", "row by row")])
 def test_the_gpu_ab_benchmark_runs_end_to_end_on_the_cpu(change, on, off):
     """``benchmarks/gpu_ab.py`` on the CPU with a few sources: both ways run in each round, the ratio prints, and
     the rows of the change on and off are identical."""

@@ -57,27 +57,6 @@ def test_a_batch_is_kept_in_one_copy_equal_to_its_rows_kept_one_by_one():
     assert all(row.any() for row in kept)
 
 
-def test_a_pass_begun_gives_what_forward_gives_and_checks_its_shape():
-    """``start_forward``: on the CPU the torch adapter and an exported runtime run the pass at once and give
-    ``forward``'s probabilities; a pass of the wrong shape is refused, as ``forward`` refuses it."""
-    torch_model = load_classifier("efficientnet-lite0", runtime="torch")
-    rng = np.random.default_rng(7)
-    images = [rng.integers(0, 256, (150, 180, 3), dtype=np.uint8) for _ in range(3)]
-    from objrel.models.runtimes import with_runtime
-
-    for model in (torch_model, with_runtime(torch_model, "onnxruntime")):
-        x = model.prepare(images)
-        finish = model.start_forward(x)
-        assert np.array_equal(finish(), model.forward(x))
-        assert model.start_forward(model.prepare([]))().shape == (0, 1000)
-
-    from objrel.models import CallableClassifier
-
-    wrong = CallableClassifier(lambda ims: np.zeros((len(ims), 3), np.float32), ["a", "b"], name="three-columns")
-    with pytest.raises(ValueError, match=r"returned shape \(1, 3\), expected \(1, 2\)"):
-        wrong.start_forward(wrong.prepare(images[:1]))()
-
-
 def test_the_fill_basis_equals_its_definition_computed_with_broadcasting_bit_for_bit():
     pre = Preprocess(size=240, mean=LITE_MEAN, std=LITE_STD)
     rng = np.random.default_rng(6)

@@ -73,6 +73,7 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
     primary ``relation`` vote.  Safe to call from several processes at once.
     """
     key = {"run_id": run_id, "sample_id": sample_id, "relation": relation, "reviewer": reviewer}
+    mine = select(S.judgments).where(*(S.judgments.c[k] == val for k, val in key.items()))   # the current call
 
     def work(c: Connection) -> dict:
         _lock_item(c, run_id, sample_id, relation)
@@ -84,7 +85,7 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
         if decided == reviewer:  # the gate checked this too; here it holds against a concurrent adjudication
             raise NotAllowed(reviewer, f"judge {sample_id!r} ({relation}, run {run_id})", (), roles_in(c, reviewer),
                              reason="they adjudicated this item, so they cannot also judge it")
-        current = c.execute(select(S.judgments).where(*(S.judgments.c[k] == val for k, val in key.items()))).first()
+        current = c.execute(mine).first()
         if current is not None and (current.verdict, list(current.reasons or []), current.note, current.validity) \
                 == (verdict, list(reasons), note, validity):
             return dict(current._mapping)   # the same call again (a double press, a re-save): nothing to record
@@ -97,8 +98,7 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
         upsert(c, S.judgments, key, {"verdict": verdict, "reasons": list(reasons), "note": note, "updated_at": ts,
                                      "validity": validity},
                {"created_at": ts})
-        return dict(c.execute(select(S.judgments).where(*(S.judgments.c[k] == v for k, v in key.items())))
-                    .one()._mapping)
+        return dict(c.execute(mine).one()._mapping)
 
     return write(store, work, retry_on_integrity=True)
 

@@ -7,12 +7,15 @@ times) and the mutants of the plan made from them, in batches of ``--batch-size`
   limit   the bare network on inputs preprocessed beforehand, on every way this machine can run it: torch
           in the default and channels_last memory formats, torch.compile (compiled once before the timed
           repeats; a line says why when it cannot run), and the exported ONNX file on each installed runtime,
-          both the bare network's graph (NCHW input) and objrel's (NHWC input, as objrel's preprocessing
-          writes a batch) (ONNX Runtime: in its default session and objrel's; OpenVINO, f32).  Each one's
-          images/s is printed; the fastest is the limit, the ceiling no engine can pass;
+          in both input layouts (NCHW, the network's own, and NHWC, channel-last; objrel's preprocessing writes
+          the one ``objrel.models.runtimes.INPUT_LAYOUTS`` gives the runtime) (ONNX Runtime: in its default
+          session and objrel's; OpenVINO, f32).  Each one's images/s is printed; the fastest is the limit, the
+          ceiling no engine can pass;
   plain   the adapter's ``predict`` on that fastest runtime (preprocessing included);
   objrel  a full run on that fastest runtime (decode, mutate, predict, check, vote, commit to SQLite), lazy
-          votes off and on: images/s (forward passes) and tested sources/s, and the share of passes lazy saves;
+          votes off and on: images/s (forward passes) and tested sources/s, and the share of passes lazy saves.
+          objrel runs on every runtime still in contention after the first pass (its line is printed), so the
+          ratios are always objrel against the bare network on the same runtime;
   ray     (``--ray``) the same run on a local Ray with ``--ray-workers`` actors.
 
   ratio_limit = objrel(lazy off) images/s / limit images/s                   (target >= 0.85)
@@ -154,6 +157,15 @@ def limit_session(contending: list[Candidate], repeats: list[dict[str, float]]) 
     return max(contending, key=lambda c: statistics.median(r[c.label] for r in repeats))
 
 
+def contending_ways(contending: list[Candidate], first_pass: dict[str, float]) -> list[str]:
+    """The ways of running the network (``Candidate.name``: a runtime, or a torch form) among ``contending``,
+    each once, the fastest in the first pass (``first_pass``, by label) first: objrel runs on each of them."""
+    best: dict[str, float] = {}
+    for c in contending:
+        best[c.name] = max(best.get(c.name, 0.0), first_pass[c.label])
+    return sorted(best, key=lambda name: -best[name])
+
+
 def torch_candidates(model, images: list, batch_size: int) -> tuple[list[Candidate], str | None]:
     """The bare module in each memory format, and torch.compile'd (compiled here, outside the timed repeats:
     every batch shape once); the second value says why torch.compile cannot run, or None.  The module is
@@ -195,9 +207,9 @@ def torch_candidates(model, images: list, batch_size: int) -> tuple[list[Candida
 
 def runtime_candidates(model, images: list, batch_size: int, threads: int) -> tuple[list[Candidate], dict]:
     """The exported network on each installed runtime, on float32 arrays made beforehand: the bare network's
-    graph (NCHW input) and objrel's (NHWC input, as its preprocessing writes the batch), each in objrel's
-    session and, for ONNX Runtime, in ONNX Runtime's default one; the second value maps a runtime that cannot
-    run this model to why."""
+    graph (NCHW input) and the graph taking NHWC input (the channel axis moved first inside it), each in
+    objrel's session and, for ONNX Runtime, in ONNX Runtime's default one; the second value maps a runtime that
+    cannot run this model to why."""
     import numpy as np
 
     from objrel.models import runtimes as rt
@@ -319,19 +331,21 @@ def main(argv=None) -> int:
 
         once = limits(candidates)  # the first pass: every candidate
         contending = contenders(candidates, once)
-        first: dict[str, float] = {}  # the best session of each runtime in the first pass
-        for c in candidates:
-            first[c.name] = max(first.get(c.name, 0.0), once[c.label])
-        chosen = max(first, key=first.get)  # which runtime objrel runs on
-        model = objrel_model(base, next(c for c in candidates if c.name == chosen))
-        objrel_run(model, full_cfg, work, "warm-up")  # sessions opened, a compile done, caches warm
-        empty = start_up(model, full_cfg, work)
-        res: dict[str, list] = {"sessions": [], "plain": [], "full": [], "lazy": [], "ray": []}
+        # objrel runs on every runtime in contention, so whichever the repeats find fastest, its ratios compare
+        # objrel on that runtime with that runtime's bare session (a first pass alone can rank two runtimes
+        # within a few percent of each other the wrong way round)
+        ways = contending_ways(contending, once)
+        models = {name: objrel_model(base, next(c for c in contending if c.name == name)) for name in ways}
+        for name, model in models.items():
+            objrel_run(model, full_cfg, work, f"warm-up-{name}")  # sessions opened, a compile done, caches warm
+        empty = start_up(models[ways[0]], full_cfg, work)
+        res: dict = {"sessions": [], "ray": [], **{k: {n: [] for n in ways} for k in ("plain", "full", "lazy")}}
         for rep in range(repeats):  # interleaved, so drift hits every side alike
             before = limits(contending)
-            res["plain"].append(plain(model, images, args.batch_size))
-            res["full"].append(objrel_run(model, full_cfg, work, f"full-{rep}"))
-            res["lazy"].append(objrel_run(model, lazy_cfg, work, f"lazy-{rep}"))
+            for name, model in models.items():
+                res["plain"][name].append(plain(model, images, args.batch_size))
+                res["full"][name].append(objrel_run(model, full_cfg, work, f"full-{name}-{rep}"))
+                res["lazy"][name].append(objrel_run(model, lazy_cfg, work, f"lazy-{name}-{rep}"))
             after = limits(contending)  # before and after the runs: load drift averages out
             res["sessions"].append({k: (before[k] + after[k]) / 2 for k in before})
             if args.ray:
@@ -341,18 +355,19 @@ def main(argv=None) -> int:
                     for c in candidates}
         top = limit_session(contending, res["sessions"])
         fastest, lim = top.name, by_label[top.label]
+        full, lazy = res["full"][fastest], res["lazy"][fastest]
         n_images = len(images)
-        passes_full, tested = res["full"][0][1], res["full"][0][2]
-        passes_lazy = res["lazy"][0][1]
+        passes_full, tested = full[0][1], full[0][2]
+        passes_lazy = lazy[0][1]
         per_source = passes_full / tested
-        t_full = med([r[0] for r in res["full"]])
-        t_lazy = med([r[0] for r in res["lazy"]])
+        t_full = med([r[0] for r in full])
+        t_lazy = med([r[0] for r in lazy])
         full_ips, full_sps = passes_full / t_full, tested / t_full
         lazy_ips, lazy_sps = passes_lazy / t_lazy, tested / t_lazy
         # Paired ratios: each repeat's runs against the limit session measured around them in that repeat, so a
         # slow spell of the shared machine divides out; the median of the pairs is the figure.
-        pair_limit = [passes_full / r[0] / lim_r[top.label] for r, lim_r in zip(res["full"], res["sessions"])]
-        pair_lazy = [tested / r[0] / (lim_r[top.label] / per_source) for r, lim_r in zip(res["lazy"], res["sessions"])]
+        pair_limit = [passes_full / r[0] / lim_r[top.label] for r, lim_r in zip(full, res["sessions"])]
+        pair_lazy = [tested / r[0] / (lim_r[top.label] / per_source) for r, lim_r in zip(lazy, res["sessions"])]
         spread = lambda xs: f"pairs {min(xs):.3f}..{max(xs):.3f}"  # noqa: E731
         print(f"model {args.model}, plan {args.plan}, batch {args.batch_size}, {threads} threads, {repeats} "
               f"interleaved repeats (medians); {tested} tested sources, {n_images} images (sources + applicable "
@@ -368,21 +383,24 @@ def main(argv=None) -> int:
         for runtime, why in missing.items():
             print(f"limit  {runtime:<42} {why}")
         print(f"limit  = fastest: {top.label} {lim:.1f} images/s (bare network, inputs preprocessed beforehand)")
-        if chosen != fastest:
-            print(f"note   objrel ran on {chosen}, the fastest of the pass before the repeats; the ratios are "
-                  f"against {fastest}")
-        print(f"plain  (adapter predict on {chosen}, preprocessing included): {med(res['plain']):.1f} images/s")
-        print(f"objrel lazy off on {chosen}: {t_full:.2f} s, {full_ips:.1f} images/s, {full_sps:.2f} sources/s "
+        for name in ways:
+            if name != fastest:
+                t_other = med([r[0] for r in res["full"][name]])
+                print(f"objrel lazy off on {name}: {t_other:.2f} s, {passes_full / t_other:.1f} images/s, "
+                      f"{tested / t_other:.2f} sources/s (also in contention; the ratios below are on {fastest})")
+        print(f"plain  (adapter predict on {fastest}, preprocessing included): {med(res['plain'][fastest]):.1f} "
+              f"images/s")
+        print(f"objrel lazy off on {fastest}: {t_full:.2f} s, {full_ips:.1f} images/s, {full_sps:.2f} sources/s "
               f"({passes_full} forward passes)")
         print(f"objrel start-up of a run (no sample tested): {empty * 1000:.1f} ms, {empty / t_full:.1%} of the "
               f"lazy-off run")
-        print(f"objrel lazy on  on {chosen}: {t_lazy:.2f} s, {lazy_ips:.1f} images/s, {lazy_sps:.2f} sources/s "
+        print(f"objrel lazy on  on {fastest}: {t_lazy:.2f} s, {lazy_ips:.1f} images/s, {lazy_sps:.2f} sources/s "
               f"({passes_lazy} forward passes, {1 - passes_lazy / passes_full:.1%} saved)")
         steps: dict = {}
-        for r in res["full"]:
+        for r in full:
             for k, v in r[3].items():
                 steps[k] = steps.get(k, 0.0) + v
-        total = sum(r[0] for r in res["full"])
+        total = sum(r[0] for r in full)
         shares = sorted(steps.items(), key=lambda kv: -kv[1]) + [("other", total - sum(steps.values()))]
         print("objrel lazy off, time by step (the run's thread, all repeats): "
               + ", ".join(f"{k} {v / total:.1%}" for k, v in shares))
@@ -391,7 +409,7 @@ def main(argv=None) -> int:
             print(f"ray ({args.ray_workers} actors, lazy off, runtime {full_cfg.runtime}): {t_ray:.2f} s, "
                   f"{res['ray'][0][1] / t_ray:.1f} images/s, {res['ray'][0][2] / t_ray:.2f} sources/s "
                   f"(start-up included)")
-        pair_plain = [passes_full / r[0] / p for r, p in zip(res["full"], res["plain"])]
+        pair_plain = [passes_full / r[0] / p for r, p in zip(full, res["plain"][fastest])]
         print(f"objrel(lazy off) images/s / plain = {med(pair_plain):.3f}  (median of {spread(pair_plain)}: the "
               f"pipeline against the adapter's own sequential predict)")
         print(f"ratio_limit = objrel(lazy off) images/s / limit = {med(pair_limit):.3f}  "

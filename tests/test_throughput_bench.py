@@ -1,11 +1,12 @@
 """The throughput benchmark's limit candidates: every installed runtime is measured on the same batches, as the
-bare network's NCHW graph and as objrel's NHWC one, ONNX Runtime with its own default session and objrel's."""
+bare network's NCHW graph and as the NHWC one, ONNX Runtime with its own default session and objrel's; objrel
+runs on every runtime still in contention."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.throughput import Candidate, contenders, limit_session, runtime_candidates
+from benchmarks.throughput import Candidate, contenders, contending_ways, limit_session, runtime_candidates
 from objrel.constants import ONNXRUNTIME, OPENVINO
 from objrel.models import load_classifier
 from objrel.models.threads import configure_inference_threads
@@ -50,3 +51,14 @@ def test_the_limit_is_the_session_with_the_best_median_not_the_best_of_each_repe
                {"x": 96.0, "y": 95.0, "z": 101.0}]
     # each repeat's best is 103, 102, 101 (median 102), above every session's own median: x 96, y 97, z 96
     assert limit_session([x, y, z], repeats) is y
+
+
+def test_objrel_runs_on_every_runtime_in_contention_once_the_fastest_first():
+    """Two sessions of one runtime are one way to run objrel; the order is the first pass's best of each."""
+    ort_own, ort_defaults = Candidate(ONNXRUNTIME, ONNXRUNTIME, [], None, session="a"), \
+        Candidate(ONNXRUNTIME, ONNXRUNTIME, [], None, session="b")
+    ov = Candidate(OPENVINO, OPENVINO, [], None, session="a")
+    first = {ort_own.label: 300.0, ort_defaults.label: 320.0, ov.label: 310.0}
+    assert contending_ways([ort_own, ov, ort_defaults], first) == [ONNXRUNTIME, OPENVINO]
+    first[ov.label] = 321.0
+    assert contending_ways([ort_own, ov, ort_defaults], first) == [OPENVINO, ONNXRUNTIME]

@@ -207,7 +207,7 @@ class TorchClassifier(Classifier):
         ``images``: ``(H, W, 3)`` uint8 arrays or ``PaintedInput`` from this adapter's ``fill_basis``."""
         if len(images):
             check_rgb_batch([im for im in images if not isinstance(im, PaintedInput)], "predict")
-        x = self.preprocess(images).to(self.input_device)
+        x = self.preprocess(images, planar=not self.channels_last).to(self.input_device)
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x.contiguous()
 
     def _forward(self, x: torch.Tensor) -> np.ndarray:

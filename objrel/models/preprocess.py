@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import cv2
@@ -52,6 +53,22 @@ Box = tuple[int, int, int, int]
 # area averaging: a band of a 640-pixel-wide photo is then 0.5 MB, which stays in a core's cache between its
 # conversion and its resize, where the whole photo as float32 (3.7 MB at 640 x 480) went out to memory and back.
 AREA_BAND_ROWS = 64
+
+
+_THREAD_SCRATCH = threading.local()
+
+
+def _scratch(shape: tuple[int, ...]) -> np.ndarray:
+    """A float32 array of ``shape`` owned by the calling thread, reused by its next call with that shape (its
+    contents are whatever the last use left): a resize written there and read at once, without a fresh
+    allocation (and its page faults) per image."""
+    kept = getattr(_THREAD_SCRATCH, "arrays", None)
+    if kept is None:
+        kept = _THREAD_SCRATCH.arrays = {}
+    arr = kept.get(shape)
+    if arr is None:
+        arr = kept[shape] = np.empty(shape, dtype=np.float32)
+    return arr
 
 
 def _cells_reached(lo: int, hi: int, n: int, g: int) -> tuple[int, int, int, int]:
@@ -236,18 +253,21 @@ class Preprocess:
         return FillBasis(outside=outside, inside=inside_part, coverage=coverage, uncovered=1.0 - coverage,
                          scale=scale, preprocess=self)
 
-    def __call__(self, images) -> torch.Tensor:
-        """``(N, 3, size, size)`` float32, channels_last-strided (the NHWC buffer seen as NCHW, no copy).
+    def __call__(self, images, planar: bool = False) -> torch.Tensor:
+        """``(N, 3, size, size)`` float32: channels_last-strided (the NHWC buffer seen as NCHW, no copy), or with
+        ``planar`` NCHW-contiguous (each channel's plane whole, as a network's own NCHW input takes it).
 
         ``images``: ``(H, W, 3)`` uint8 arrays or ``PaintedInput`` (a one-colour fill of a source, mixed from
         its ``FillBasis`` without painting or resizing it).  Each image is resized in float32 and normalised
         (``x * scale + offset``, ``normalisation``: a multiply, then an add, each rounded to float32) into its
         row of the batch by the thread that resized it, the images shared out over the cores
-        (``parallel_each``); a painted input is mixed already normalised.  No torch operation runs on the
-        batch: torch's own thread pool stays asleep while another runtime's threads run the model.
+        (``parallel_each``); a painted input is mixed already normalised.  A planar row is normalised one
+        channel at a time from the resize (kept in the thread's own scratch array), so both layouts hold the
+        same values and the planar one costs no transposing copy.  No torch operation runs on the batch:
+        torch's own thread pool stays asleep while another runtime's threads run the model.
         """
         s = self.size
-        batch = np.empty((len(images), s, s, 3), dtype=np.float32)
+        batch = np.empty((len(images), 3, s, s) if planar else (len(images), s, s, 3), dtype=np.float32)
         scale, offset = self.normalisation()
 
         def resize_into(i: int) -> None:
@@ -256,12 +276,23 @@ class Preprocess:
                 if item.basis.preprocess != self:
                     raise ValueError(f"a painted input mixes only with the preprocessing that made its basis "
                                      f"({item.basis.preprocess}), not with {self}")
-                item.into(row)
+                if planar:
+                    item.into_planar(row)
+                else:
+                    item.into(row)
                 return
-            scale_offset(self.resize_one(item, out=row if self.resize == "stretch" else None), scale, offset, out=row)
+            if not planar:
+                scale_offset(self.resize_one(item, out=row if self.resize == "stretch" else None), scale, offset,
+                             out=row)
+                return
+            resized = self.resize_one(item, out=_scratch((s, s, 3)) if self.resize == "stretch" else None)
+            for c in range(3):
+                np.multiply(resized[:, :, c], scale[c], out=row[c])
+                np.add(row[c], offset[c], out=row[c])
 
         parallel_each(resize_into, len(images))
-        return torch.from_numpy(batch).permute(0, 3, 1, 2)  # keeps the NHWC strides
+        x = torch.from_numpy(batch)
+        return x if planar else x.permute(0, 3, 1, 2)  # the NHWC one keeps its strides
 
     def to_dict(self) -> dict:
         """The preprocessing as the run's model record stores it."""
@@ -329,4 +360,22 @@ class PaintedInput:
         else:
             np.multiply(share, weights, out=out)
         out += rest
+        return out
+
+    def into_planar(self, out: np.ndarray) -> np.ndarray:
+        """``into`` for a ``(3, size, size)`` float32 ``out``, one channel plane at a time: the same products and
+        sums, so the same values as ``into``'s row with its channel axis moved first."""
+        b = self.basis
+        share, rest = (b.coverage, b.outside) if self.side == "inside" else (b.uncovered, b.inside)
+        if out.shape != rest.shape[2:] + rest.shape[:2] or out.dtype != np.float32:
+            raise ValueError(f"a planar painted input of this basis is {rest.shape[2:] + rest.shape[:2]} float32, "
+                             f"got {out.shape} {out.dtype}")
+        if not any(self.colour):
+            np.copyto(out, rest.transpose(2, 0, 1))
+            return out
+        weights = np.asarray(self.colour, dtype=np.float32) * b.scale
+        cover = share[:, :, 0]
+        for k in range(3):
+            np.multiply(cover, weights[k], out=out[k])
+            np.add(out[k], rest[:, :, k], out=out[k])
         return out

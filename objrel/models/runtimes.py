@@ -103,11 +103,14 @@ def _head(model: TorchClassifier) -> str:
     return "softmax" if model.task == "single" else "sigmoid"
 
 
-# Memory layouts of an exported graph's input: ``nhwc`` (objrel's own: the preprocessing writes each image's
-# resized pixels channel-last, so the batch reaches the runtime with no transposing copy; the graph's first
-# operation moves the axes, which ONNX Runtime folds into its own layout change) or ``nchw`` (the network's own
-# input, for a comparison against the bare network).  Same outputs either way.
+# Memory layouts of an exported graph's input: ``nhwc`` (channel-last; the graph's first operation moves the
+# axes) or ``nchw`` (the network's own input).  Same outputs either way; objrel's preprocessing writes either
+# with no transposing copy (``Preprocess(..., planar=True)`` writes NCHW), so each runtime gets the layout it
+# runs fastest, measured in objrel runs on the demo (EfficientNet-Lite0, 2 cores, interleaved pairs): OpenVINO
+# ran NCHW at 1.023 of NHWC (median of 10 pairs; the bare sessions 1.004-1.040), ONNX Runtime at 0.996 (it
+# folds the move into its own layout change), so it keeps NHWC.
 NHWC, NCHW = "nhwc", "nchw"
+INPUT_LAYOUTS = {ONNXRUNTIME: NHWC, OPENVINO: NCHW}
 
 
 class _WithHead(torch.nn.Module):
@@ -327,7 +330,8 @@ class ExportedClassifier(TorchClassifier):
     ``configure_inference_threads`` settled on for the process (a Ray actor's one thread included); it is
     not pickled (a copy sent to another process opens its own)."""
 
-    def __init__(self, model: TorchClassifier, runtime: str, choice: "RuntimeChoice | None" = None):
+    def __init__(self, model: TorchClassifier, runtime: str, choice: "RuntimeChoice | None" = None,
+                 layout: str | None = None):
         if runtime not in EXPORTED_RUNTIMES:
             raise ValueError(f"runtime must be one of {tuple(EXPORTED_RUNTIMES)}, got {runtime!r}")
         _require(runtime)
@@ -336,12 +340,16 @@ class ExportedClassifier(TorchClassifier):
         super().__init__(model.module, model.class_names, model.preprocess, task=model.task,
                          threshold=model.threshold, name=model.name, outputs=model.outputs, device=model.device,
                          config=base, channels_last=False, threads=model.threads)
-        # ``prepare`` hands over the batch channel-last, as the preprocessing wrote it (no copy); the exported
-        # graph takes it so.  Set after the base's set-up, which would move the shared module's weights.
-        self.channels_last = True
+        # ``prepare`` hands over the batch in the graph's input layout (``INPUT_LAYOUTS``, or ``layout``), as the
+        # preprocessing wrote it: no copy.  Set after the base's set-up, which would move the shared module's
+        # weights.
+        if layout not in (None, NHWC, NCHW):
+            raise ValueError(f"layout must be {NHWC!r} or {NCHW!r} (None: the runtime's own), got {layout!r}")
+        self.layout = layout or INPUT_LAYOUTS[runtime]
+        self.channels_last = self.layout == NHWC
         self.runtime = runtime
         self.runtime_choice = choice
-        self.onnx_path = export_onnx(model)
+        self.onnx_path = export_onnx(model, self.layout)
         self.export_key = self.onnx_path.stem
         self._session = None
         self.max_difference = self._check_against(model)
@@ -386,8 +394,10 @@ class ExportedClassifier(TorchClassifier):
 
     def _forward(self, x: torch.Tensor) -> np.ndarray:
         session = self._open()
-        # the batch as the preprocessing wrote it, channel-last: no copy (one only for an NCHW-laid tensor)
-        arr = np.ascontiguousarray(x.detach().permute(0, 2, 3, 1).cpu().numpy(), dtype=np.float32)
+        # the batch as the preprocessing wrote it, in the graph's layout: no copy (one only for a batch laid out
+        # otherwise, such as a torch adapter's)
+        x = x.detach().cpu()
+        arr = np.ascontiguousarray((x.permute(0, 2, 3, 1) if self.layout == NHWC else x).numpy(), dtype=np.float32)
         return np.asarray(session(arr), dtype=np.float32)
 
     def __getstate__(self):
@@ -396,8 +406,10 @@ class ExportedClassifier(TorchClassifier):
         return state
 
     def describe(self) -> dict:
-        """The torch adapter's record plus the runtime's version, the precision, the export and its difference."""
+        """The torch adapter's record plus the runtime's version, the precision, the export (and its input layout)
+        and its difference."""
         return {**super().describe(), "runtime_version": runtime_version(self.runtime), "precision": "f32",
+                "input_layout": self.layout,
                 "onnx_export": self.export_key, "max_difference_from_torch": self.max_difference}
 
 
@@ -494,16 +506,18 @@ def choose_runtime(model: TorchClassifier) -> RuntimeChoice:
         batches = [x] * CHOICE_TIMED_BATCHES
         reference = model._forward(x)
 
-        host = [x.cpu()] * CHOICE_TIMED_BATCHES  # an exported runtime takes the batch from host memory in a run
-
         def candidate(runtime: str) -> tuple[float, Callable[[], float]]:
             exported = ExportedClassifier(model, runtime)
+            # timed on the batch as its own ``prepare`` lays it out (its input layout, on the host), as in a run
+            host = [exported.prepare(images)] * CHOICE_TIMED_BATCHES
             return float(np.abs(exported._forward(x) - reference).max()), lambda: _timed(exported._forward, host)
 
         return fastest_matching(threads, _timed(model._forward, batches), candidate, MATCH_TOLERANCE, digits=0)
 
     tag = "" if is_cpu(model.device) else f"-cuda{cuda_index(model.device)}"
-    return remembered_choice(export_key(model), threads, measure, tag)
+    layouts = ",".join(f"{r}={lay}" for r, lay in sorted(INPUT_LAYOUTS.items()))  # a choice made on other layouts
+    return remembered_choice(f"{export_key(model)}-{hashlib.sha256(layouts.encode()).hexdigest()[:8]}", threads,
+                             measure, tag)
 
 
 def with_runtime(model: Classifier, runtime: str) -> Classifier:

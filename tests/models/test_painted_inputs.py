@@ -121,3 +121,27 @@ def test_a_basis_of_a_transposed_view_mixes_like_its_painted_copy():
     mixed = pre([PaintedInput(pre.fill_basis(image, region), "outside", (9, 99, 199))])
     painted = pre([paint(np.ascontiguousarray(image), ~region, (9, 99, 199))])
     assert float((mixed - painted).abs().max()) < TOLERANCE
+
+
+@pytest.mark.parametrize("pre", [Preprocess(), Preprocess(resize="shorter-crop"), Preprocess(size=512)],
+                         ids=["stretch-area", "shorter-crop", "stretch-bilinear-up"])
+def test_a_planar_batch_holds_the_channel_last_batchs_values_bit_for_bit(pre):
+    """``planar=True`` (NCHW, for a runtime whose graph takes the network's own layout) writes the same floats
+    as the channel-last batch, for photos and for painted inputs of every kind (black: the basis's part alone)."""
+    samples = list(load_demo())[:3]
+    images = [load_rgb(s.image_path) for s in samples]
+    h, w = images[0].shape[:2]
+    basis = pre.fill_basis(images[0], build_target(samples[0].objects, w, h).region)
+    items = images + [PaintedInput(basis, side, colour) for side in ("inside", "outside")
+                      for colour in ((0, 0, 0), (255, 0, 0), (12, 200, 77))]
+    last, planar = pre(items), pre(items, planar=True)
+    assert planar.is_contiguous() and not last.is_contiguous()   # NCHW laid out plane by plane; NHWC strides
+    assert planar.shape == last.shape == (len(items), 3, pre.size, pre.size)
+    assert np.array_equal(planar.numpy(), _nhwc(last).transpose(0, 3, 1, 2))
+
+
+def test_a_planar_painted_input_refuses_a_channel_last_row():
+    pre = _identity(8)
+    basis = pre.fill_basis(np.zeros((16, 16, 3), np.uint8), np.ones((16, 16), bool))
+    with pytest.raises(ValueError, match=r"planar painted input of this basis is \(3, 8, 8\) float32, got \(8, 8, 3\)"):
+        PaintedInput(basis, "inside", (1, 2, 3)).into_planar(np.zeros((8, 8, 3), np.float32))

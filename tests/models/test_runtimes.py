@@ -16,8 +16,9 @@ from objrel.data import load_demo, load_rgb
 from objrel.engine.classify import Engine
 from objrel.errors import ConfigError
 from objrel.models import CallableClassifier, TorchClassifier, load_classifier
-from objrel.models.runtimes import (MATCH_TOLERANCE, ExportedClassifier, RuntimeUnavailable, choose_runtime,
-                                    export_onnx, installed_runtimes, model_cache_dir, with_runtime)
+from objrel.models.runtimes import (INPUT_LAYOUTS, MATCH_TOLERANCE, NCHW, NHWC, ExportedClassifier,
+                                    RuntimeUnavailable, choose_runtime, export_onnx, installed_runtimes,
+                                    model_cache_dir, with_runtime)
 from objrel.store import Store
 from objrel.studies.shortcut.models import ARCH, TrainConfig, build_module, module_classifier, train
 from objrel.studies.shortcut.scenes import SyntheticConfig, load_arrays, write_split
@@ -115,6 +116,25 @@ def test_multi_label_runs_on_every_runtime_store_identical_results(tmp_path):
     # independent sigmoids (the exported head is the multi-label one): rows need not sum to 1
     assert np.abs(got.sum(axis=1) - 1).max() > 0.01
     assert np.abs(got - model.predict(images)).max() <= MATCH_TOLERANCE
+
+
+@pytest.mark.parametrize("runtime", EXPORTED)
+def test_each_runtime_takes_the_batch_in_its_own_layout_and_both_layouts_agree(lite0, demo_images, runtime):
+    """OpenVINO's graph takes the network's own NCHW input, ONNX Runtime's channel-last NHWC (``INPUT_LAYOUTS``):
+    ``prepare`` writes that layout, handed to the runtime with no copy, and the other layout's graph gives the
+    same probabilities on the same photos."""
+    own = with_runtime(lite0, runtime)
+    assert own.layout == INPUT_LAYOUTS[runtime] == {ONNXRUNTIME: NHWC, OPENVINO: NCHW}[runtime]
+    assert own.describe()["input_layout"] == own.layout
+    x = own.prepare(demo_images)
+    planes = x.is_contiguous()                                           # NCHW, plane after plane
+    channel_last = x.is_contiguous(memory_format=torch.channels_last)     # NHWC strides
+    assert (planes, channel_last) == ((True, False) if own.layout == NCHW else (False, True))
+    other = ExportedClassifier(lite0, runtime, layout=NHWC if own.layout == NCHW else NCHW)
+    assert other.export_key != own.export_key
+    assert np.abs(other.predict(demo_images) - own.predict(demo_images)).max() <= MATCH_TOLERANCE
+    with pytest.raises(ValueError, match="layout must be 'nhwc' or 'nchw'"):
+        ExportedClassifier(lite0, runtime, layout="chw")
 
 
 def test_auto_chooses_the_fastest_matching_runtime_and_remembers_it(scenes):

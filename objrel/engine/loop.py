@@ -11,6 +11,7 @@ before its forward pass (``mutant_batches(parallel=True)``).
 
 from __future__ import annotations
 
+import gc
 import os
 import queue
 import sys
@@ -58,6 +59,33 @@ MAX_CRASH_ATTEMPTS = 2
 # a run shows moves at each commit, and one chunk would read 0/N until the run ends.  A larger run commits
 # once per batch_size samples as before.
 PROGRESS_COMMITS = 3
+
+
+class frozen_heap:
+    """While at least one run is inside it, the objects that existed when the first entered are frozen
+    (``gc.freeze``): the cyclic collector's full passes during the run then visit only what was made since.
+
+    A process that has loaded torch, a runtime and SQLAlchemy (or the app: Streamlit, pandas) tracks about
+    half a million objects, and a full pass over them took 0.3 s, landing inside a chunk now and then (in the
+    throughput benchmark, on its commit: 4% of the run's time instead of 1.7%, in 3 of 4 runs).  The last run
+    to leave unfreezes them (``gc.unfreeze``: back into the oldest generation); garbage among them waits until
+    then.  Runs in threads of one process share the count."""
+
+    _lock = threading.Lock()
+    _inside = 0
+
+    def __enter__(self) -> frozen_heap:
+        with frozen_heap._lock:
+            if frozen_heap._inside == 0:
+                gc.freeze()
+            frozen_heap._inside += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with frozen_heap._lock:
+            frozen_heap._inside -= 1
+            if frozen_heap._inside == 0:
+                gc.unfreeze()
 
 
 class prefetch:
@@ -383,7 +411,7 @@ def execute_run(worker: RunWorker, run_id: int | None, done_ids: Callable[[int],
         progress(n_done, total)
     status = "finished"
     try:
-        with leases.Keeper(store, run_id, token) as keeper, \
+        with frozen_heap(), leases.Keeper(store, run_id, token) as keeper, \
                 PassTicker(worker, run_id, report, total, n_done, len(todo)) as ticker:
             for chunk, suspect in _chunks(todo, store.attempts(run_id), worker.config.batch_size):
                 keeper.check()

@@ -340,11 +340,9 @@ class ExportedClassifier(TorchClassifier):
         super().__init__(model.module, model.class_names, model.preprocess, task=model.task,
                          threshold=model.threshold, name=model.name, outputs=model.outputs, device=model.device,
                          config=base, channels_last=False, threads=model.threads)
-        # ``prepare`` hands over the batch in the graph's input layout (``INPUT_LAYOUTS``, or ``layout``), as the
-        # preprocessing wrote it: no copy.  Set after the base's set-up, which would move the shared module's
-        # weights.
-        if layout not in (None, NHWC, NCHW):
-            raise ValueError(f"layout must be {NHWC!r} or {NCHW!r} (None: the runtime's own), got {layout!r}")
+        # ``prepare`` hands over the batch in the graph's input layout (``INPUT_LAYOUTS``, or ``layout``: checked by
+        # ``export_onnx``), as the preprocessing wrote it: no copy.  Set after the base's set-up, which would move
+        # the shared module's weights.
         self.layout = layout or INPUT_LAYOUTS[runtime]
         self.channels_last = self.layout == NHWC
         self.runtime = runtime

@@ -175,32 +175,41 @@ class TorchClassifier(Classifier):
 
     def input_copy(self, row):
         """A copy of one row of a ``prepare`` batch, for ``fill_basis`` after the batch ran (a module may change
-        its input in place): a numpy array laid ``(S, S, 3)``, as ``fill_basis`` reads it (from a GPU, the one
-        transfer back it needs anyway).  Not torch's ``clone``: on the CPU that is a torch operation, which woke
-        torch's thread pool, whose threads then spun beside an exported runtime's (3 ms a row instead of 0.04
-        ms, measured in a run)."""
+        its input in place): a numpy array laid as ``fill_basis`` reads it, ``(S, S, 3)`` from a channels_last
+        batch, ``(3, S, S)`` from a planar one (no transposing copy either way; from a GPU,
+        the one transfer back it needs anyway).  Not torch's ``clone``: on the CPU that is a torch operation,
+        which woke torch's thread pool, whose threads then spun beside an exported runtime's (3 ms a row instead
+        of 0.04 ms, measured in a run)."""
         if isinstance(row, torch.Tensor):
-            return np.array(row.detach().permute(1, 2, 0).cpu().numpy(), dtype=np.float32, order="C")
+            row = row.detach()
+            return np.array((row.permute(1, 2, 0) if self.channels_last else row).cpu().numpy(), dtype=np.float32,
+                            order="C")
         return row.clone()
 
     def input_copies(self, batch) -> list:
         """``input_copy`` of every row of a ``prepare`` batch, in one copy (from a GPU, one transfer back instead of
-        one per row, each of which waits for the device): the rows of one ``(N, S, S, 3)`` host array."""
+        one per row, each of which waits for the device): the rows of one host array."""
         if not isinstance(batch, torch.Tensor) or type(self).input_copy is not TorchClassifier.input_copy:
             return super().input_copies(batch)     # a subclass's own input_copy, row by row
-        host = np.array(batch.detach().permute(0, 2, 3, 1).cpu().numpy(), dtype=np.float32, order="C")
+        batch = batch.detach()
+        host = np.array((batch.permute(0, 2, 3, 1) if self.channels_last else batch).cpu().numpy(),
+                        dtype=np.float32, order="C")
         return list(host)
 
     def fill_basis(self, image: np.ndarray, region: np.ndarray, prepared=None) -> FillBasis:
         """The pixels a fill operator reads, from ``image`` or from the batch row already prepared for it
-        (a tensor row of ``prepare``'s batch, or its ``input_copy``)."""
+        (a tensor row of ``prepare``'s batch, or its ``input_copy``), laid out as this adapter's batch rows are
+        (planar without channels_last: each painted input is then mixed from whole planes)."""
+        planar = not self.channels_last
         if isinstance(prepared, np.ndarray):
             prepared = np.ascontiguousarray(prepared, dtype=np.float32)
         elif prepared is not None:
             # read, not kept (the basis holds new arrays); a caller that runs the batch through the module
             # first passes a copy made before, since a module may change its input in place
-            prepared = np.ascontiguousarray(prepared.detach().permute(1, 2, 0).cpu().numpy(), dtype=np.float32)
-        return self.preprocess.fill_basis(image, region, prepared)
+            prepared = prepared.detach()
+            prepared = np.ascontiguousarray((prepared if planar else prepared.permute(1, 2, 0)).cpu().numpy(),
+                                            dtype=np.float32)
+        return self.preprocess.fill_basis(image, region, prepared, planar=planar)
 
     def prepare(self, images) -> torch.Tensor:
         """``(N, 3, S, S)`` float32 tensor on the adapter's device (channels_last-strided by default).

@@ -404,6 +404,11 @@ def main(argv=None) -> int:
         shares = sorted(steps.items(), key=lambda kv: -kv[1]) + [("other", total - sum(steps.values()))]
         print("objrel lazy off, time by step (the run's thread, all repeats): "
               + ", ".join(f"{k} {v / total:.1%}" for k, v in shares))
+        # the forward passes inside a run against the bare session on the same images: what the engine's work
+        # beside the passes costs them (caches, cores), apart from its own time
+        pair_forward = [passes_full / r[3]["forward"] / lim_r[top.label] for r, lim_r in zip(full, res["sessions"])]
+        print(f"objrel lazy off, its forward passes against the bare session: {med(pair_forward):.3f}  (median of "
+              f"{spread(pair_forward)}; 1 = as fast as the bare network)")
         if args.ray:
             t_ray = med([r[0] for r in res["ray"]])
             print(f"ray ({args.ray_workers} actors, lazy off, runtime {full_cfg.runtime}): {t_ray:.2f} s, "

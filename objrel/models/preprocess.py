@@ -46,7 +46,6 @@ def scale_offset(image: np.ndarray, scale: np.ndarray | None, offset: np.ndarray
     return out
 
 
-
 def normalise_planes(planes: np.ndarray, scale: np.ndarray | None, offset: np.ndarray | None = None) -> np.ndarray:
     """``scale_offset`` of a ``(3, H, W)`` float32 array, in place, one whole plane at a time: the same products
     and sums, each rounded to float32, as ``scale_offset`` of the channel-last array (either may be None)."""
@@ -56,6 +55,7 @@ def normalise_planes(planes: np.ndarray, scale: np.ndarray | None, offset: np.nd
         if offset is not None:
             np.add(planes[c], offset[c], out=planes[c])
     return planes
+
 
 # A rectangle of pixels, (y0, y1, x0, x1): rows y0..y1-1, columns x0..x1-1.
 Box = tuple[int, int, int, int]
@@ -327,8 +327,8 @@ class Preprocess:
 @dataclass(frozen=True, eq=False)
 class FillBasis:
     """One source's parts of its fills' model inputs (``Preprocess.fill_basis``), ``(size, size, C)`` float32
-    each (``(C, size, size)`` when ``planar``), with ``L`` the preprocessing's linear resize (grey levels), ``x`` the image, ``m`` the region (1
-    inside, 0 outside) and ``scale``, ``offset`` its normalisation:
+    each (``(C, size, size)`` when ``planar``), with ``L`` the preprocessing's linear resize (grey levels), ``x``
+    the image, ``m`` the region (1 inside, 0 outside) and ``scale``, ``offset`` its normalisation:
 
     outside:   ``L(x (1 - m)) scale + offset``, the model input of the source with the region black;
     inside:    ``L(x m) scale + offset``, of the source with everything but the region black;

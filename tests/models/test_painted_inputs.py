@@ -145,3 +145,64 @@ def test_a_planar_painted_input_refuses_a_channel_last_row():
     basis = pre.fill_basis(np.zeros((16, 16, 3), np.uint8), np.ones((16, 16), bool))
     with pytest.raises(ValueError, match=r"planar painted input of this basis is \(3, 8, 8\) float32, got \(8, 8, 3\)"):
         PaintedInput(basis, "inside", (1, 2, 3)).into_planar(np.zeros((8, 8, 3), np.float32))
+
+
+@pytest.mark.parametrize("pre", [Preprocess(), Preprocess(resize="shorter-crop"), Preprocess(size=512)],
+                         ids=["stretch-area", "shorter-crop", "stretch-bilinear-up"])
+def test_a_planar_basis_mixes_the_channel_last_basiss_values_bit_for_bit(pre):
+    """A basis laid out in planes (``fill_basis(planar=True)``, what a planar adapter makes) holds the channel-last
+    basis's values with the channel axis first, and mixes the same floats into either batch layout: each colour
+    and black, each side, a basis made from the source's own prepared row and one resized afresh, and an empty
+    region."""
+    samples = list(load_demo())[:2]
+    image = load_rgb(samples[0].image_path)
+    h, w = image.shape[:2]
+    region = build_target(samples[0].objects, w, h).region
+    last_row = _nhwc(pre([image]))[0]
+    planar_row = pre([image], planar=True).numpy()[0]
+    for mask, row_last, row_planar in ((region, last_row, planar_row), (region, None, None),
+                                       (np.zeros_like(region), None, None)):
+        last = pre.fill_basis(image, mask, row_last)
+        planar = pre.fill_basis(image, mask, row_planar, planar=True)
+        assert planar.planar and not last.planar
+        assert planar.outside.shape == (3, pre.size, pre.size) and planar.coverage.shape == (1, pre.size, pre.size)
+        for name in ("outside", "inside", "coverage", "uncovered"):
+            assert np.array_equal(getattr(planar, name), getattr(last, name).transpose(2, 0, 1)), name
+        for side in ("inside", "outside"):
+            for colour in ((0, 0, 0), (255, 255, 255), (12, 200, 77)):
+                a, b = PaintedInput(last, side, colour), PaintedInput(planar, side, colour)
+                assert np.array_equal(pre([a]).numpy(), pre([b]).numpy()), (side, colour)
+                assert np.array_equal(pre([a], planar=True).numpy(), pre([b], planar=True).numpy()), (side, colour)
+    n = pre.size
+    with pytest.raises(ValueError, match=rf"prepared image as \(3, {n}, {n}\) float32, got \({n}, {n}, 3\)"):
+        pre.fill_basis(image, region, last_row, planar=True)
+
+
+def test_a_planar_adapter_keeps_its_rows_planar_and_mixes_what_the_channels_last_one_mixes():
+    """The torch adapter without channels_last keeps each source's row as it laid it out, planes first (no
+    transposing copy), builds planar bases from it, and feeds its network the same floats as the channels_last
+    adapter does, one painted input after another."""
+    import torch
+
+    from objrel.models.classifier import TorchClassifier
+
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                 torch.nn.Linear(4, 3))
+    pre = Preprocess(size=64)
+    nchw = TorchClassifier(module, ["a", "b", "c"], pre, channels_last=False)
+    nhwc = TorchClassifier(module, ["a", "b", "c"], pre, channels_last=True)
+    samples = list(load_demo())[:2]
+    images = [load_rgb(s.image_path) for s in samples]
+    regions = [build_target(s.objects, im.shape[1], im.shape[0]).region for s, im in zip(samples, images)]
+    rows_planar, rows_last = nchw.input_copies(nchw.prepare(images)), nhwc.input_copies(nhwc.prepare(images))
+    assert all(r.shape == (3, 64, 64) and r.flags.c_contiguous for r in rows_planar)
+    assert all(r.shape == (64, 64, 3) for r in rows_last)
+    assert np.array_equal(nchw.input_copy(nchw.prepare(images)[1]), rows_planar[1])
+    for image, region, rp, rl in zip(images, regions, rows_planar, rows_last):
+        bp, bl = nchw.fill_basis(image, region, rp), nhwc.fill_basis(image, region, rl)
+        assert bp.planar and not bl.planar
+        for side in ("inside", "outside"):
+            for colour in ((0, 0, 0), (40, 90, 250)):
+                xp = nchw.prepare([PaintedInput(bp, side, colour)])
+                xl = nhwc.prepare([PaintedInput(bl, side, colour)])
+                assert xp.is_contiguous() and np.array_equal(xp.numpy(), xl.numpy())

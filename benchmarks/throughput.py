@@ -35,6 +35,7 @@ above every session's own speed).  Every candidate is measured in a first pass; 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import statistics
 import sys
@@ -288,13 +289,20 @@ def ray_run(cfg: RunConfig, workdir: Path, tag: str, workers: int) -> tuple[floa
 
 
 def objrel_model(base, candidate: Candidate):
-    """The adapter objrel runs on for a limit candidate: the torch adapter (compiled for torch.compile) or
-    the exported runtime's."""
+    """The adapter objrel runs on for a limit candidate: the exported runtime's, or a torch adapter of the
+    candidate's own form (a shallow copy of ``base`` sharing its module: channels_last or not, compiled for
+    torch.compile), ``base`` itself where its form is the candidate's.  ``base`` is left as it was.  A torch
+    form's module format is the candidate's ``setup`` to call before each run."""
     if candidate.runtime != TORCH_RUNTIME:
         return with_runtime(base, candidate.runtime)
-    if candidate.name == "torch.compile":
-        base.enable_compile()
-    return base
+    compiled = candidate.name == "torch.compile"
+    channels_last = base.channels_last if compiled else candidate.name == "torch channels_last"
+    if not compiled and channels_last == base.channels_last and not base.compile:
+        return base
+    adapter = copy.copy(base)
+    adapter.channels_last = channels_last
+    adapter.compile = compiled
+    return adapter
 
 
 def main(argv=None) -> int:
@@ -335,14 +343,24 @@ def main(argv=None) -> int:
         # objrel on that runtime with that runtime's bare session (a first pass alone can rank two runtimes
         # within a few percent of each other the wrong way round)
         ways = contending_ways(contending, once)
-        models = {name: objrel_model(base, next(c for c in contending if c.name == name)) for name in ways}
+        way_of = {name: next(c for c in contending if c.name == name) for name in ways}
+        models = {name: objrel_model(base, way_of[name]) for name in ways}
+
+        def form(name: str) -> None:
+            """The module in the way's memory format, before objrel runs on a torch way (no-op for a runtime)."""
+            if way_of[name].setup is not None:
+                way_of[name].setup()
+
         for name, model in models.items():
+            form(name)
             objrel_run(model, full_cfg, work, f"warm-up-{name}")  # sessions opened, a compile done, caches warm
+        form(ways[0])
         empty = start_up(models[ways[0]], full_cfg, work)
         res: dict = {"sessions": [], "ray": [], **{k: {n: [] for n in ways} for k in ("plain", "full", "lazy")}}
         for rep in range(repeats):  # interleaved, so drift hits every side alike
             before = limits(contending)
             for name, model in models.items():
+                form(name)
                 res["plain"][name].append(plain(model, images, args.batch_size))
                 res["full"][name].append(objrel_run(model, full_cfg, work, f"full-{name}-{rep}"))
                 res["lazy"][name].append(objrel_run(model, lazy_cfg, work, f"lazy-{name}-{rep}"))

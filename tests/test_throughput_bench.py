@@ -62,3 +62,26 @@ def test_objrel_runs_on_every_runtime_in_contention_once_the_fastest_first():
     assert contending_ways([ort_own, ov, ort_defaults], first) == [ONNXRUNTIME, OPENVINO]
     first[ov.label] = 321.0
     assert contending_ways([ort_own, ov, ort_defaults], first) == [OPENVINO, ONNXRUNTIME]
+
+
+def test_objrel_runs_each_torch_form_on_an_adapter_of_that_form_and_leaves_the_base_as_it_was():
+    """Were several torch forms in contention, each would get an adapter of its own form: the default one takes
+    planar batches, torch.compile's is compiled, and the adapter the benchmark started from is not changed (it
+    was: every torch form ran on it, and torch.compile's marked it compiled for all of them)."""
+    import torch
+
+    from benchmarks.throughput import objrel_model
+    from objrel.constants import TORCH_RUNTIME
+
+    base = load_classifier("efficientnet-lite0")
+    assert base.channels_last and not base.compile
+    way = {n: Candidate(n, TORCH_RUNTIME, [], None) for n in ("torch default", "torch channels_last", "torch.compile")}
+    default, last, compiled = (objrel_model(base, way[n]) for n in way)
+    assert last is base
+    assert default is not base and not default.channels_last and not default.compile
+    assert compiled is not base and compiled.compile and compiled.channels_last
+    assert base.channels_last and not base.compile
+    assert default.module is base.module is compiled.module   # one module: its format is each way's setup
+    image = np.zeros((50, 60, 3), np.uint8)
+    assert default.prepare([image]).is_contiguous()
+    assert base.prepare([image]).is_contiguous(memory_format=torch.channels_last)

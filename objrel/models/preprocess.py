@@ -46,15 +46,22 @@ def scale_offset(image: np.ndarray, scale: np.ndarray | None, offset: np.ndarray
     return out
 
 
-def normalise_planes(planes: np.ndarray, scale: np.ndarray | None, offset: np.ndarray | None = None) -> np.ndarray:
-    """``scale_offset`` of a ``(3, H, W)`` float32 array, in place, one whole plane at a time: the same products
-    and sums, each rounded to float32, as ``scale_offset`` of the channel-last array (either may be None)."""
+def normalise_planes(planes: np.ndarray, scale: np.ndarray | None, offset: np.ndarray | None = None,
+                     out: np.ndarray | None = None) -> np.ndarray:
+    """``scale_offset`` of a ``(3, H, W)`` float32 array (a view with the channel axis moved first will do), one
+    plane at a time, into ``out`` (default: in place): the same products and sums, each rounded to float32, as
+    ``scale_offset`` of the channel-last array (either may be None)."""
+    out = planes if out is None else out
     for c in range(planes.shape[0]):
+        src, dst = planes[c], out[c]
         if scale is not None:
-            np.multiply(planes[c], scale[c], out=planes[c])
+            np.multiply(src, scale[c], out=dst)
+            src = dst
         if offset is not None:
-            np.add(planes[c], offset[c], out=planes[c])
-    return planes
+            np.add(src, offset[c], out=dst)
+        elif src is not dst and out is not planes:
+            np.copyto(dst, src)
+    return out
 
 
 # A rectangle of pixels, (y0, y1, x0, x1): rows y0..y1-1, columns x0..x1-1.
@@ -310,9 +317,7 @@ class Preprocess:
                              out=row)
                 return
             resized = self.resize_one(item, out=_scratch((s, s, 3)) if self.resize == "stretch" else None)
-            for c in range(3):
-                np.multiply(resized[:, :, c], scale[c], out=row[c])
-                np.add(row[c], offset[c], out=row[c])
+            normalise_planes(resized.transpose(2, 0, 1), scale, offset, out=row)
 
         parallel_each(resize_into, len(images))
         x = torch.from_numpy(batch)

@@ -1,15 +1,18 @@
-"""Review: judge flagged inferences one by one, blind to the other reviewer."""
+"""Review: judge flagged inferences one by one, blind to the other reviewer.
 
-import time
+One screen per item: the source with its target and the mutants that violated the relation, and beside them
+the judging form (call, false-positive reasons, the mutant's validity, a note).  A call is one form submit
+that carries the item it was drawn for; the keyboard (``objrel.app.review_keys``) clicks the same controls
+whatever has the focus.  The rest of the evidence is one switch below; the next items are made ahead.
+"""
 
 import streamlit as st
 
 from objrel import access, review
 from objrel.analysis.overview import tested_runs
-from objrel.app import captions, review_panels
+from objrel.app import ahead, captions, review_keys, review_panels
 from objrel.app.captions import plain
-from objrel.app.caches import cached_flagged, cached_review_item, open_store
-from objrel.app.style import scroll_to_top
+from objrel.app.caches import cached_flagged, open_store
 from objrel.app.state import arrival_params, init_value, keep_choice, mark_own_event, remember_selection, \
     took_own_event
 from objrel.app.widgets import page_sidebar, signed_in, use_app_navigation
@@ -17,8 +20,8 @@ from objrel.errors import NotAllowed, ObjrelError
 from objrel.review.lime_ahead import ensure_lime_job
 from objrel.review.roles import actor_of
 from objrel.review.my_work import my_work
-from objrel.review.queue import ALL_FLAGGED, MIN_LOOK_S, QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, \
-    is_new_link, link_params, min_look_s, open_queue, record_call, too_soon
+from objrel.review.queue import ALL_FLAGGED, QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
+    link_params, open_queue, record_call
 
 use_app_navigation()
 
@@ -26,23 +29,12 @@ ERROR_KEY = "review_error"
 FLASH_KEY = "review_saved"      # the line that confirms a saved call, shown after the move to the next item
 LAST_SAVED_KEY = "review_last_saved"   # (item, that line, the item it moved to) of the last save: shown again
                                        # beside a refused second press
-OPENED_KEY = "review_opened"           # (the item's button suffix, time.monotonic() when the page had first been
-                                       # drawn whole for it on this visit): a call sooner than min_look_s() is refused
 GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
-# Answers to "is the mutant a valid test?" (objrel.review.VALIDITY once the library has it).
-VALIDITY = getattr(review, "VALIDITY", ("valid", "invalid", "unsure"))
-VALIDITY_LABELS = getattr(review, "VALIDITY_LABELS", {"valid": "valid test", "invalid": "invalid mutant",
-                                                     "unsure": "unsure"})
+CALLED_KEY = "review_called"           # (run, relation, queue, sample id) of this session's last saved call: undo
 
 store = open_store()
 actor = page_sidebar(store)
-st.title("Review flagged inferences")
-try:
-    look_s = min_look_s()
-except ValueError as exc:      # a mistyped $OBJREL_REVIEW_MIN_LOOK_S: said, and the default used
-    st.error(str(exc))
-    look_s = MIN_LOOK_S
 
 runs = tested_runs(store)
 if not runs:
@@ -142,15 +134,15 @@ if not flagged:
     st.stop()
 
 try:
-    queue = open_queue(actor, store, run_id, relation, mode, flagged)
-except NotAllowed as exc:
-    st.info(f"No review sample of run {run_id} ({relation}) has been drawn yet, and {exc}.")
+    # only a reviewer's first visit draws the review sample: anyone else who opens the page only looks
+    queue = open_queue(actor, store, run_id, relation, mode, flagged, draw=can_judge)
+except (NotAllowed, ValueError) as exc:
+    st.info(f"No review sample of run {run_id} ({relation}) has been drawn yet: {plain(exc)}")
     offer_choices()
     st.stop()
-if mode == REVIEW_SAMPLE:
-    st.caption(captions.queue_caption(queue))
-    # LIME of the sample is computed ahead by one background process (started once per sample; a detection run,
-    # or an account that may not explain, starts nothing); the LIME panel shows its progress.
+if mode == REVIEW_SAMPLE and can_judge:
+    # LIME of the sample is computed ahead by the server's LIME queue (one job per sample, started by a reviewer
+    # at work; a detection run starts nothing); the LIME panel shows its progress.
     try:
         ensure_lime_job(actor, store, run_id, relation)
     except (ValueError, ObjrelError):
@@ -171,103 +163,83 @@ def move(step: int, drawn_at: int | None = None) -> None:
     st.session_state.pop(ERROR_KEY, None)        # a refusal is about the item left, not the next one
 
 
+def go_to_position(target: int | None) -> None:
+    """Open the item at queue position ``target`` (skip, undo); nothing when there is none."""
+    mark_own_event()
+    if target is not None:
+        st.session_state[pos_key] = queue.clamp(target)
+        st.session_state.pop(ERROR_KEY, None)
+
+
 sample_id = queue.at(pos)
 written = {**link_params(run_id, relation, sample_id), "queue": mode}
 st.query_params.update(written)
 st.session_state[LINK_KEY] = st.query_params.to_dict()
 remember_selection(written)
 
-flash = st.session_state.pop(FLASH_KEY, None)
-if flash:
-    st.success(flash)
-    scroll_to_top(f"{run_id}-{relation}-{sample_id}-{queue.n_judged}")   # the next item opens in view
-    # after a save the page opens at its top: a press refused just after it (a double press) says so here
-    if st.session_state.get(ERROR_KEY):
-        st.error(st.session_state[ERROR_KEY])
 # The buttons that act on this item have keys of their own: a click on the last item's buttons,
 # still on screen while this one draws, then runs with the item they were drawn for, never with this one.
 suffix = f"{run_id}_{relation}_{sample_id}"
-nav = st.columns([1.8, 1.5, 4, 2.2])
-nav[0].button("Previous", key=f"review_prev_{suffix}", on_click=move, args=(-1, pos), shortcut="P",
-              disabled=queue.is_first(pos))
-nav[1].button("Next", key=f"review_next_{suffix}", on_click=move, args=(1, pos), shortcut="N",
-              disabled=queue.is_last(pos))
-nav[2].progress(queue.judged_share, text=captions.queue_progress(queue, pos))
-nav[3].markdown(captions.my_call(queue.my_call(sample_id)))
+called = st.session_state.get(CALLED_KEY)
+undo_to = (queue.sample_ids.index(called[3]) if called and called[:3] == (run_id, relation, mode)
+           and called[3] in queue.sample_ids else None)
+skip_to = queue.next_open(pos)
+nav = st.columns([1.3, 1.1, 1.1, 1.1, 3.6, 2])
+nav[0].button("Previous", key=f"{review_keys.PREV_KEY_PREFIX}{suffix}", on_click=move, args=(-1, pos),
+              disabled=queue.is_first(pos), help="P: the item before this one")
+nav[1].button("Next", key=f"{review_keys.NEXT_KEY_PREFIX}{suffix}", on_click=move, args=(1, pos),
+              disabled=queue.is_last(pos), help="N: the item after this one")
+nav[2].button("Skip", key=f"{review_keys.SKIP_KEY_PREFIX}{suffix}", on_click=go_to_position, args=(skip_to,),
+              disabled=skip_to is None or skip_to == pos, help="S: the next item you have not called")
+nav[3].button("Undo", key=f"{review_keys.UNDO_KEY_PREFIX}{suffix}", on_click=go_to_position, args=(undo_to,),
+              disabled=undo_to is None or undo_to == pos,
+              help="Z: back to the item you called last, to call it again (every call is kept as a version)")
+nav[4].progress(queue.judged_share, text=captions.queue_progress(queue, pos))
+nav[5].markdown(captions.my_call(queue.my_call(sample_id)))
+
+flash = st.session_state.pop(FLASH_KEY, None)
+if flash:
+    st.success(flash)
+    if st.session_state.get(ERROR_KEY):    # a press refused just after the save (a double press) says so here
+        st.error(st.session_state[ERROR_KEY])
+elif st.session_state.get(ERROR_KEY):
+    st.error(st.session_state[ERROR_KEY])
 end = captions.queue_end(queue, pos)
 if end:
     done = st.columns([3, 1])
     (done[0].success if queue.done else done[0].info)(end)
     done[1].markdown(captions.agreement_link())
-if queue.done and mode == REVIEW_SAMPLE:
-    review_panels.calibration(actor, store, run_id, relation)
 
-item = cached_review_item(store, run_id, sample_id, relation)
-st.subheader(f"{plain(item.rel_path)}  (sample {plain(sample_id)})")
+item = ahead.review_item(store, run_id, sample_id, relation)
+st.subheader(f"{plain(item.rel_path)}  (sample {plain(sample_id)})", anchor=False)
 badge = captions.incorrect_badge(item.correct, item.is_detection)
 if badge:
     st.markdown(badge + " The model got this one wrong on the source; the run tested every inference (test_all).")
-review_panels.headline(item, relation)
-scores_note = captions.lazy_scores_note(item, by_id[run_id])
-if scores_note:
-    st.caption(scores_note)
-review_panels.image_panels(item)
-review_panels.details(item)
-review_panels.lime(actor, store, item, called=queue.my_call(sample_id) is not None)
-review_panels.size_histogram(store, item, relation)
-review_panels.box_retest(actor, store, item)
-
-st.divider()
-st.markdown("**Your judgment** (blind: the other reviewer's call is shown only as calibration, once both of you "
-            "have judged every item of the sample)")
-saved_reasons, saved_note = queue.my_saved(sample_id)
-# a revisited item shows the stored reasons and note (what the reviewer typed since stays)
-init_value(f"review_reasons_{suffix}", list(saved_reasons))
-init_value(f"review_note_{suffix}", saved_note)
-init_value(f"review_validity_{suffix}", queue.my_validity_call(sample_id))
-j1, j2, j3 = st.columns([2, 3, 2])
-j1.multiselect("False-positive reasons", list(review.FP_REASONS), key=f"review_reasons_{suffix}",
-               format_func=review.REASON_LABELS.get, on_change=mark_own_event,
-               help="seed 000 s5.1: several target objects; the object was not completely removed; "
-                    "other (say why in the note)")
-j2.text_input("Note", key=f"review_note_{suffix}", on_change=mark_own_event)
-j3.radio("Is the mutant a valid test?", VALIDITY, key=f"review_validity_{suffix}", horizontal=True,
-         on_change=mark_own_event,
-         format_func=lambda v: VALIDITY_LABELS.get(v, v),
-         help="Valid: the object really removed (MR-1) or the background really replaced (MR-2), with no "
-              "artefact. Invalid mutants are counted apart.")
+evidence_col, decision_col = st.columns([3, 2], gap="medium")
+with evidence_col:
+    review_panels.first_screen_images(item, relation)
 
 
 def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: str) -> None:
     # A callback runs at the start of the next rerun: ask the store for the account's roles now, not as they
     # were when this page was drawn (a role revoked meanwhile no longer counts).  The run, relation and item
-    # are the ones drawn with the button, and the call is saved only while that item is still the one the
+    # are the ones the form was drawn for, and the call is saved only while that item is still the one the
     # page is on.
     mark_own_event()
     if queue.at(st.session_state.get(pos_key, pos)) != sample_id:
-        # drawn for an item the page has since left (the buttons of the last item stay on screen until the
-        # new ones are drawn): saving it would change that item's call and skip the one now shown
+        # drawn for an item the page has since left (the form of the last item stays on screen until the
+        # new one is drawn, and a key pressed twice submits it twice): saving it would change that item's call
         st.session_state[ERROR_KEY] = captions.call_on_a_left_item(rel_path, verdict)
         saved_item, saved_line, _ = st.session_state.get(LAST_SAVED_KEY) or (None, None, None)
         if saved_item == (run_id, relation, sample_id):   # the second of a double press: the first press's
             st.session_state[FLASH_KEY] = saved_line       # save stays in view beside the refusal
         return
-    suffix = f"{run_id}_{relation}_{sample_id}"      # the widgets' values as sent with the click
-    opened_item, opened_at = st.session_state.get(OPENED_KEY) or (None, None)
-    clicked_at = time.monotonic()
-    if opened_item != suffix or too_soon(opened_at, clicked_at, look_s):
-        # a press on an item the page was still drawing (the press stopped that drawing), or had drawn a moment
-        # ago: a key meant for the item before, or typed for a field that the redraw replaced
-        waited = clicked_at - opened_at if opened_item == suffix else None
-        st.session_state[ERROR_KEY] = captions.call_too_soon(rel_path, verdict, waited)
-        _, saved_line, moved_to = st.session_state.get(LAST_SAVED_KEY) or (None, None, None)
-        if moved_to == suffix:                            # the save that opened this item stays in view
-            st.session_state[FLASH_KEY] = saved_line
-        return
+    suffix = f"{run_id}_{relation}_{sample_id}"      # the form's values as sent with the submit
     now = actor_of(store, signed_in())
-    reasons = st.session_state.get(f"review_reasons_{suffix}") or []
-    note = st.session_state.get(f"review_note_{suffix}") or ""
-    validity = st.session_state.get(f"review_validity_{suffix}")
+    reasons = [r for i, r in enumerate(review.FP_REASONS)
+               if st.session_state.get(f"{review_keys.REASON_KEY_PREFIX}{i}_{suffix}")]
+    note = st.session_state.get(f"{review_keys.NOTE_KEY_PREFIX}{suffix}") or ""
+    validity = st.session_state.get(f"{review_keys.VALIDITY_KEY_PREFIX}{suffix}")
     try:
         record_call(now, store, run_id, sample_id, relation, verdict, reasons, note, validity=validity)
     except (ValueError, NotAllowed) as exc:
@@ -275,40 +247,55 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
         return
     st.session_state.pop(ERROR_KEY, None)
     st.session_state[FLASH_KEY] = captions.saved_call(run_id, relation, rel_path, verdict, validity)
+    st.session_state[CALLED_KEY] = (run_id, relation, mode, sample_id)
     move(1)
     moved_to = f"{run_id}_{relation}_{queue.at(st.session_state[pos_key])}"
     st.session_state[LAST_SAVED_KEY] = ((run_id, relation, sample_id), st.session_state[FLASH_KEY], moved_to)
 
 
-# A call that was not saved says so just above the call buttons, where the reviewer looks after pressing one
-# (below them, at 900 px it fell under the fold), unless a save's line above already said it (the page then
-# opens at its top).
-if st.session_state.get(ERROR_KEY) and not flash:
-    st.error(st.session_state[ERROR_KEY])
-b = st.columns(3)
-# Streamlit shows each shortcut as a badge on its button; without the reviewer role the buttons are off
-# (objrel.review refuses the write anyway).
-call = (run_id, relation, sample_id, item.rel_path)
 saved = queue.my_call(sample_id)
+saved_reasons, saved_note = queue.my_saved(sample_id)
+# a revisited item shows the stored reasons, validity and note (what the reviewer typed since stays)
+for i, reason in enumerate(review.FP_REASONS):
+    init_value(f"{review_keys.REASON_KEY_PREFIX}{i}_{suffix}", reason in saved_reasons)
+init_value(f"{review_keys.NOTE_KEY_PREFIX}{suffix}", saved_note)
+init_value(f"{review_keys.VALIDITY_KEY_PREFIX}{suffix}", queue.my_validity_call(sample_id))
+call = (run_id, relation, sample_id, item.rel_path)
+with decision_col, st.container(key=review_keys.DECISION_KEY, border=True):
+    with st.form(key=f"review_form_{suffix}", border=False, enter_to_submit=False):
+        st.markdown("**Your call**", help="Blind: the other reviewer's call shows only in calibration, once you "
+                    "have both judged every item of the sample. A call saves and opens the next item.")
+        for verdict in ("tp", "fp", "uncertain"):
+            # the saved call's button is marked; no button is before a call (a highlighted one would nudge)
+            st.form_submit_button(review.VERDICT_LABELS[verdict].capitalize(),
+                                  key=f"{review_keys.CALL_KEY_PREFIX}{verdict}_{suffix}", on_click=judge,
+                                  args=(verdict, *call), type="primary" if saved == verdict else "secondary",
+                                  disabled=not can_judge, width="stretch",
+                                  help=f"{review_keys.CALL_KEYS[verdict]}: save this call and open the next item")
+        st.caption("False-positive reasons (seed 000 s5.1)")
+        for i, reason in enumerate(review.FP_REASONS):
+            st.checkbox(f"{i + 1} {review.REASON_LABELS[reason]}", key=f"{review_keys.REASON_KEY_PREFIX}{i}_{suffix}")
+        st.radio("Is the mutant a valid test?", review.VALIDITY, key=f"{review_keys.VALIDITY_KEY_PREFIX}{suffix}",
+                 format_func=lambda v: review.VALIDITY_LABELS.get(v, v), horizontal=True,
+                 help="Valid: the object really removed (MR-1) or the background really replaced (MR-2), with no "
+                      "artefact. Invalid mutants are counted apart. Keys V, I, Q.")
+        st.text_input("Note", key=f"{review_keys.NOTE_KEY_PREFIX}{suffix}", placeholder="/ to write, Esc to leave")
+    with st.expander("Keys"):
+        st.markdown(review_keys.legend_markdown())
+if not can_judge:
+    st.caption("Without the reviewer role the call buttons are off (objrel.review refuses the write anyway).")
+st.html(review_keys.key_script(), unsafe_allow_javascript=True)
 
-
-def kind(verdict: str) -> str:
-    """The saved call's button is marked; no button is before a call (a highlighted one would nudge)."""
-    return "primary" if saved == verdict else "secondary"
-
-
-b[0].button("True positive", key=f"judge_tp_{suffix}", on_click=judge, args=("tp", *call), shortcut="T",
-            type=kind("tp"), disabled=not can_judge)
-b[1].button("False positive", key=f"judge_fp_{suffix}", on_click=judge, args=("fp", *call), shortcut="F",
-            type=kind("fp"), disabled=not can_judge)
-b[2].button("Uncertain", key=f"judge_uncertain_{suffix}", on_click=judge, args=("uncertain", *call), shortcut="U",
-            type=kind("uncertain"), disabled=not can_judge)
-if can_judge and queue.my_call(sample_id) is not None:
+review_panels.headline(item, relation)
+scores_note = captions.lazy_scores_note(item, by_id[run_id])
+if scores_note:
+    st.caption(scores_note)
+review_panels.evidence(actor, store, item, relation, called=saved is not None)
+if can_judge and saved is not None:
     review_panels.my_history(actor, store, run_id, relation, sample_id)
+if queue.done and mode == REVIEW_SAMPLE:
+    review_panels.calibration(actor, store, run_id, relation)
 
-# The item counts as open once the page has been drawn whole for it (not again on each rerun), and a call is
-# timed from here.  A press that stops this drawing finds another item's opening and is refused.  The browser
-# passes on a key pressed while it was still showing the item only after it (in chromium here 1.0-1.7 s after
-# this point, for a key pressed twice 0.4-1.0 s apart), which is why MIN_LOOK_S is 2 s.
-if (st.session_state.get(OPENED_KEY) or (None,))[0] != suffix:
-    st.session_state[OPENED_KEY] = (suffix, time.monotonic())
+# The items the reviewer may open next are made while this one is looked at.
+ahead.prepare(store, run_id, [queue.at(queue.step(pos, 1)), queue.at(skip_to) if skip_to is not None else None],
+              relation)

@@ -14,6 +14,7 @@ from objrel.access import Actor
 from objrel.app.captions import plain
 from objrel.app.formats import decimals, percent
 from objrel.app.state import init_value, mark_own_event
+from objrel.app.style import FIRST_SCREEN_KEY
 from objrel.app.tables import HALF_WIDTH_PX, frame
 from objrel.errors import NotAllowed, ObjrelError
 from objrel.relations.common import NOT_APPLICABLE
@@ -48,6 +49,67 @@ def headline(item: ReviewItem, relation: str) -> None:
     note = captions.box_only_note(item)
     if note:
         st.caption(note)
+
+
+FIRST_SCREEN_IMAGES = 4        # the source and up to three violating mutants
+FIRST_SCREEN_COLUMNS = 2       # two to a row, beside the judging form
+
+
+def first_screen_images(item: ReviewItem, relation: str) -> None:
+    """The images that decide the call, two to a row: the source with its target outlined, then the mutants
+    of ``relation`` whose check was violated (the relation's other mutants when none was), each with its label
+    and certainty (or IoU) before -> after."""
+    shown = [p for p in item.mutants if p.relation == relation and p.verdict == "violated"]
+    if not shown:
+        shown = [p for p in item.mutants if p.relation == relation]
+    panels = [(item.source, captions.source_image_caption(item.is_detection)),
+              *((p, p.key) for p in shown[:FIRST_SCREEN_IMAGES - 1])]
+    with st.container(key=FIRST_SCREEN_KEY):
+        for row in range(0, len(panels), FIRST_SCREEN_COLUMNS):
+            cols = st.columns(FIRST_SCREEN_COLUMNS)
+            for col, (panel, caption) in zip(cols, panels[row:row + FIRST_SCREEN_COLUMNS]):
+                with col:
+                    st.image(panel.image, caption=caption, width="stretch")
+                    st.markdown(captions.panel_caption(panel, item.is_detection))
+
+
+def evidence(actor: Actor, store: Store, item: ReviewItem, relation: str, called: bool) -> None:
+    """The rest of the evidence, one panel at a time (every mutation with its top-5, LIME, the object-size
+    histogram, the box editor): the switch keeps the reviewer's choice with their account, and only the
+    chosen panel is computed."""
+    from objrel.app.review_keys import EVIDENCE_KEY, EVIDENCE_KEYS
+    from objrel.review.settings import EVIDENCE_LABELS, EVIDENCE_PANEL, EVIDENCE_PANELS, my_settings
+
+    if EVIDENCE_KEY not in st.session_state:
+        st.session_state[EVIDENCE_KEY] = (my_settings(actor, store)[EVIDENCE_PANEL] if actor.signed_in
+                                          else EVIDENCE_PANELS[0])
+    keys = dict(zip(EVIDENCE_PANELS, EVIDENCE_KEYS))
+    choice = st.segmented_control("More evidence", EVIDENCE_PANELS, key=EVIDENCE_KEY,
+                                  format_func=lambda p: f"{EVIDENCE_LABELS[p]} ({keys[p]})",
+                                  on_change=_save_evidence_choice, args=(actor, store))
+    if choice == "mutations":
+        image_panels(item)
+        details(item)
+    elif choice == "lime":
+        lime(actor, store, item, called=called)
+    elif choice == "size":
+        size_histogram(store, item, relation)
+    elif choice == "box":
+        box_retest(actor, store, item)
+
+
+def _save_evidence_choice(actor: Actor, store: Store) -> None:
+    from objrel.app.review_keys import EVIDENCE_KEY
+    from objrel.review.settings import EVIDENCE_PANEL, set_my_setting
+
+    mark_own_event()
+    choice = st.session_state.get(EVIDENCE_KEY)
+    if choice is None or not access.permits(actor, access.JUDGE):
+        return        # a panel closed, or an account without settings of its own: kept for this session only
+    try:
+        set_my_setting(actor, store, EVIDENCE_PANEL, choice)
+    except (ValueError, NotAllowed):
+        pass
 
 
 def image_panels(item: ReviewItem) -> None:
@@ -225,12 +287,9 @@ def my_history(actor: Actor, store: Store, run_id: int, relation: str, sample_id
 
 def calibration(actor: Actor, store: Store, run_id: int, relation: str) -> None:
     """Once the review sample is closed: kappa, the disagreements and their adjudications for each reviewer
-    (``objrel.review.calibration``; drawn only where the library has it)."""
-    from objrel import review
+    (``objrel.review.calibration``)."""
+    from objrel.review import calibration as calibrate
 
-    calibrate = getattr(review, "calibration", None)
-    if calibrate is None:
-        return
     try:
         cal = calibrate(actor, store, run_id, relation)
     except NotAllowed:
@@ -251,7 +310,8 @@ def calibration(actor: Actor, store: Store, run_id: int, relation: str) -> None:
 
 def box_retest(actor: Actor, store: Store, item: ReviewItem) -> None:
     """Redraw the target box and re-test the sample with the run's model and primary votes."""
-    with st.expander("Redraw the target box and re-test"):
+    with st.container():
+        st.markdown("**Redraw the target box and re-test**")
         if item.is_detection:
             st.caption("Re-testing with a redrawn box is available for classifier runs.")
             return

@@ -5,7 +5,8 @@ make the same layout hold from 1,400 px down to 900 px: below ``NARROW_PX`` the 
 its side margins, a button's keyboard-shortcut badge yields its place to the label ("Previous", not
 "P.. P"), and metric values take a smaller font so that a value such as ``0.778`` fits its column.
 Everywhere, button labels and metric labels wrap instead of ending in an ellipsis, and a chart never
-grows wider than its container.
+grows wider than its container.  The Review page's first row of images is held to ``FIRST_SCREEN_IMAGE_PX``
+in height so that the judging form under it stays on the first screen at 900 px.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from __future__ import annotations
 import streamlit as st
 
 NARROW_PX = 1200
+# Room above a page's first element (Streamlit's default is 6rem): the top bar already sits there.
+TOP_PADDING_REM = 3.5
+# The tallest an image of the Review page's first row may be: a portrait photo keeps the call buttons on screen.
+FIRST_SCREEN_IMAGE_PX = 240
+FIRST_SCREEN_KEY = "review_first_screen"
 
 CSS = f"""
 <style>
@@ -24,6 +30,9 @@ button [data-testid="stMarkdownContainer"], button [data-testid="stMarkdownConta
 [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"],
 [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p {{ overflow: visible; text-overflow: clip; }}
 [data-testid="stPlotlyChart"], [data-testid="stPlotlyChart"] .js-plotly-plot {{ max-width: 100%; }}
+[data-testid="stMainBlockContainer"] {{ padding-top: {TOP_PADDING_REM}rem; }}
+.st-key-{FIRST_SCREEN_KEY} [data-testid="stImage"] img {{ max-height: {FIRST_SCREEN_IMAGE_PX}px; width: auto;
+  max-width: 100%; object-fit: contain; }}
 @media (max-width: {NARROW_PX}px) {{
   [data-testid="stMainBlockContainer"] {{ padding-left: 1.5rem; padding-right: 1.5rem; }}
   button kbd {{ display: none; }}
@@ -38,21 +47,3 @@ button [data-testid="stMarkdownContainer"], button [data-testid="stMarkdownConta
 def apply_style() -> None:
     """Add the app's CSS to the page (once per script run, before the page draws)."""
     st.html(CSS)
-
-
-# Scrolls the app's main area (and the window) to the top from a zero-height component: Streamlit keeps the
-# scroll position across reruns, so after a save at the bottom of a long page the next item would open out of
-# sight.  The token makes the component's HTML differ each time, so the script runs again.
-SCROLL_TOP_HTML = """<script>/* {token} */
-const doc = window.parent.document;
-const main = doc.querySelector('[data-testid="stMain"]') || doc.querySelector('section.main');
-if (main) {{ main.scrollTo({{top: 0}}); }}
-window.parent.scrollTo(0, 0);
-</script>"""
-
-
-def scroll_to_top(token: str) -> None:
-    """Bring the top of the page into view (once per distinct ``token``, e.g. the item just opened)."""
-    import streamlit.components.v1 as components
-
-    components.html(SCROLL_TOP_HTML.format(token=token), height=0)

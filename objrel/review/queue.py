@@ -8,8 +8,6 @@ names where to start.  No Streamlit here: the Review page keeps the position in 
 
 from __future__ import annotations
 
-import math
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,38 +23,6 @@ QUEUE_LABELS = {REVIEW_SAMPLE: "Review sample (Cochran)", ALL_FLAGGED: "All flag
 # The relation a review opens on when the link names none: MR-2 flags are the background shortcuts.
 DEFAULT_RELATION = "MR-2"
 FALSE_POSITIVE = "fp"
-# Seconds an item must have been shown, counted from when the page had been drawn whole for it, before a call on
-# it is saved.  A call sooner is not a judgment of that item.  Found in chromium: a shortcut pressed twice 0.4 s
-# apart saved its second press on the next item as soon as that item's buttons were drawn (5 of 15 tries), and a
-# note typed just after a call lost its field when the page redrew, so its letters pressed T / N / P on items
-# the reviewer never saw.  The page learns when it drew an item, not when the browser showed it: a key pressed
-# while the browser was still drawing reaches the page only after, 1.0-1.7 s after the drawing ended for presses
-# 0.4-1.0 s apart (measured in chromium here), hence two seconds.  $OBJREL_REVIEW_MIN_LOOK_S sets another (0: none).
-MIN_LOOK_S = 2.0
-MIN_LOOK_ENV = "OBJREL_REVIEW_MIN_LOOK_S"
-
-
-def min_look_s() -> float:
-    """The seconds an item must have been shown before a call on it counts: ``$OBJREL_REVIEW_MIN_LOOK_S``, else
-    ``MIN_LOOK_S``; ValueError naming the variable for a value that is not a number of seconds >= 0."""
-    raw = os.environ.get(MIN_LOOK_ENV, "").strip()
-    if not raw:
-        return MIN_LOOK_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{MIN_LOOK_ENV} must be a number of seconds >= 0, got {raw!r}; using {MIN_LOOK_S} s")
-    return value
-
-
-def too_soon(opened_at: float, now: float, min_look: float) -> bool:
-    """Whether a call at ``now`` on an item shown since ``opened_at`` (the same clock, in seconds) came before
-    the item could be looked at (``min_look`` seconds)."""
-    return now - opened_at < min_look
-
-
 @dataclass(frozen=True)
 class ReviewLink:
     """Where a review starts: run, relation, queue and item; what a link does not name validly falls back
@@ -215,14 +181,15 @@ class Queue:
 
 
 def open_queue(actor: Actor, store: Store, run_id: int, relation: str, mode: str = REVIEW_SAMPLE,
-               flagged: Iterable[str] | None = None) -> Queue:
+               flagged: Iterable[str] | None = None, draw: bool = True) -> Queue:
     """The queue of ``mode`` for ``actor`` (a reviewer); ``flagged`` are the run's flagged ids for ``relation``
-    (read from the store when not given).  The review sample is drawn and stored on first use."""
+    (read from the store when not given).  The review sample is drawn and stored on first use, unless ``draw``
+    is False (someone who only looks): then ValueError while none was drawn."""
     if mode not in QUEUE_MODES:
         raise ValueError(f"queue mode must be one of {QUEUE_MODES}, got {mode!r}")
     flagged = list(store.flagged_sample_ids(run_id, relation) if flagged is None else flagged)
     if mode == REVIEW_SAMPLE:
-        items = review.review_queue(actor, store, run_id, relation)
+        items = review.review_queue(actor, store, run_id, relation, draw=draw)
         judged = [q for q in items if q.judged_by_me]
         return Queue(tuple(q.sample_id for q in items), {q.sample_id: q.my_verdict for q in judged},
                      len(flagged), mode, {q.sample_id: tuple(q.my_reasons) for q in judged},

@@ -164,18 +164,22 @@ def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, s
 
 
 def review_queue(actor: Actor, store: Store, run_id: int, relation: str,
-                 explain_ahead: bool = False) -> list[QueueItem]:
+                 explain_ahead: bool = False, draw: bool = True) -> list[QueueItem]:
     """The drawn items in draw order, each with ``actor``'s own call (if any).
 
     Blind by construction: only ``actor``'s judgments are read.  When nothing was drawn yet
     the sample is drawn with ``DEFAULT_REVIEW_SEED`` (and stored) first, which needs a reviewing role;
-    ``explain_ahead`` then starts its LIME in the background (``draw_review_sample``).
+    ``explain_ahead`` then starts its LIME in the background (``draw_review_sample``).  ``draw=False``
+    (someone who only looks) draws nothing: ValueError when no sample was drawn yet.
     """
     rid = check_run_id(run_id)
     relation = check_relation(relation)
     who = check_name(actor.name, "reviewer name")
-    draw = review_sample_info(store, rid, relation)
-    ids = list(draw.sample_ids) if draw else draw_review_sample(actor, store, rid, relation, DEFAULT_REVIEW_SEED,
+    stored = review_sample_info(store, rid, relation)
+    if stored is None and not draw:
+        raise ValueError(f"no {relation} review sample of run {rid} has been drawn yet; the first reviewer to open "
+                         "it draws it")
+    ids = list(stored.sample_ids) if stored else draw_review_sample(actor, store, rid, relation, DEFAULT_REVIEW_SEED,
                                                                 explain_ahead=explain_ahead)
     mine = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=who)}
     out = []

@@ -14,7 +14,14 @@ from objrel.store import Store
 from objrel.store import accounts as account_rows
 
 LIME_AFTER_CALL = "lime_after_call"
-DEFAULTS = {LIME_AFTER_CALL: False}
+# The evidence panel the Review page opens under an item (every mutation, LIME, the object-size histogram or
+# the box editor), kept with the account so it stays what the reviewer last chose.
+EVIDENCE_PANEL = "evidence_panel"
+EVIDENCE_PANELS = ("mutations", "lime", "size", "box")
+EVIDENCE_LABELS = {"mutations": "All mutations", "lime": "LIME", "size": "Object size", "box": "Redraw the box"}
+DEFAULTS = {LIME_AFTER_CALL: False, EVIDENCE_PANEL: EVIDENCE_PANELS[0]}
+# Settings whose value must be one of a fixed list.
+CHOICES = {EVIDENCE_PANEL: EVIDENCE_PANELS}
 
 
 def _signed_in(actor: Actor, what: str) -> str:
@@ -25,7 +32,10 @@ def _signed_in(actor: Actor, what: str) -> str:
 
 def my_settings(actor: Actor, store: Store) -> dict:
     """``actor``'s own settings, DEFAULTS filled in for those never saved."""
-    return {**DEFAULTS, **account_rows.settings(store, _signed_in(actor, "read"))}
+    saved = account_rows.settings(store, _signed_in(actor, "read"))
+    # a stored value no longer among a setting's choices reads as its default
+    kept = {k: v for k, v in saved.items() if k not in CHOICES or v in CHOICES[k]}
+    return {**DEFAULTS, **kept}
 
 
 def set_my_setting(actor: Actor, store: Store, key: str, value) -> dict:
@@ -35,6 +45,8 @@ def set_my_setting(actor: Actor, store: Store, key: str, value) -> dict:
         raise ValueError(f"setting must be one of {', '.join(DEFAULTS)}; got {key!r}")
     if type(value) is not type(DEFAULTS[key]):
         raise ValueError(f"setting {key!r} takes a {type(DEFAULTS[key]).__name__}; got {value!r}")
+    if key in CHOICES and value not in CHOICES[key]:
+        raise ValueError(f"setting {key!r} must be one of {', '.join(CHOICES[key])}; got {value!r}")
     who = _signed_in(actor, "change")
     A.authorize(actor, A.JUDGE, Target(f"{who}'s review settings"))
     return {**DEFAULTS, **account_rows.set_setting(store, who, key, value)}

@@ -8,7 +8,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from objrel import review
-from objrel.review.queue import MIN_LOOK_ENV
 from objrel.access import SERVER
 from objrel.review.roles import actor_of
 
@@ -20,14 +19,6 @@ def fast_hash(monkeypatch):
     # scrypt at full cost takes ~0.5 s per sign-in; the cost parameter is not what these tests check
     if hasattr(review.accounts, "SCRYPT_N"):
         monkeypatch.setattr(review.accounts, "SCRYPT_N", 2**10)
-
-@pytest.fixture(autouse=True)
-def no_look_wait(monkeypatch):
-    # AppTest clicks the moment a page is drawn; the wait before a call counts is tested on its own
-    # (test_a_call_the_moment_an_item_opens_is_refused_and_one_after_a_look_is_saved)
-    monkeypatch.setenv(MIN_LOOK_ENV, "0")
-
-
 
 def page(monkeypatch, store, reviewer=None):
     monkeypatch.setenv("OBJREL_STORE", store.url)
@@ -60,11 +51,18 @@ def test_shows_source_and_six_mutants_and_records_a_judgment(monkeypatch, flagge
     review.create_reviewer(store, "alice", "alice-passphrase")
     at = page(monkeypatch, store, "alice").run()
     assert not at.exception, at.exception
-    # source + 3 MR-2 and 3 MR-1 mutants + the box-redraw preview
-    assert len(at.get("image")) == 8
+    # the first screen: the source and the MR-2 mutants that violated (2 or 3 of the primary vote's 3); under it
+    # the evidence panel the reviewer opens by default: the source again and all 3 MR-2 and 3 MR-1 mutants
+    from objrel.review.items import review_item
+
+    shown = review_item(store, run_id, at.query_params["item"], "MR-2")
+    violated = sum(p.relation == "MR-2" and p.verdict == "violated" for p in shown.mutants)
+    assert 2 <= violated <= 3
+    assert len(at.get("image")) == 1 + violated + 7
     # both primary votes are violated: at least 2 of 3 mutants each (a decided vote may skip its third mutant)
     assert sum("violated" in m.value for m in at.markdown) >= 4
-    assert sum("violated" in m.value or "not evaluated" in m.value for m in at.markdown) == 6
+    # the six mutants of the evidence panel, and the violated ones again on the first screen
+    assert sum("violated" in m.value or "not evaluated" in m.value for m in at.markdown) == 6 + violated
     # the run used lazy votes (the default): S_p and S_r show "-", and a caption says why
     assert {m.label: m.value for m in at.metric}["S_p"] == "-"
     assert any("every mutation" in c.value and "--no-lazy" in c.value for c in at.caption)
@@ -131,8 +129,8 @@ def test_a_click_on_an_item_the_page_has_left_saves_nothing_and_skips_nothing(mo
 
 def test_a_double_press_keeps_the_first_press_saved_line_and_says_the_second_was_not_saved_at_the_top(
         monkeypatch, flagged_store):
-    """The first press saves and moves on, and the page opens at its top; the second press reaches the page
-    with the buttons of the item just saved.  Both lines then stand at the top, before the item's controls:
+    """The first press saves and moves on; the second press reaches the page with the form of the item just
+    saved.  Both lines then stand above the item, before its call buttons:
     what the first press saved, and that the second saved nothing (found in chromium: the second press's
     rerun dropped the "Saved" line, and the refusal stood far down the page, out of view)."""
     store, run_id = flagged_store
@@ -149,8 +147,8 @@ def test_a_double_press_keeps_the_first_press_saved_line_and_says_the_second_was
     drawn = drawn_in_order(at)
     saved = [i for i, (t, v) in enumerate(drawn) if t == "success" and str(v).startswith("Saved: ")]
     refused = [i for i, (t, v) in enumerate(drawn) if t == "error" and str(v).startswith("Not saved")]
-    previous = next(i for i, (t, v) in enumerate(drawn) if t == "button" and v == "Previous")
-    assert len(saved) == 1 and len(refused) == 1 and saved[0] < refused[0] < previous, drawn
+    call_button = next(i for i, (t, v) in enumerate(drawn) if t == "button" and v == "True positive")
+    assert len(saved) == 1 and len(refused) == 1 and saved[0] < refused[0] < call_button, drawn
     # moving on clears the refusal: it was about the item left
     item_button(at, "review_next").click().run()
     assert not any(e.value.startswith("Not saved") for e in at.error)
@@ -190,71 +188,6 @@ def test_a_second_press_carrying_the_url_of_the_item_left_does_not_go_back_to_it
     assert at.query_params["item"] == first and at.session_state[pos_key] == start
 
 
-def looked_at(at, seconds: float = 5.0) -> None:
-    """As if the item shown had been on screen ``seconds`` longer."""
-    suffix, opened_at = at.session_state["review_opened"]
-    at.session_state["review_opened"] = (suffix, opened_at - seconds)
-
-
-def test_a_call_the_moment_an_item_opens_is_refused_and_one_after_a_look_is_saved(monkeypatch, flagged_store):
-    """A call on an item the page drew a moment ago is not a judgment of it (found in chromium: a shortcut
-    pressed twice 0.4 s apart saved its second press on the next item, and the letters of a note typed just
-    after a call pressed T there).  It is refused with a line that says so; after a look it is saved."""
-    from objrel.review.queue import MIN_LOOK_S
-
-    monkeypatch.delenv(MIN_LOOK_ENV)                     # the default wait
-    store, run_id = flagged_store
-    at, first, pos_key, start = alice_on_the_first_item(monkeypatch, store, run_id)
-    assert at.session_state["review_opened"][0].endswith(f"_MR-2_{first}")
-    item_button(at, "judge_fp").click().run()            # at once: AppTest clicks within MIN_LOOK_S of the draw
-    assert not at.exception, at.exception
-    assert review.judgments(store, run_id, "MR-2", reviewer="alice") == []
-    assert at.session_state[pos_key] == start
-    errors = [e.value for e in at.error]
-    assert any(e.startswith("Not saved: the false positive press on ") and " s after it opened" in e
-               for e in errors), errors
-    # a press that stopped the page drawing the item (the page had not been drawn whole for it) is refused too
-    opened = at.session_state["review_opened"]
-    at.session_state["review_opened"] = ("1_MR-2_an-item-drawn-before", opened[1] - 60)
-    item_button(at, "judge_fp").click().run()
-    assert review.judgments(store, run_id, "MR-2", reviewer="alice") == []
-    assert any(e.value.startswith("Not saved: the false positive press on ") and
-               "came before the page had finished drawing it" in e.value for e in at.error), [e.value for e in at.error]
-    looked_at(at, MIN_LOOK_S + 0.1)
-    item_button(at, "judge_fp").click().run()
-    assert [(j.sample_id, j.verdict) for j in review.judgments(store, run_id, "MR-2", reviewer="alice")] == \
-        [(first, "fp")]
-    assert at.session_state[pos_key] == start + 1
-    # the next item opened now: its clock started again, and a press on it at once is refused ...
-    second = at.query_params["item"]
-    assert at.session_state["review_opened"][0].endswith(f"_MR-2_{second}")
-    item_button(at, "judge_tp").click().run()
-    assert [j.sample_id for j in review.judgments(store, run_id, "MR-2", reviewer="alice")] == [first]
-    # ... with the save that opened it still in view above the refusal, at the top
-    drawn = drawn_in_order(at)
-    saved = [i for i, (t, v) in enumerate(drawn) if t == "success" and str(v).startswith("Saved: ")]
-    refused = [i for i, (t, v) in enumerate(drawn) if t == "error" and str(v).startswith("Not saved")]
-    previous = next(i for i, (t, v) in enumerate(drawn) if t == "button" and v == "Previous")
-    assert len(saved) == 1 and len(refused) == 1 and saved[0] < refused[0] < previous, drawn
-
-
-def test_the_wait_before_a_call_counts_is_set_by_its_variable_or_refused_in_one_line(monkeypatch):
-    from objrel.review.queue import MIN_LOOK_S, min_look_s, too_soon
-
-    monkeypatch.delenv(MIN_LOOK_ENV)
-    assert min_look_s() == MIN_LOOK_S == 2.0
-    monkeypatch.setenv(MIN_LOOK_ENV, "2.5")
-    assert min_look_s() == 2.5
-    monkeypatch.setenv(MIN_LOOK_ENV, "0")
-    assert min_look_s() == 0.0
-    for bad in ("soon", "-1", "nan", "inf"):
-        monkeypatch.setenv(MIN_LOOK_ENV, bad)
-        with pytest.raises(ValueError, match=rf"^{MIN_LOOK_ENV} must be a number of seconds >= 0, got '{bad}'"):
-            min_look_s()
-    assert too_soon(10.0, 10.4, 1.0) and too_soon(10.0, 10.99, 1.0)
-    assert not too_soon(10.0, 11.0, 1.0) and not too_soon(10.0, 10.0, 0.0)
-
-
 def test_the_buttons_that_act_on_an_item_carry_it_in_their_keys(monkeypatch, flagged_store):
     """A click reaches the page with the button it was made on.  The last item's buttons stay on screen while
     the next item draws; were they the same buttons as the next item's, a second quick click (or a shortcut
@@ -263,7 +196,8 @@ def test_the_buttons_that_act_on_an_item_carry_it_in_their_keys(monkeypatch, fla
     store, run_id = flagged_store
     review.create_reviewer(store, "alice", "alice-passphrase")
     at = page(monkeypatch, store, "alice").run()
-    names = ("judge_tp_", "judge_fp_", "judge_uncertain_", "review_prev_", "review_next_")
+    names = ("judge_tp_", "judge_fp_", "judge_uncertain_", "review_prev_", "review_next_", "review_skip_",
+             "review_undo_")
 
     def acting() -> set[str]:
         return {b.key for b in at.button if b.key and b.key.startswith(names)}
@@ -411,7 +345,9 @@ def test_the_box_figure_spans_the_full_size_image():
 def test_drawing_a_box_fills_the_corner_inputs(monkeypatch, flagged_store):
     store, run_id = flagged_store
     review.create_reviewer(store, "gus", "gus-passphrase")
-    at = page(monkeypatch, store, "gus").run()
+    at = page(monkeypatch, store, "gus")
+    at.session_state["review_evidence"] = "box"           # the box editor's panel
+    at.run()
     sid = at.query_params["item"]
     suffix = f"{run_id}_{sid}"
     assert at.number_input(key=f"rb_x1_{suffix}").value == 12          # the annotated box to start with
@@ -578,9 +514,9 @@ def test_a_revisited_item_shows_its_reasons_note_and_versions(monkeypatch, flagg
     at.run()
     assert not at.exception
     suffix = f"{run_id}_MR-2_2"
-    reasons = at.multiselect(key=f"review_reasons_{suffix}")
-    assert reasons.value == ["incomplete-removal"]
-    assert "incomplete removal" in reasons.options and "incomplete-removal" not in reasons.options  # words
+    reasons = [at.checkbox(key=f"review_reason_{i}_{suffix}") for i in range(len(review.FP_REASONS))]
+    assert [r.value for r in reasons] == [r == "incomplete-removal" for r in review.FP_REASONS]
+    assert reasons[1].label == "2 incomplete removal"          # the reason in words, with its number key
     assert at.text_input(key=f"review_note_{suffix}").value == "half left"
     assert at.radio(key=f"review_validity_{suffix}").value == "invalid"          # the second question too
     history = next(df.value for df in at.dataframe if "version" in df.value.columns)
@@ -588,22 +524,41 @@ def test_a_revisited_item_shows_its_reasons_note_and_versions(monkeypatch, flagg
     assert list(history["reasons"]) == ["incomplete removal", ""]
 
 
-def test_evidence_is_in_view_and_lime_is_only_looked_up(monkeypatch, flagged_store):
+def test_the_evidence_switch_draws_one_panel_and_lime_is_only_looked_up(monkeypatch, flagged_store):
+    from sqlalchemy import func, select
+
+    from objrel.store import schema as S
+
     store, run_id = flagged_store
     review.create_reviewer(store, "alice", "alice-passphrase")
     at = page(monkeypatch, store, "alice").run()
     assert not at.exception
-    # only the box re-test (a tool, not evidence) is folded
-    assert [e.label for e in at.expander] == ["Redraw the target box and re-test"]
+    assert at.session_state["review_evidence"] == "mutations"                                  # the default
     assert any(df.value is not None and "label" in df.value.columns for df in at.dataframe)   # the top-5
-    assert at.get("plotly_chart")                                                              # the histogram
+    assert not at.get("plotly_chart")                                                          # not drawn
+    at.session_state["review_evidence"] = "size"
+    at.run()
+    assert at.get("plotly_chart") and not any("label" in df.value.columns for df in at.dataframe
+                                              if df.value is not None)
+    at.session_state["review_evidence"] = "lime"
+    at.run()
     assert any("LIME not computed yet" in c.value for c in at.caption)
     with store.engine.connect() as c:
-        from sqlalchemy import func, select
-
-        from objrel.store import schema as S
-
         assert c.execute(select(func.count()).select_from(S.explanations)).scalar() == 0   # nothing computed
+
+
+def test_the_evidence_choice_is_kept_with_the_account(monkeypatch, flagged_store):
+    from objrel.review.settings import EVIDENCE_PANEL, my_settings
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice").run()
+    at.button_group(key="review_evidence").set_value("size").run()
+    assert not at.exception, at.exception
+    assert my_settings(actor_of(store, "alice"), store)[EVIDENCE_PANEL] == "size"
+    # a new session of the same account opens on it
+    again = page(monkeypatch, store, "alice").run()
+    assert again.session_state["review_evidence"] == "size" and again.get("plotly_chart")
 
 
 def test_the_lime_after_my_call_setting_is_kept_with_the_account(monkeypatch, flagged_store):
@@ -611,7 +566,9 @@ def test_the_lime_after_my_call_setting_is_kept_with_the_account(monkeypatch, fl
 
     store, run_id = flagged_store
     review.create_reviewer(store, "alice", "alice-passphrase")
-    at = page(monkeypatch, store, "alice").run()
+    at = page(monkeypatch, store, "alice")
+    at.session_state["review_evidence"] = "lime"
+    at.run()
     at.toggle(key="review_lime_after_call").set_value(True).run()
     assert not at.exception
     assert my_settings(actor_of(store, "alice"), store)[LIME_AFTER_CALL] is True
@@ -651,6 +608,7 @@ def test_a_cached_lime_overlay_shows_without_a_click_and_toggles(monkeypatch, fl
     store, run_id = flagged_store
     review.create_reviewer(store, "alice", "alice-passphrase")
     at = page(monkeypatch, store, "alice")
+    at.session_state["review_evidence"] = "lime"
     at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
     at.run()
     from objrel.review.items import review_item
@@ -681,7 +639,9 @@ def test_the_histograms_this_item_label_sits_above_the_bars(monkeypatch, flagged
 
     store, run_id = flagged_store
     review.create_reviewer(store, "alice", "alice-passphrase")
-    at = page(monkeypatch, store, "alice").run()
+    at = page(monkeypatch, store, "alice")
+    at.session_state["review_evidence"] = "size"
+    at.run()
     spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "share flagged" in c.proto.spec)
     label = next(a for a in spec["layout"]["annotations"] if a["text"] == "this item")
     assert (label["yref"], label["y"], label["yanchor"]) == ("paper", 1.0, "bottom")

@@ -189,18 +189,6 @@ def call_on_a_left_item(rel_path: str, verdict: str) -> str:
             f"was changed; judge the item shown.")
 
 
-def call_too_soon(rel_path: str, verdict: str, waited_s: float | None) -> str:
-    """The line that refuses a call made on an item the moment it opened: ``Not saved: the true positive press
-    on rocket.jpg came 0.3 s after it opened, ...``; ``waited_s`` None: while the page was still drawing it."""
-    from objrel.review import VERDICT_LABELS
-
-    when = ("before the page had finished drawing it" if waited_s is None
-            else f"{max(waited_s, 0.0):.1f} s after it opened")
-    return (f"Not saved: the {VERDICT_LABELS.get(verdict, verdict)} press on {plain(rel_path)} came {when}, before "
-            f"it could be looked at (a key pressed twice, or typed for a field that lost its place when the page "
-            f"redrew). Nothing was changed; look at it, then judge it.")
-
-
 def reason_words(reasons) -> str:
     """False-positive reasons in words (``objrel.review.REASON_LABELS``), never their slugs."""
     from objrel.review import REASON_LABELS

@@ -10,7 +10,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from objrel import review
-from objrel.review.queue import MIN_LOOK_ENV
 from objrel.config import DetectionConfig
 from objrel.engine.detect import DetectionEngine
 from objrel.review.items import DETECTION_RGB, MATCHED_RGB, OUTLINE_RGB, draw_detections, review_item
@@ -30,14 +29,6 @@ A, B = (4, 4, 20, 20), (30, 4, 50, 24)
 def fast_hash(monkeypatch):
     if hasattr(review.accounts, "SCRYPT_N"):
         monkeypatch.setattr(review.accounts, "SCRYPT_N", 2**10)
-
-@pytest.fixture(autouse=True)
-def no_look_wait(monkeypatch):
-    # AppTest clicks the moment a page is drawn; the wait before a call counts is tested on its own
-    # (test_a_call_the_moment_an_item_opens_is_refused_and_one_after_a_look_is_saved)
-    monkeypatch.setenv(MIN_LOOK_ENV, "0")
-
-
 
 @pytest.fixture
 def detection_store(tmp_path):
@@ -100,10 +91,14 @@ def test_review_page_shows_a_detection_unit_and_records_a_judgment(monkeypatch, 
     at = _review_as_dana(store, monkeypatch)
     assert at.query_params["item"] == "1/r0" and at.query_params["relation"] == "MR-2"
     assert any("(sample 1/r0)" in s.value for s in at.subheader)
-    assert len(at.get("image")) == 7                  # source + 3 MR-2 + 3 MR-1 mutants, no box-redraw preview
+    # the first screen: the source and the two MR-2 mutants that violated; the evidence panel under it: the
+    # source and all 3 MR-2 + 3 MR-1 mutants, no box-redraw preview
+    assert len(at.get("image")) == 3 + 7
     md = " ".join(m.value for m in at.markdown)
-    assert md.count("missing detection") == 2 and "IoU with the object 1.000 -> 0.000" in md
+    assert md.count("missing detection") == 2 * 2 and "IoU with the object 1.000 -> 0.000" in md
     assert "removed" in md and "certainty" not in md.replace("IoU with the object", "")
+    at.session_state["review_evidence"] = "lime"
+    at.run()
     captions = " ".join(c.value for c in at.caption)
     assert "not available for detection runs" in captions
     next(b for b in at.button if b.key and b.key.startswith("judge_tp_")).click().run()

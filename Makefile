@@ -35,8 +35,10 @@ $(STAMP): pyproject.toml
 	$(call step,[4/4] installing irrCAC without its pins,$(PY) -m pip install --disable-pip-version-check --no-deps "irrCAC==0.4.4")
 	@touch $(STAMP)
 
+# The demo's review samples are drawn here; their LIME runs in the app's own LIME queue (started by the first
+# reviewer who opens one, capped by $$OBJREL_LIME_PROCESSES, ended with the app).
 demo: setup
-	$(call step,demo store $(DEMO_STORE),$(PY) -m objrel demo --store $(DEMO_STORE))
+	$(call step,demo store $(DEMO_STORE),$(PY) -m objrel demo --no-lime --store $(DEMO_STORE))
 
 run: demo
 	@echo "objrel: serving http://$(HOST):$(PORT) (store $(DEMO_STORE); bind elsewhere with make run HOST=0.0.0.0)"

@@ -68,7 +68,11 @@ def cmd_operators(args) -> int:
 
 def cmd_demo(args) -> int:
     """``objrel demo``: build the demo store (real model, bundled photos, finished runs)."""
-    build_demo_store(args.store, force=args.force, log=sys.stderr)
+    store = build_demo_store(args.store, force=args.force, log=sys.stderr, explain_ahead=not args.no_lime)
+    if args.no_lime:
+        from objrel.demo import demo_review_samples
+
+        demo_review_samples(store)
     return 0
 
 
@@ -119,5 +123,8 @@ def add_run_commands(subparsers) -> None:
 
     p = subparsers.add_parser("demo", help="build the embedded demo store (EfficientNet-Lite0 on the bundled photos)")
     p.add_argument("--force", action="store_true", help="rebuild even if the store already has the demo runs")
+    p.add_argument("--no-lime", action="store_true",
+                   help="draw the review samples but start no LIME: the app's LIME queue explains them once a "
+                        "reviewer opens them (make run), and its processes end with the app")
     add_store_option(p)
     p.set_defaults(fn=cmd_demo)

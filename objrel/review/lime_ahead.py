@@ -12,6 +12,13 @@ state (``lime_job_status``), and a page shows an item's overlays as soon as they
 One job per run and relation at a time: a second start while one is queued or running returns that one.
 A job whose process died (its pid is gone on this host, or it has not beaten for :data:`JOB_STALE_S`)
 reads as failed and may be started again; what it had explained stays cached and is not redone.
+
+The jobs form one queue per host: at most ``max_processes()`` LIME processes (``$OBJREL_LIME_PROCESSES``,
+default :data:`DEFAULT_PROCESSES`) run at once, each 1.3-1.5 GB with its model.  A job started while the cap
+is reached waits, queued with no process; a process that finishes its jobs takes the waiting ones, oldest
+first, and a reviewer opening a waiting sample starts a process when there is room.  A job the app starts is
+*tied* to the app's server: its process watches the server and, once the server is gone, puts its unfinished
+jobs back in the queue and ends (the next server's reviewers start them again).
 """
 
 from __future__ import annotations
@@ -36,6 +43,13 @@ from objrel.store.leases import pid_alive, this_host
 from objrel.store.store import ENV_VAR, now
 
 LIME_KIND = "lime"
+# How many LIME processes may run at once on one host (each holds the model and LIME's samples: 1.3-1.5 GB).
+PROCESSES_ENV = "OBJREL_LIME_PROCESSES"
+DEFAULT_PROCESSES = 1
+# A process started for a server carries the server's pid here and ends (its jobs back in the queue) once the
+# server is gone; it looks every PARENT_CHECK_S seconds.
+PARENT_ENV = "OBJREL_LIME_PARENT"
+PARENT_CHECK_S = 1.0
 # Set to "0" to keep the app from starting LIME jobs ahead (a server short of memory; the page tests, which
 # open review samples by the hundred): the Review page then offers LIME on demand only.
 AHEAD_ENV = "OBJREL_LIME_AHEAD"
@@ -71,6 +85,7 @@ class JobStatus:
     total: int
     error: str | None
     finished: bool
+    waiting: bool = False       # queued with no process yet: the cap on LIME processes is reached
 
     @property
     def share(self) -> float:
@@ -80,10 +95,17 @@ class JobStatus:
     def text(self) -> str:
         """``LIME: 3/12 images explained (running)``, as a progress bar's caption."""
         counted = f"{self.done}/{self.total} images explained" if self.total else "starting"
-        return f"LIME: {counted} ({self.status})" + (f": {self.error}" if self.error else "")
+        status = WAITING_TEXT if self.waiting else self.status
+        return f"LIME: {counted} ({status})" + (f": {self.error}" if self.error else "")
+
+
+WAITING_TEXT = "waiting for a free LIME process"
 
 
 def _status(row: dict) -> JobStatus:
+    if _waiting(row):
+        return JobStatus(status="queued", done=int(row["done"]), total=int(row["total"]), error=None,
+                         finished=False, waiting=True)
     dead = row["status"] in review_jobs.ACTIVE_STATUSES and _is_dead(row)
     status = "failed" if dead else row["status"]
     return JobStatus(status=status, done=int(row["done"]), total=int(row["total"]),
@@ -97,12 +119,35 @@ def _aware_age(t) -> float:
     return (now() - t).total_seconds()
 
 
+def max_processes() -> int:
+    """The cap on LIME processes running at once on this host: ``$OBJREL_LIME_PROCESSES``, else
+    ``DEFAULT_PROCESSES``; ValueError naming the variable for a value that is not a whole number >= 1."""
+    raw = os.environ.get(PROCESSES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_PROCESSES
+    if not re.fullmatch(r"[0-9]{1,4}", raw) or int(raw) < 1:
+        raise ValueError(f"{PROCESSES_ENV} must be a whole number of processes >= 1; got {raw!r}")
+    return int(raw)
+
+
+def _waiting(row: dict) -> bool:
+    """A queued job that no process has taken: it waits in the queue (it is not dead)."""
+    return row["status"] == "queued" and row["pid"] is None
+
+
 def _is_dead(row: dict) -> bool:
-    """A queued or running job whose process is gone: on this host, a pid that no longer runs; elsewhere
-    (or before a process was recorded), no beat for ``JOB_STALE_S``."""
+    """A queued or running job whose process is gone: on this host, a pid that no longer runs; elsewhere,
+    no beat for ``JOB_STALE_S``.  A job waiting in the queue for a process is not dead."""
+    if _waiting(row):
+        return False
     if row["pid"] is not None and row["host"] == this_host():
         return not pid_alive(row["pid"])
     return _aware_age(row["updated_at"]) > JOB_STALE_S
+
+
+def live_processes(store: Store) -> list[int]:
+    """The LIME processes of this store running on this host now (their pids)."""
+    return [p for p in review_jobs.live_processes(store, LIME_KIND, this_host()) if pid_alive(p)]
 
 
 def one_line_error(exc: BaseException) -> str:
@@ -164,7 +209,7 @@ def _reap(proc: subprocess.Popen) -> None:
 
 
 def start_lime_job(actor: Actor, store: Store | str, run_id: int, relation: str,
-                   num_samples: int = AHEAD_SAMPLES, echo: bool = False) -> JobStatus:
+                   num_samples: int = AHEAD_SAMPLES, echo: bool = False, tied: bool = False) -> JobStatus:
     """Start explaining the review sample of (run, relation) in a background process; return its status.
 
     ``store``: a Store or its URL.  ``actor`` must be allowed to explain (reviewer, adjudicator, admin;
@@ -172,15 +217,18 @@ def start_lime_job(actor: Actor, store: Store | str, run_id: int, relation: str,
     back and nothing starts.  ``echo``: the child prints a progress line per image to this process's
     standard error (the demo build), else to a log file in the temporary folder.  ValueError for a detection
     run or a sample not drawn yet.  A process that cannot be started makes the job failed (its status says
-    why), never an exception."""
-    return start_lime_jobs(actor, store, [(run_id, relation)], num_samples, echo)[0]
+    why), never an exception.  With the cap on LIME processes reached the job waits in the queue (its status
+    says so).  ``tied``: the process ends with this one (the app's server), its unfinished jobs back in the
+    queue; untied (the CLI's ``--background``, the demo build) it runs to the end on its own."""
+    return start_lime_jobs(actor, store, [(run_id, relation)], num_samples, echo, tied)[0]
 
 
 def start_lime_jobs(actor: Actor, store: Store | str, samples, num_samples: int = AHEAD_SAMPLES,
-                    echo: bool = False) -> list[JobStatus]:
+                    echo: bool = False, tied: bool = False) -> list[JobStatus]:
     """``start_lime_job`` for several review samples ``[(run id, relation), ...]`` at once: the ones without
     a live job are explained by *one* background process, item by item across the samples (every sample's
-    first item first).  Returns each sample's status, in order."""
+    first item first), or wait in the queue while the cap on processes is reached.  Returns each sample's
+    status, in order."""
     wanted = [(check_run_id(r), check_relation(rel)) for r, rel in samples]
     for rid, relation in wanted:
         A.authorize(actor, A.EXPLAIN, f"the {relation} review sample of run {rid}")
@@ -195,14 +243,30 @@ def start_lime_jobs(actor: Actor, store: Store | str, samples, num_samples: int 
                    for rid, relation in wanted]
         new_ids = [row["id"] for row, new in claimed if new]
         if new_ids:
-            _spawn(st, new_ids, num_samples, echo)
+            _dispatch(st, new_ids, num_samples, echo, tied)
         return [_status(review_jobs.job(st, row["id"]) if new else row) for row, new in claimed]
     finally:
         if own:
             st.dispose()
 
 
-def _spawn(store: Store, job_ids: list[int], num_samples: int, echo: bool) -> None:
+# One server process dispatches one job at a time: the count of running processes and the start of a new one
+# are one step (a second page asking at the same moment sees the process the first one started).
+_dispatch_lock = threading.Lock()
+
+
+def _dispatch(store: Store, job_ids: list[int], num_samples: int, echo: bool, tied: bool) -> bool:
+    """Start one process for the waiting jobs ``job_ids`` when fewer than ``max_processes()`` run on this
+    host; otherwise leave them waiting (a running process takes them when it is done).  True when a process
+    was started."""
+    with _dispatch_lock:
+        if len(live_processes(store)) >= max_processes():
+            return False
+        _spawn(store, job_ids, num_samples, echo, tied)
+        return True
+
+
+def _spawn(store: Store, job_ids: list[int], num_samples: int, echo: bool, tied: bool = False) -> None:
     cmd = [sys.executable, *CHILD_ARGS, "--samples", str(num_samples)]
     for job_id in job_ids:
         cmd += ["--job", str(job_id)]
@@ -211,6 +275,9 @@ def _spawn(store: Store, job_ids: list[int], num_samples: int, echo: bool) -> No
     env = {**os.environ, ENV_VAR: store.url, "OMP_NUM_THREADS": str(JOB_THREADS),
            "MKL_NUM_THREADS": str(JOB_THREADS),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))}
+    env.pop(PARENT_ENV, None)
+    if tied:
+        env[PARENT_ENV] = str(os.getpid())
     try:
         if echo:
             # file descriptor 2: this process's standard error, also where a test or pytest swapped sys.stderr
@@ -227,22 +294,30 @@ def _spawn(store: Store, job_ids: list[int], num_samples: int, echo: bool) -> No
         return
     _reap(proc)
     for job_id in job_ids:
-        review_jobs.set_process(store, job_id, proc.pid, this_host())
+        review_jobs.take_job(store, job_id, proc.pid, this_host())
 
 
 def ensure_lime_job(actor: Actor, store: Store, run_id: int, relation: str,
-                    num_samples: int = AHEAD_SAMPLES) -> JobStatus | None:
+                    num_samples: int = AHEAD_SAMPLES, tied: bool = True) -> JobStatus | None:
     """The LIME job of (run, relation), started now when none ever was (a sample drawn before explaining
-    ahead existed, or by a caller that opted out); None for a detection run, a sample not drawn yet, or an
-    actor who may not explain.  A failed or cancelled job is not restarted here (``start_lime_job`` does)."""
+    ahead existed, or by a caller that opted out), or given a process when it waits in the queue (or its
+    server ended) and there is room under the cap; None for a detection run, a sample not drawn yet, or an
+    actor who may not explain.  A failed or cancelled job is not restarted here (``start_lime_job`` does).
+    ``tied`` (the app): a process started here ends with this server."""
     rid, relation = check_run_id(run_id), check_relation(relation)
-    known = lime_job_status(store, rid, relation)
-    if known is not None or os.environ.get(AHEAD_ENV) == "0":
-        return known
+    if os.environ.get(AHEAD_ENV) == "0":
+        return lime_job_status(store, rid, relation)
+    row = review_jobs.latest_job(store, LIME_KIND, rid, relation)
+    if row is not None and (not A.permits(actor, A.EXPLAIN) or not _waiting(row)):
+        return _status(row)
     if (not A.permits(actor, A.EXPLAIN) or not explainable_run(store, rid)
             or review_rows.review_sample(store, rid, relation) is None):
         return None
-    return start_lime_job(actor, store, rid, relation, num_samples)
+    if row is None:
+        return start_lime_job(actor, store, rid, relation, num_samples, tied=tied)
+    A.authorize(actor, A.EXPLAIN, f"the {relation} review sample of run {rid}")
+    _dispatch(store, [row["id"]], num_samples, echo=False, tied=tied)
+    return _status(review_jobs.job(store, row["id"]))
 
 
 def cancel_lime_job(actor: Actor, store: Store, run_id: int, relation: str) -> bool:
@@ -393,13 +468,74 @@ def explain_sample_now(actor: Actor, store: Store, run_id: int, relation: str, n
                          models={rid: model} if model is not None else None)[0]
 
 
+def _mine(store: Store, job_ids: list[int]) -> list[int]:
+    """Of ``job_ids``, those this process is to do: given to it, or waiting and taken by it now (another
+    process may have taken a waiting one first)."""
+    me, host = os.getpid(), this_host()
+    out = []
+    for job_id in job_ids:
+        row = review_jobs.job(store, job_id)
+        if row is None or row["status"] not in review_jobs.ACTIVE_STATUSES:
+            continue
+        if row["pid"] == me or (row["pid"] is None and review_jobs.take_job(store, job_id, me, host)):
+            out.append(job_id)
+    return out
+
+
+def _next_waiting(store: Store) -> list[int]:
+    """The oldest waiting job, taken by this process ([] when the queue is empty)."""
+    for row in review_jobs.waiting_jobs(store, LIME_KIND):
+        if review_jobs.take_job(store, row["id"], os.getpid(), this_host()):
+            return [row["id"]]
+    return []
+
+
+def _watch_parent(store: Store, parent: int) -> None:
+    """End this process once ``parent`` (the server that started it) is gone: its unfinished jobs go back in
+    the queue first.  Runs in a daemon thread."""
+    while True:
+        time.sleep(PARENT_CHECK_S)
+        if os.getppid() != parent:
+            me = os.getpid()
+            try:
+                for row in _my_active(store, me):
+                    review_jobs.requeue_job(store, row["id"], me)
+            finally:
+                os._exit(0)
+
+
+def _my_active(store: Store, pid: int) -> list[dict]:
+    from sqlalchemy import select
+
+    from objrel.store import schema as S
+
+    j = S.review_jobs.c
+    with store.engine.connect() as c:
+        rows = c.execute(select(S.review_jobs).where(j.kind == LIME_KIND, j.pid == int(pid),
+                                                      j.status.in_(review_jobs.ACTIVE_STATUSES))).all()
+    return [dict(r._mapping) for r in rows]
+
+
 def run_child(job_ids: list[int], num_samples: int) -> int:
     """The background process's body (``objrel explain-sample --job ID ...``): the store from the
-    environment; exit status 1 when a job failed."""
+    environment; its own jobs first, then the jobs waiting in the queue, oldest first, until none is left.
+    Tied to a server (``$OBJREL_LIME_PARENT``), it ends with it.  Exit status 1 when a job failed."""
     _go_easy()
     store = Store(None)
+    parent = os.environ.get(PARENT_ENV, "")
+    if parent.isdigit():
+        threading.Thread(target=_watch_parent, args=(store, int(parent)), name="objrel-lime-parent",
+                         daemon=True).start()
+    failed = False
     try:
-        statuses = run_lime_jobs(store, job_ids, num_samples, log=sys.stdout)
+        todo = _mine(store, list(job_ids))
+        while todo:
+            try:
+                statuses = run_lime_jobs(store, todo, num_samples, log=sys.stdout)
+                failed = failed or any(s.status == "failed" for s in statuses)
+            except Exception:  # noqa: BLE001 - recorded on the job (run_lime_jobs); the queue goes on
+                failed = True
+            todo = _next_waiting(store)
     finally:
         store.dispose()
-    return 1 if any(s.status == "failed" for s in statuses) else 0
+    return 1 if failed else 0

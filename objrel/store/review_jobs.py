@@ -112,6 +112,43 @@ def finish_job(store: Store, job_id: int, status: str, error: str | None = None)
     return _set(store, job_id, True, status=status, error=_one_line(error), finished_at=now())
 
 
+def waiting_jobs(store: Store, kind: str) -> list[dict]:
+    """Queued jobs of ``kind`` that no process has taken yet, oldest first (the queue's order)."""
+    j = S.review_jobs.c
+    with store.engine.connect() as c:
+        rows = c.execute(select(S.review_jobs).where(j.kind == kind, j.status == "queued", j.pid.is_(None))
+                         .order_by(j.id)).all()
+    return [dict(r._mapping) for r in rows]
+
+
+def live_processes(store: Store, kind: str, host: str) -> list[int]:
+    """The distinct pids recorded on ``host`` for active jobs of ``kind`` (whether they still run is for the
+    caller to check)."""
+    j = S.review_jobs.c
+    with store.engine.connect() as c:
+        rows = c.execute(select(j.pid).where(j.kind == kind, j.status.in_(ACTIVE_STATUSES), j.pid.is_not(None),
+                                             j.host == host).distinct()).all()
+    return [int(p) for (p,) in rows]
+
+
+def take_job(store: Store, job_id: int, pid: int, host: str) -> bool:
+    """Give the waiting job ``job_id`` to process ``pid`` on ``host``; False when another process took it first
+    (or it is no longer queued): one step, so two processes never take the same job."""
+    j = S.review_jobs.c
+    q = (update(S.review_jobs).where(j.id == int(job_id), j.status == "queued", j.pid.is_(None))
+         .values(pid=int(pid), host=str(host), updated_at=now()))
+    return write(store, lambda c: c.execute(q).rowcount) == 1
+
+
+def requeue_job(store: Store, job_id: int, pid: int) -> bool:
+    """Put job ``job_id`` of process ``pid`` back in the queue (its process stops before it finished: the
+    server that started it ended); what it had done stays done.  False when it is no longer that process's."""
+    j = S.review_jobs.c
+    q = (update(S.review_jobs).where(j.id == int(job_id), j.pid == int(pid), j.status.in_(ACTIVE_STATUSES))
+         .values(status="queued", pid=None, host=None, updated_at=now()))
+    return write(store, lambda c: c.execute(q).rowcount) == 1
+
+
 def cancel_job(store: Store, kind: str, run_id: int, relation: str) -> bool:
     """Mark the active job of ``kind`` on (run, relation) cancelled (its process stops at its next step);
     False when none was active."""

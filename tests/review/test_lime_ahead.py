@@ -208,3 +208,95 @@ def test_job_errors_are_one_line_without_paths():
     err = FileNotFoundError("no image at /srv/data/secret/photos/cat.jpg\nsecond line")
     line = L.one_line_error(err)
     assert line == "FileNotFoundError: no image at cat.jpg second line"
+
+
+def second_run(store) -> int:
+    """A second run of the same model and data in the store, its MR-2 review sample one item: a second job."""
+    report = Engine(store, RunConfig(model="efficientnet-lite0", dataset="demo", plan="colours3",
+                                     name="lime ahead, again")).execute()
+    review_rows.store_review_sample(store, report.run_id, RELATION, 0, lambda population: population[:1],
+                                    replace=False)
+    return report.run_id
+
+
+@pytest.mark.slow
+def test_the_queue_runs_at_most_the_cap_of_processes_and_drains_in_order(sample, monkeypatch):
+    store, rid = sample
+    runs = [rid, second_run(store)]
+    monkeypatch.setenv(L.PROCESSES_ENV, "1")
+    first = L.start_lime_job(rita(store), store, runs[0], RELATION, num_samples=FEW)
+    second = L.start_lime_job(rita(store), store, runs[1], RELATION, num_samples=FEW)
+    assert not first.waiting and second.waiting and "waiting for a free LIME process" in second.text()
+    most = 0
+    deadline = time.time() + JOB_TIMEOUT_S
+    while time.time() < deadline:
+        most = max(most, len(L.live_processes(store)))
+        states = [L.lime_job_status(store, r, RELATION) for r in runs]
+        if all(s.finished for s in states):
+            break
+        time.sleep(0.05)
+    assert [s.status for s in states] == ["finished", "finished"], states
+    assert most == 1, f"{most} LIME processes ran at once under a cap of 1"
+    # the one process did both: the second job was taken by the process of the first
+    rows = [review_jobs.latest_job(store, L.LIME_KIND, r, RELATION) for r in runs]
+    assert rows[0]["pid"] == rows[1]["pid"]
+
+
+def test_the_cap_is_read_from_its_variable_or_refused_in_one_line(monkeypatch):
+    monkeypatch.delenv(L.PROCESSES_ENV, raising=False)
+    assert L.max_processes() == L.DEFAULT_PROCESSES == 1
+    monkeypatch.setenv(L.PROCESSES_ENV, "3")
+    assert L.max_processes() == 3
+    for bad in ("0", "-1", "two", "1.5"):
+        monkeypatch.setenv(L.PROCESSES_ENV, bad)
+        with pytest.raises(ValueError, match=rf"^{L.PROCESSES_ENV} must be a whole number of processes >= 1"):
+            L.max_processes()
+
+
+SERVER_STAND_IN = """
+import sys, time
+from objrel.review import lime_ahead as L
+from objrel.review.roles import actor_of
+from objrel.store import Store
+store = Store(sys.argv[1])
+L.ensure_lime_job(actor_of(store, "rita"), store, int(sys.argv[2]), sys.argv[3], num_samples=int(sys.argv[4]))
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_a_job_the_app_started_ends_with_the_app_and_waits_to_be_taken_again(sample, monkeypatch):
+    """The app's LIME process ends once its server is gone (here a stand-in process that starts a job as the
+    Review page does, then is killed); the job goes back to the queue, and the next reviewer's visit gives it
+    a process again, which finishes it."""
+    import subprocess
+    import sys
+
+    store, rid = sample
+    monkeypatch.setenv(L.AHEAD_ENV, "1")          # the app explains ahead (the tests' default is off)
+    server = subprocess.Popen([sys.executable, "-c", SERVER_STAND_IN, store.url, str(rid), RELATION, str(FEW)],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, L.AHEAD_ENV: "1"})
+    try:
+        assert server.stdout.readline().strip() == "started"
+        assert wait_for(lambda: L.lime_job_status(store, rid, RELATION).status == "running")
+        child = job_row(store, rid)["pid"]
+        assert pid_alive(child)
+    finally:
+        server.kill()
+        server.wait()
+    assert wait_for(lambda: not pid_alive(child), timeout=30), "the LIME process outlived the server"
+    st = L.lime_job_status(store, rid, RELATION)
+    assert st.status == "queued" and st.waiting and not st.finished, st
+    assert job_row(store, rid)["id"] == 1                         # the same job, not a failed one and a new one
+    again = L.ensure_lime_job(rita(store), store, rid, RELATION, num_samples=FEW, tied=False)
+    assert not again.waiting
+    assert watch_until_finished(store, rid)[-1] == "finished"
+    assert job_row(store, rid)["id"] == 1
+
+
+def test_only_a_reviewer_at_work_starts_lime_from_the_page(sample):
+    """Someone who may not explain (a visitor) only reads the job's state: nothing starts."""
+    store, rid = sample
+    assert L.ensure_lime_job(A.ANONYMOUS, store, rid, RELATION) is None
+    assert L.lime_job_status(store, rid, RELATION) is None

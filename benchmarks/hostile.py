@@ -796,7 +796,7 @@ probe_kind("region-decode-rle-1.25MB-valid", accept=True, timeout=DECODE_TIMEOUT
 # ---------------------------------------------------------------- probes (run inside the child)
 
 def _upload_actor(d: Path):
-    """The actor of an account that may upload (made in a store of its own), with the uploads folder as the
+    """The actor of an account that may upload and its store (made for it), with the uploads folder as the
     allowed root (cwd = ``d``)."""
     from objrel.review.accounts import create_reviewer
     from objrel.review.roles import actor_of
@@ -805,7 +805,7 @@ def _upload_actor(d: Path):
     os.environ["OBJREL_DATA_ROOTS"] = str(d / "var" / "uploads")
     store = Store(d / "uploads.db")
     create_reviewer(store, "operator", "operator-passphrase", roles=("run-operator",))
-    return actor_of(store, "operator")
+    return actor_of(store, "operator"), store
 
 
 def _manifest_for(names) -> bytes:
@@ -819,11 +819,11 @@ GOOD_MEMBERS = {f"good{i}.png": H.png_bytes(c) for i, c in enumerate(GOOD_COLOUR
 def _upload(d: Path, members: dict[str, bytes] | bytes, annotation: bytes | None = None, name: str = "up"):
     from objrel.engine import manage
 
-    actor = _upload_actor(d)
+    actor, store = _upload_actor(d)
     zipped = members if isinstance(members, bytes) else H.zip_bytes({**GOOD_MEMBERS, **members})
     ann = annotation if annotation is not None else _manifest_for(
         list(GOOD_MEMBERS) + ([n for n in members if n.endswith(".png")] if isinstance(members, dict) else []))
-    up = manage.upload_dataset(actor, name, ann, zipped)
+    up = manage.upload_dataset(actor, store, name, ann, zipped)
     return f"{up.n_files} files, {up.n_samples} samples ({len(zipped)} bytes zipped)"
 
 
@@ -976,7 +976,8 @@ def _write(path: Path, data: bytes) -> Path:
 def _upload_weights(d: Path, data: bytes):
     from objrel.engine import manage
 
-    up = manage.upload_weights(_upload_actor(d), "w", "resnet18", data)
+    actor, store = _upload_actor(d)
+    up = manage.upload_weights(actor, store, "w", "resnet18", data)
     return f"weights {up.architecture} registered ({len(data)} bytes)"
 
 

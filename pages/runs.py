@@ -44,6 +44,9 @@ st.caption("Runs started here are separate processes: they keep going if you clo
 
 runs = store.list_runs()
 by_id = {r.id: r for r in runs}
+# The folders the start form offers files from: the allowed roots, uploads narrowed to this store's own.
+roots = manage.form_roots(store)
+UPLOADED_KEY = "runs_just_uploaded"    # the name of the upload this run of the page stored
 
 
 def chosen_base():
@@ -79,7 +82,8 @@ def pick_from_roots(where, label: str, key: str, options: list[str]) -> None:
     run started on the server) falls back to the first option."""
     keep_choice(key, options[0], options)
     where.selectbox(label, options, key=key, format_func=lambda v: v if v in ("", "demo", "demo-faces") or not v
-                    else choice_label(v), help="Files in the allowed data folders and uploads; upload your own below.")
+                    else choice_label(v, roots),
+                    help="Files in the allowed data folders and uploads; upload your own below.")
 
 
 def start_form() -> None:
@@ -97,10 +101,10 @@ def start_form() -> None:
         c1, c2 = st.columns(2)
         c1.selectbox("Detector" if task == DETECTOR else "Model", web_models(store, task), key=MODEL_KEYS[task],
                      help="The app runs models from this list only; an admin can register more (Users page).")
-        pick_from_roots(c1, "Weights file (optional)", "runs_weights", [""] + root_choices("weights"))
+        pick_from_roots(c1, "Weights file (optional)", "runs_weights", [""] + root_choices("weights", roots))
         builtin = ["demo-faces"] if task == DETECTOR else ["demo"]
-        pick_from_roots(c2, "Dataset", "runs_dataset", builtin + root_choices("annotation"))
-        pick_from_roots(c2, "Images folder (optional)", "runs_images", [""] + root_choices("images"))
+        pick_from_roots(c2, "Dataset", "runs_dataset", builtin + root_choices("annotation", roots))
+        pick_from_roots(c2, "Images folder (optional)", "runs_images", [""] + root_choices("images", roots))
         c3, c4, c5 = st.columns(3)
         c3.selectbox("Plan", PRESETS, key="runs_plan")
         c3.multiselect("Extra operators", extra_operator_choices(), key="runs_ops")
@@ -145,7 +149,7 @@ def use_upload(up) -> None:
 def upload_section() -> None:
     """Upload a dataset (annotation .json + images .zip) or a state dict for a listed architecture."""
     mib = uploads.MIB
-    st.caption(f"Files land in the uploads folder, one folder per name. Limits: annotation "
+    st.caption(f"Files land in this store's uploads folder, one folder per name. Limits: annotation "
                f"{uploads.MAX_ANNOTATION_BYTES // mib} MiB; zip {uploads.MAX_ZIP_BYTES // mib} MiB, "
                f"{uploads.MAX_UNPACKED_BYTES // mib} MiB unpacked, {uploads.MAX_ZIP_MEMBERS} files, images only; "
                f"weights {uploads.MAX_WEIGHTS_BYTES // mib} MiB, a state dict (loaded without unpickling code).")
@@ -158,7 +162,8 @@ def upload_section() -> None:
             try:
                 if ann is None or zipped is None:
                     raise ValueError("choose both the annotation .json and the images .zip")
-                up = manage.upload_dataset(actor, name, ann, zipped)
+                up = manage.upload_dataset(actor, store, name, ann, zipped)
+                st.session_state[UPLOADED_KEY] = up.name
                 unused = (up.n_unpacked or 0) - up.n_files
                 st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind})"
                            + (f"; {unused} more images of the zip are named by no entry." if unused > 0 else "."))
@@ -171,11 +176,15 @@ def upload_section() -> None:
             try:
                 if weights is None:
                     raise ValueError("choose a weights file")
-                up = manage.upload_weights(actor, name, arch, weights)
+                up = manage.upload_weights(actor, store, name, arch, weights)
+                st.session_state[UPLOADED_KEY] = up.name
                 st.success(f"Weights {up.name} stored for {up.architecture}.")
             except Exception as exc:  # shown to the user, the page stays up
                 st.error(f"Upload refused: {exc}")
-    stored = {u.name: u for u in manage.uploads()}
+    stored = {u.name: u for u in manage.uploads(store)}
+    just = st.session_state.pop(UPLOADED_KEY, None)
+    if just in stored:
+        st.session_state["runs_up_pick"] = just        # the picker shows what was just uploaded
     if stored:
         c1, c2 = st.columns([3, 1])
         pick = c1.selectbox("Uploaded", list(stored), key="runs_up_pick",

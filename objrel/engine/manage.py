@@ -34,14 +34,47 @@ class SampleIssue:
     dropped: str       # the dropped annotations, one "category: code (reason)" per line
 
 
-def uploads_root() -> Path:
-    """The folder uploads go to: ``var/uploads`` (resolved), which must be an allowed data root."""
-    root = UPLOADS_DIR.expanduser().resolve()
+# Characters of the hash of a store's URL in the name of its uploads folder (two stores with one file name, in
+# two folders, keep apart).
+STORE_TAG_CHARS = 8
+
+
+def store_folder_name(store: Store) -> str:
+    """The name of ``store``'s own folder under the uploads folder: the store's file (SQLite) or database name
+    and a short hash of its URL, e.g. ``demo-3f2a9c1b``."""
+    import hashlib
+    import re
+
+    from sqlalchemy.engine import make_url
+
+    url = make_url(store.url)
+    stem = Path(url.database or "store").stem if url.get_backend_name() == "sqlite" else (url.database or "store")
+    tag = hashlib.sha256(store.url.encode()).hexdigest()[:STORE_TAG_CHARS]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', stem)[:40]}-{tag}"
+
+
+def uploads_root(store: Store) -> Path:
+    """The folder ``store``'s uploads go to: its own folder under ``var/uploads`` (resolved), which must be
+    inside an allowed data root.  Every store keeps its uploads apart: a team's upload never shows in another
+    store's app."""
+    base = UPLOADS_DIR.expanduser().resolve()
     roots = data_roots()
-    if not any(root == r or r in root.parents for r in roots):
-        raise ConfigError(f"the uploads folder {root} is not inside the allowed data roots "
+    if not any(base == r or r in base.parents for r in roots):
+        raise ConfigError(f"the uploads folder {base} is not inside the allowed data roots "
                           f"({', '.join(map(str, roots))}); add it to {DATA_ROOTS_ENV} to accept uploads")
-    return root
+    return base / store_folder_name(store)
+
+
+def form_roots(store: Store) -> tuple[Path, ...]:
+    """The folders the web form offers files from for ``store``: the allowed data roots, with the uploads
+    folder narrowed to ``store``'s own (another store's uploads are not offered)."""
+    base = UPLOADS_DIR.expanduser().resolve()
+    roots = [r for r in data_roots() if r != base]
+    try:
+        roots.append(uploads_root(store))
+    except ConfigError:
+        pass
+    return tuple(roots)
 
 
 def rename_run(actor: Actor, store: Store, run_id: int, name: str) -> None:
@@ -87,25 +120,29 @@ def sample_issues(store: Store, run_id: int) -> list[SampleIssue]:
     return out
 
 
-def upload_dataset(actor: Actor, name: str, annotation, images_zip) -> U.Upload:
-    """``actor`` (a run operator or admin) adds a dataset upload: ``annotation`` and ``images_zip`` as bytes or
-    binary file objects (spooled to disk in chunks)."""
+def upload_dataset(actor: Actor, store: Store, name: str, annotation, images_zip) -> U.Upload:
+    """``actor`` (a run operator or admin) adds a dataset upload to ``store``'s uploads folder: ``annotation``
+    and ``images_zip`` as bytes or binary file objects (spooled to disk in chunks)."""
     A.authorize(actor, A.UPLOAD_DATA, repr(name))
-    return U.add_dataset(uploads_root(), name, annotation, images_zip)
+    root = uploads_root(store)
+    root.mkdir(parents=True, exist_ok=True)
+    return U.add_dataset(root, name, annotation, images_zip)
 
 
-def upload_weights(actor: Actor, name: str, architecture: str, weights) -> U.Upload:
-    """``actor`` (a run operator or admin) adds a state dict for ``architecture``: bytes or a binary file
-    object (spooled to disk in chunks)."""
+def upload_weights(actor: Actor, store: Store, name: str, architecture: str, weights) -> U.Upload:
+    """``actor`` (a run operator or admin) adds a state dict for ``architecture`` to ``store``'s uploads
+    folder: bytes or a binary file object (spooled to disk in chunks)."""
     from objrel.models.torchvision import check_weights_file
 
     A.authorize(actor, A.UPLOAD_WEIGHTS, repr(name))
-    return U.add_weights(uploads_root(), name, architecture, weights, check_weights_file)
+    root = uploads_root(store)
+    root.mkdir(parents=True, exist_ok=True)
+    return U.add_weights(root, name, architecture, weights, check_weights_file)
 
 
-def uploads() -> list[U.Upload]:
-    """The registered uploads (empty when the uploads folder is not an allowed root)."""
+def uploads(store: Store) -> list[U.Upload]:
+    """``store``'s registered uploads (empty when the uploads folder is not an allowed root)."""
     try:
-        return U.list_uploads(uploads_root())
+        return U.list_uploads(uploads_root(store))
     except ConfigError:
         return []

@@ -229,7 +229,8 @@ def test_an_upload_fills_the_start_form(tmp_path, monkeypatch):
     monkeypatch.setenv("OBJREL_DATA_ROOTS", str(tmp_path / "var" / "uploads"))
     store = Store(tmp_path / "up.db")
     R.create_reviewer(store, OPERATOR, f"{OPERATOR}-passphrase", roles=(R.RUN_OPERATOR,))
-    up = manage.upload_dataset(actor_of(store, OPERATOR), "mine", manifest("a.png"), make_zip({"a.png": png_bytes()}))
+    up = manage.upload_dataset(actor_of(store, OPERATOR), store, "mine", manifest("a.png"),
+                               make_zip({"a.png": png_bytes()}))
     at = open_page(monkeypatch, tmp_path, store)
     assert at.button(key="runs_up_dataset_btn") is not None
     at.button(key="runs_up_use").click()

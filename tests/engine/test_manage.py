@@ -129,13 +129,35 @@ def test_uploads_need_the_operator_role_and_an_allowed_root(store, tmp_path, mon
     account(store, "alice", (R.REVIEWER,))
     z = make_zip({"a.png": png_bytes()})
     with pytest.raises(NotAllowed, match="'alice' may not upload datasets"):
-        manage.upload_dataset(actor_of(store, "alice"), "d", manifest("a.png"), z)
-    up = manage.upload_dataset(actor_of(store, op), "d", manifest("a.png"), z)
-    assert up.folder == (tmp_path / "var" / "uploads" / "d").resolve()
-    assert [u.name for u in manage.uploads()] == ["d"]
+        manage.upload_dataset(actor_of(store, "alice"), store, "d", manifest("a.png"), z)
+    up = manage.upload_dataset(actor_of(store, op), store, "d", manifest("a.png"), z)
+    assert up.folder == (tmp_path / "var" / "uploads" / manage.store_folder_name(store) / "d").resolve()
+    assert [u.name for u in manage.uploads(store)] == ["d"]
     with pytest.raises(NotAllowed, match="may not upload weights"):
-        manage.upload_weights(actor_of(store, "alice"), "w", "resnet18", b"x")
+        manage.upload_weights(actor_of(store, "alice"), store, "w", "resnet18", b"x")
     monkeypatch.setenv("OBJREL_DATA_ROOTS", str(tmp_path / "elsewhere"))
     with pytest.raises(ConfigError, match="not inside the allowed data roots"):
-        manage.upload_dataset(actor_of(store, op), "e", manifest("a.png"), z)
-    assert manage.uploads() == []
+        manage.upload_dataset(actor_of(store, op), store, "e", manifest("a.png"), z)
+    assert manage.uploads(store) == []
+
+
+def test_each_store_keeps_its_uploads_apart(tmp_path, monkeypatch):
+    """Two stores served from one folder: an upload to one is neither listed nor offered by the other."""
+    from objrel.engine.run_form import root_choices
+    from objrel.store import Store
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OBJREL_DATA_ROOTS", str(tmp_path / "var" / "uploads"))
+    stores = [Store(tmp_path / "a" / "team.db", make_parents=True), Store(tmp_path / "b" / "team.db",
+                                                                          make_parents=True)]
+    try:
+        ops = [actor_of(s, account(s)) for s in stores]
+        assert manage.store_folder_name(stores[0]) != manage.store_folder_name(stores[1])   # one file name, two
+        assert manage.store_folder_name(stores[0]).startswith("team-")
+        up = manage.upload_dataset(ops[0], stores[0], "d", manifest("a.png"), make_zip({"a.png": png_bytes()}))
+        assert [u.name for u in manage.uploads(stores[0])] == ["d"] and manage.uploads(stores[1]) == []
+        assert str(up.annotation) in root_choices("annotation", manage.form_roots(stores[0]))
+        assert not any("d.json" in c for c in root_choices("annotation", manage.form_roots(stores[1])))
+    finally:
+        for s in stores:
+            s.dispose()

@@ -130,6 +130,7 @@ if access.permits(actor, access.EXPORT_JUDGMENTS):
 
 if not access.permits(actor, access.SEE_CALLS):
     if actor.signed_in and selection.get("run", "").isdigit() and selection.get("relation") in review.RELATIONS:
+        review_panels.my_pace(actor, store, [(int(selection["run"]), selection["relation"])])
         review_panels.calibration(actor, store, int(selection["run"]), selection["relation"])
     st.info("While a review sample is open, the reviewers' calls, their kappa and their disagreements are shown to "
             "adjudicators and admins only (review stays blind); a reviewer sees them here as calibration once both "
@@ -288,6 +289,7 @@ with st.expander("Plan a sample: how many items does a chosen interval width nee
     except ValueError as exc:
         st.warning(plain(exc))
 
+review_panels.team_pace(actor, store, run_id, relation)
 st.markdown(f"**Calls of the two reviewers** (rows: {plain(name_a)}, columns: {plain(name_b)})")
 st.dataframe(k.confusion_frame(name_a, name_b), width="content", key="agreement_confusion")
 with st.expander(f"Every item both judged ({ag.n_both})"):

@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from objrel.app import review_panels
 from objrel.app.caches import open_store
 from objrel.app.captions import plain
 from objrel.app.state import remember_selection
@@ -46,6 +47,7 @@ if not work.queues and not work.disputes:
 
 if work.queues:
     st.subheader("Review queues")
+    review_panels.my_pace(actor, store, [(q.run_id, q.relation) for q in work.queues])
     st.caption("Each drawn review sample (run x relation): the items you judged of the sample's total. Your calls "
                "stay blind: no one else's is counted here.")
     for q in work.queues:

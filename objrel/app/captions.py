@@ -291,10 +291,17 @@ def disagreement_heading(d, rel_path: str | None = None) -> str:
     return f"**{item}** ({where}; they differ in the {d.kind})"
 
 
+def validity_words(validity: str | None) -> str:
+    """A reviewer's answer to "is the mutant a valid test?" in words (``mutant: not answered`` when none)."""
+    from objrel.review import VALIDITY_LABELS
+
+    return f"mutant: {VALIDITY_LABELS.get(validity, plain(validity)) if validity else 'not answered'}"
+
+
 def disagreement_calls(d, name_a: str, name_b: str) -> str:
-    """Both reviewers' calls on one disagreement, one list line each."""
-    return (f"- {plain(name_a)}: {call_text(d.verdict_a, d.reasons_a, d.note_a)}\n"
-            f"- {plain(name_b)}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}")
+    """Both reviewers' calls on one disagreement, one list line each, with their answers on the mutant."""
+    return (f"- {plain(name_a)}: {call_text(d.verdict_a, d.reasons_a, d.note_a)}; {validity_words(d.validity_a)}\n"
+            f"- {plain(name_b)}: {call_text(d.verdict_b, d.reasons_b, d.note_b)}; {validity_words(d.validity_b)}")
 
 
 def card_title(card) -> str:

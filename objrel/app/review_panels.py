@@ -376,3 +376,43 @@ def item_card(card: ItemCard) -> None:
         for col, panel in zip(cols[1:], card.mutants):
             col.image(panel.image, caption=captions.card_mutant_caption(panel), width="stretch")
     st.markdown(captions.review_link(review_url(card.run_id, card.relation, card.sample_id)))
+
+
+def pace_line(pace) -> str:
+    """One reviewer's pace in words: ``12.4 s per item (median), 262 items an hour, from 30 calls``."""
+    from objrel.review.throughput import BREAK_S
+
+    if pace.seconds_per_item is None:
+        return (f"{pace.calls} call{'s' if pace.calls != 1 else ''} so far: the pace shows from two calls less than "
+                f"{BREAK_S / 60:.0f} minutes apart.")
+    per_hour = "-" if pace.items_per_hour is None else f"{pace.items_per_hour:.0f}"
+    return (f"**{pace.seconds_per_item:.1f} s** per item (median), **{per_hour}** items an hour, from "
+            f"{pace.calls} calls (gaps over {BREAK_S / 60:.0f} minutes count as breaks)")
+
+
+def my_pace(actor: Actor, store: Store, queues) -> None:
+    """The signed-in reviewer's own pace over ``queues`` ([(run id, relation), ...]); nothing without calls."""
+    from objrel.review.throughput import my_pace as pace_of
+
+    pace = pace_of(actor, store, queues)
+    if pace.calls:
+        st.markdown(f"**Your pace**: {pace_line(pace)}")
+
+
+def team_pace(actor: Actor, store: Store, run_id: int, relation: str) -> None:
+    """Every reviewer's pace on one run and relation (for adjudicators and admins: when calls were made, never
+    what they were)."""
+    from objrel.review.throughput import team_pace as paces
+
+    try:
+        rows = paces(actor, store, run_id, relation)
+    except NotAllowed:
+        return
+    if not rows:
+        return
+    st.markdown("**Pace of each reviewer** (seconds per item: the median gap between two calls; items an hour: "
+                "calls over working time; gaps over the break length count as breaks)")
+    frame(pd.DataFrame([{"reviewer": p.reviewer, "calls": p.calls,
+                         "s per item": None if p.seconds_per_item is None else round(p.seconds_per_item, 1),
+                         "items an hour": None if p.items_per_hour is None else round(p.items_per_hour)}
+                        for p in rows]), "agreement_pace")

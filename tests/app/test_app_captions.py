@@ -62,10 +62,12 @@ def test_review_item_texts():
 
 def test_calls_in_words():
     d = Disagreement("s5", 2, "verdict", "tp", (), None, "fp", ("other",), "a second cat", "fp",
-                     ("multiple-objects",), None, "carol")
+                     ("multiple-objects",), None, "carol", validity_b="invalid")
     assert captions.disagreement_heading(d) == "**s5** (#3 of the review sample; they differ in the verdict)"
+    # the adjudicator sees each reviewer's answer on the mutant beside the call
     assert captions.disagreement_calls(d, "alice", "bob") == \
-        "- alice: true positive\n- bob: false positive (other): \u201ca second cat\u201d"
+        ("- alice: true positive; mutant: not answered\n"
+         "- bob: false positive (other): \u201ca second cat\u201d; mutant: invalid mutant")
     assert captions.decision_text(d) == "Decided by carol: false positive (multiple target objects)"
 
 

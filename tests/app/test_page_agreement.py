@@ -319,3 +319,9 @@ def test_a_constant_reviewer_gives_an_undefined_kappa_interval_not_zero_width(tm
     # the coefficient table agrees with the headline: kappa 0.000, its interval undefined
     shown = " ".join(str(df.value.to_dict()) for df in at.dataframe) + " ".join(str(t.value) for t in at.table)
     assert "'tp'" not in captions and "0.000" in shown
+
+
+def test_an_adjudicator_sees_each_reviewers_pace(judged_store):
+    at = run_page("carol")
+    pace = table_with(at, "s per item")
+    assert list(pace["reviewer"]) == ["alice", "bob"] and list(pace["calls"]) == [10, 10]

@@ -90,3 +90,10 @@ def test_a_visitor_still_lands_on_the_overview_and_stays_there(team):
     assert at.title[0].value == "objrel"
     at.run()        # a rerun (any widget) stays on the Overview (a page file named home.py took its place here)
     assert at.title[0].value == "objrel"
+
+
+def test_a_reviewer_sees_their_own_pace(team):
+    at = open_app("alice")
+    pace = next(m.value for m in at.markdown if m.value.startswith("**Your pace**"))
+    # alice's two calls were made a moment apart: the median gap is under a second; nothing of bob's is counted
+    assert "s** per item (median)" in pace and "from 2 calls" in pace

@@ -60,7 +60,27 @@ SCRIPT = """<script>
     (el.tagName === "INPUT" && TYPED.has((el.getAttribute("type") || "text").toLowerCase())));
   const within = (root, prefix) => root.querySelector('[class*="st-key-' + prefix + '"]');
   const usable = (el) => el && !el.disabled && el.getAttribute("aria-disabled") !== "true";
-  const click = (el) => { if (usable(el)) { el.click(); } };
+  // what the last key did, for a look from outside (the browser tests): acted, waiting, no-control
+  const mark = (what) => document.documentElement.setAttribute("data-objrel-key", what);
+  const click = (el) => { if (usable(el)) { el.click(); mark("acted"); return true; } mark("no-control"); return false; };
+  // The judging form of the item on screen, by its key (it names the item): a key waits for a control only
+  // while the same item's form is shown.
+  const formOf = (panel) => {
+    const f = panel.querySelector('[class*="st-key-review_form_"]');
+    return f ? [...f.classList].find((c) => c.startsWith("st-key-review_form_")) || null : null;
+  };
+  // A call pressed while its button is not usable yet (the page still connecting or drawing) is tried again
+  // for up to WAIT_MS, as long as the same item is on screen; then it is dropped.
+  const WAIT_MS = 2000;
+  const callWhenReady = (form, verdict, started) => {
+    const panel = document.querySelector('[class*="st-key-__DECISION__"]');
+    if (!panel || formOf(panel) !== form) { mark("no-control"); return; }
+    const b = button(panel, "__CALL__" + verdict + "_");
+    if (usable(b)) { b.click(); mark("acted"); return; }
+    if (Date.now() - started > WAIT_MS) { mark("no-control"); return; }
+    mark("waiting");
+    setTimeout(() => callWhenReady(form, verdict, started), 50);
+  };
   const button = (root, prefix) => { const box = within(root, prefix); return box && box.querySelector("button"); };
   // the n-th of several keyed boxes (one checkbox each), or the n-th `what` inside a single one (a radio)
   const nth = (root, prefix, n, what) => {
@@ -71,7 +91,7 @@ SCRIPT = """<script>
   const focusNote = (panel) => {
     const box = within(panel, "__NOTE__");
     const field = box && box.querySelector("input, textarea");
-    if (field) { field.focus(); }
+    if (field) { field.focus(); mark("acted"); } else { mark("no-control"); }
   };
   const evidence = (n) => {
     const box = within(document, "__EVIDENCE__");
@@ -91,7 +111,7 @@ SCRIPT = """<script>
     }
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
     let act = null;
-    if (k in CALLS) { act = () => click(button(panel, "__CALL__" + CALLS[k] + "_")); }
+    if (k in CALLS) { act = () => callWhenReady(formOf(panel), CALLS[k], Date.now()); }
     else if (k >= "1" && k <= "9") { act = () => click(nth(panel, "__REASON__", Number(k) - 1, "label")); }
     else if (k in VALIDITY) { act = () => click(nth(panel, "__VALIDITY__", VALIDITY[k], "label")); }
     else if (k === "/") { act = () => focusNote(panel); }

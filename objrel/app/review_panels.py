@@ -15,13 +15,14 @@ from objrel.app.captions import plain
 from objrel.app.formats import decimals, percent
 from objrel.app.state import init_value, mark_own_event
 from objrel.app.style import FIRST_SCREEN_KEY
-from objrel.app.tables import HALF_WIDTH_PX, frame
+from objrel.app.tables import frame, static_table
 from objrel.errors import NotAllowed, ObjrelError
 from objrel.relations.common import NOT_APPLICABLE
 from objrel.review.items import ItemCard, ReviewItem, draw_box, selection_box, thumbnail
 from objrel.store import Store
 
 PANEL_COLUMNS = 4               # the source, then the mutants three to a row
+IMAGE_FORMAT = "JPEG"           # review thumbnails are photos: JPEG encodes and loads faster than PNG
 LIME_SAMPLE_CHOICES = (100, 300, 1000)
 LIME_DEFAULT_SAMPLES = 300
 NEW_BOX_PREVIEW_PX = 320
@@ -69,7 +70,7 @@ def first_screen_images(item: ReviewItem, relation: str) -> None:
             cols = st.columns(FIRST_SCREEN_COLUMNS)
             for col, (panel, caption) in zip(cols, panels[row:row + FIRST_SCREEN_COLUMNS]):
                 with col:
-                    st.image(panel.image, caption=caption, width="stretch")
+                    st.image(panel.image, caption=caption, width="stretch", output_format=IMAGE_FORMAT)
                     st.markdown(captions.panel_caption(panel, item.is_detection))
 
 
@@ -116,11 +117,12 @@ def image_panels(item: ReviewItem) -> None:
     """The source, then the relation under review's mutants on the first row and the other's below."""
     cols = st.columns(PANEL_COLUMNS)
     with cols[0]:
-        st.image(item.source.image, caption=captions.source_image_caption(item.is_detection), width="stretch")
+        st.image(item.source.image, caption=captions.source_image_caption(item.is_detection), width="stretch",
+                 output_format=IMAGE_FORMAT)
         st.markdown(captions.panel_caption(item.source, item.is_detection))
     for i, panel in enumerate(item.mutants):
         with cols[i % (PANEL_COLUMNS - 1) + 1]:
-            st.image(panel.image, caption=panel.key, width="stretch")
+            st.image(panel.image, caption=panel.key, width="stretch", output_format=IMAGE_FORMAT)
             st.markdown(captions.panel_caption(panel, item.is_detection))
 
 
@@ -141,16 +143,16 @@ def details(item: ReviewItem) -> None:
         t1, t2 = st.columns(2)
         if item.is_detection:
             t1.caption("source")
-            frame(pd.DataFrame(list(item.source.detections)), "review_top5_src", budget_px=HALF_WIDTH_PX, where=t1)
+            static_table(pd.DataFrame(list(item.source.detections)), where=t1)
             t2.caption(choice)
-            frame(pd.DataFrame(list(chosen.detections)), "review_top5_mut", budget_px=HALF_WIDTH_PX, where=t2)
+            static_table(pd.DataFrame(list(chosen.detections)), where=t2)
         else:
             t1.caption("source: top-5")
-            frame(pd.DataFrame(_top_table(item.source)), "review_top5_src", budget_px=HALF_WIDTH_PX, where=t1)
+            static_table(pd.DataFrame(_top_table(item.source)), where=t1)
             t2.caption(f"{choice}: top-5")
-            frame(pd.DataFrame(_top_table(chosen)), "review_top5_mut", budget_px=HALF_WIDTH_PX, where=t2)
+            static_table(pd.DataFrame(_top_table(chosen)), where=t2)
         if item.others:
-            frame(pd.DataFrame(item.others), "review_others")
+            static_table(pd.DataFrame(item.others))
 
 
 def lime(actor: Actor, store: Store, item: ReviewItem, called: bool = False) -> None:

@@ -171,6 +171,13 @@ def frame(df: pd.DataFrame, key: str, column_config: dict | None = None, budget_
                             column_config=fitted_columns(df, column_config, budget_px))
 
 
+def static_table(df: pd.DataFrame, where=None) -> None:
+    """``df`` as a plain HTML table (no grid, no scrolling, no sorting): light to draw where a page redraws
+    often (the Review page's evidence).  Every missing value shows as ``MISSING``."""
+    df, _ = missing_numbers_as_text(df, None)
+    (where or st).table(shown_missing(df).rename(columns=lambda c: COLUMN_LABELS.get(c, c)), hide_index=True)
+
+
 def table(df: pd.DataFrame, key: str, file_name: str, column_config: dict | None = None,
           download: pd.DataFrame | None = None) -> None:
     """``df`` as a table with a CSV download button; ``download`` replaces what the CSV holds (the full

@@ -342,14 +342,17 @@ def fill(crawl: Crawl, at: AppTest) -> int:
     return n
 
 
-def press_every_button(crawl: Crawl, at: AppTest, label: str, filled: bool = False) -> None:
+def press_every_button(crawl: Crawl, at: AppTest, label: str, filled: bool = False,
+                       first: tuple[str, ...] = ()) -> None:
     """Press each button once (re-reading the page after each press); ``filled``: give every input its value
     again before each press, so a form is submitted with the values (AppTest sends a form's values with its
-    submit button only) and inputs a press made appear get one too."""
+    submit button only) and inputs a press made appear get one too.  Buttons whose key starts with one of
+    ``first`` are pressed before the others (a call moves Review to the next item and draws new buttons)."""
     pressed: set[str] = set()
     for _ in range(MAX_CLICKS):
         todo = [b for b in widgets(at) if isinstance(b, ET.Button) and b.key not in SKIPPED_BUTTONS
                 and widget_id(b) not in pressed]
+        todo.sort(key=lambda b: not (b.key or "").startswith(first) if first else False)
         if not todo:
             return
         b = todo[0]
@@ -382,6 +385,14 @@ def crawl_page(world: World, base: Path, page: str, role: str, monkeypatch) -> C
         at.session_state["reviewer"] = account
     crawl.step(at, "open")
     press_every_button(crawl, at, "as drawn")
+    if page == "review":
+        # the evidence under an item is one panel at a time: open each and press what it offers
+        from objrel.review.settings import EVIDENCE_PANELS
+
+        for panel in EVIDENCE_PANELS:
+            at.session_state["review_evidence"] = panel
+            crawl.step(at, f"evidence: {panel}")
+            press_every_button(crawl, at, f"evidence {panel}", first=("review_lime_", "review_retest_", "rb_"))
     if fill(crawl, at):
         crawl.step(at, "filled")
         press_every_button(crawl, at, "filled", filled=True)

@@ -80,6 +80,7 @@ if FLASH_KEY in st.session_state:
 
 store = open_store()
 actor = page_sidebar(store)
+linked_run = st.query_params.get("run")     # a run the URL named itself (a link, a reload), before the session's
 selection = arrival_params()     # the run and relation Review (or this page) showed last, back in the URL
 all_runs = store.list_runs()
 if not all_runs:
@@ -130,7 +131,8 @@ if access.permits(actor, access.EXPORT_JUDGMENTS):
 
 if not access.permits(actor, access.SEE_CALLS):
     if actor.signed_in and selection.get("run", "").isdigit() and selection.get("relation") in review.RELATIONS:
-        review_panels.my_pace(actor, store, [(int(selection["run"]), selection["relation"])])
+        review_panels.my_pace(actor, store, [(int(selection["run"]), selection["relation"])],
+                              f"on run {int(selection['run'])}, {selection['relation']}")
         review_panels.calibration(actor, store, int(selection["run"]), selection["relation"])
     st.info("While a review sample is open, the reviewers' calls, their kappa and their disagreements are shown to "
             "adjudicators and admins only (review stays blind); a reviewer sees them here as calibration once both "
@@ -178,6 +180,11 @@ if "agreement_run" not in st.session_state or url.get("run") != st.session_state
     if not wanted.get("run"):
         wanted = open_work_params()
     named = wanted.get("run", "")
+    if named and not linked_run and not (named.isascii() and named.isdigit() and int(named) in by_id):
+        # the run Review showed last has no judgments: open the signed-in person's work instead (a link that
+        # names such a run is said below, never replaced)
+        wanted = open_work_params()
+        named = wanted.get("run", "")
     if named and not (named.isascii() and named.isdigit() and int(named) in by_id):
         known = named.isascii() and named.isdigit() and any(r.id == int(named) for r in all_runs)
         st.warning(captions.unjudged_run_text(int(named)) if known

@@ -47,7 +47,7 @@ if not work.queues and not work.disputes:
 
 if work.queues:
     st.subheader("Review queues")
-    review_panels.my_pace(actor, store, [(q.run_id, q.relation) for q in work.queues])
+    review_panels.my_pace(actor, store, [(q.run_id, q.relation) for q in work.queues], "in all your queues")
     st.caption("Each drawn review sample (run x relation): the items you judged of the sample's total. Your calls "
                "stay blind: no one else's is counted here.")
     for q in work.queues:

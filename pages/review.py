@@ -197,19 +197,6 @@ nav[3].button("Undo", key=f"{review_keys.UNDO_KEY_PREFIX}{suffix}", on_click=go_
 nav[4].progress(queue.judged_share, text=captions.queue_progress(queue, pos))
 nav[5].markdown(captions.my_call(queue.my_call(sample_id)))
 
-flash = st.session_state.pop(FLASH_KEY, None)
-if flash:
-    st.success(flash)
-    if st.session_state.get(ERROR_KEY):    # a press refused just after the save (a double press) says so here
-        st.error(st.session_state[ERROR_KEY])
-elif st.session_state.get(ERROR_KEY):
-    st.error(st.session_state[ERROR_KEY])
-end = captions.queue_end(queue, pos)
-if end:
-    done = st.columns([3, 1])
-    (done[0].success if queue.done else done[0].info)(end)
-    done[1].markdown(captions.agreement_link())
-
 item = ahead.review_item(store, run_id, sample_id, relation)
 st.subheader(f"{plain(item.rel_path)}  (sample {plain(sample_id)})", anchor=False)
 badge = captions.incorrect_badge(item.correct, item.is_detection)
@@ -262,6 +249,15 @@ init_value(f"{review_keys.NOTE_KEY_PREFIX}{suffix}", saved_note)
 init_value(f"{review_keys.VALIDITY_KEY_PREFIX}{suffix}", queue.my_validity_call(sample_id))
 call = (run_id, relation, sample_id, item.rel_path)
 with decision_col, st.container(key=review_keys.DECISION_KEY, border=True):
+    # what the last press did, where the reviewer looks after pressing: above the call buttons
+    flash = st.session_state.pop(FLASH_KEY, None)
+    if flash:
+        st.success(flash)
+    if st.session_state.get(ERROR_KEY):     # a refused press (after a save's line: the second of a double press)
+        st.error(st.session_state[ERROR_KEY])
+    end = captions.queue_end(queue, pos)
+    if end:
+        (st.success if queue.done else st.info)(end)
     with st.form(key=f"review_form_{suffix}", border=False, enter_to_submit=False):
         st.markdown("**Your call**", help="Blind: the other reviewer's call shows only in calibration, once you "
                     "have both judged every item of the sample. A call saves and opens the next item.")
@@ -282,6 +278,8 @@ with decision_col, st.container(key=review_keys.DECISION_KEY, border=True):
         st.text_input("Note", key=f"{review_keys.NOTE_KEY_PREFIX}{suffix}", placeholder="/ to write, Esc to leave")
     with st.expander("Keys"):
         st.markdown(review_keys.legend_markdown())
+    if end:
+        st.markdown(captions.agreement_link())
 if not can_judge:
     st.caption("Without the reviewer role the call buttons are off (objrel.review refuses the write anyway).")
 st.html(review_keys.key_script(), unsafe_allow_javascript=True)

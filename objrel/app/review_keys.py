@@ -62,27 +62,31 @@ SCRIPT = """<script>
   const usable = (el) => el && !el.disabled && el.getAttribute("aria-disabled") !== "true";
   // what the last key did, for a look from outside (the browser tests): acted, waiting, no-control
   const mark = (what) => document.documentElement.setAttribute("data-objrel-key", what);
-  const click = (el) => { if (usable(el)) { el.click(); mark("acted"); return true; } mark("no-control"); return false; };
-  // The judging form of the item on screen, by its key (it names the item): a key waits for a control only
-  // while the same item's form is shown.
-  const formOf = (panel) => {
-    const f = panel.querySelector('[class*="st-key-review_form_"]');
-    return f ? [...f.classList].find((c) => c.startsWith("st-key-review_form_")) || null : null;
+  const click = (el) => {
+    if (usable(el)) { el.click(); mark("acted"); return true; }
+    mark("no-control");
+    return false;
   };
-  // A call pressed while its button is not usable yet (the page still connecting or drawing) is tried again
-  // for up to WAIT_MS, as long as the same item is on screen; then it is dropped.
+  const button = (root, prefix) => { const box = within(root, prefix); return box && box.querySelector("button"); };
+  // A call button's own key (st-key-judge_tp_ followed by run, relation and item) names the item it was drawn for.
+  const keyOf = (el) => {
+    const box = el && el.closest('[class*="st-key-__CALL__"]');
+    return box ? [...box.classList].find((c) => c.startsWith("st-key-__CALL__")) || null : null;
+  };
+  // A call pressed while its button is not usable (the page still submitting the last call, or connecting) is
+  // tried again for up to WAIT_MS, on that button only: once the page shows another item, it is dropped.
   const WAIT_MS = 2000;
-  const callWhenReady = (form, verdict, started) => {
-    const panel = document.querySelector('[class*="st-key-__DECISION__"]');
-    if (!panel || formOf(panel) !== form) { mark("no-control"); return; }
-    const b = button(panel, "__CALL__" + verdict + "_");
+  const callWhenReady = (want, started) => {
+    const box = want && [...document.querySelectorAll('[class*="st-key-__CALL__"]')]
+      .find((el) => el.classList.contains(want));
+    const b = box && box.querySelector("button");
+    if (!b) { mark("no-control"); return; }
     if (usable(b)) { b.click(); mark("acted"); return; }
     if (Date.now() - started > WAIT_MS) { mark("no-control"); return; }
     mark("waiting");
-    setTimeout(() => callWhenReady(form, verdict, started), 50);
+    setTimeout(() => callWhenReady(want, started), 50);
   };
-  const button = (root, prefix) => { const box = within(root, prefix); return box && box.querySelector("button"); };
-  // the n-th of several keyed boxes (one checkbox each), or the n-th `what` inside a single one (a radio)
+  // the n-th of several keyed boxes (one checkbox each), or the n-th of a kind inside a single one (a radio)
   const nth = (root, prefix, n, what) => {
     const boxes = root.querySelectorAll('[class*="st-key-' + prefix + '"]');
     if (boxes.length > 1) { return boxes[n] ? boxes[n].querySelector(what) : null; }
@@ -111,9 +115,11 @@ SCRIPT = """<script>
     }
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
     let act = null;
-    if (k in CALLS) { act = () => callWhenReady(formOf(panel), CALLS[k], Date.now()); }
-    else if (k >= "1" && k <= "9") { act = () => click(nth(panel, "__REASON__", Number(k) - 1, "label")); }
-    else if (k in VALIDITY) { act = () => click(nth(panel, "__VALIDITY__", VALIDITY[k], "label")); }
+    if (k in CALLS) { act = () => callWhenReady(keyOf(button(panel, "__CALL__" + CALLS[k] + "_")), Date.now()); }
+    else if (k >= "1" && k <= "9") {
+      act = () => click(nth(panel, "__REASON__", Number(k) - 1, 'input[type="checkbox"]'));
+    }
+    else if (k in VALIDITY) { act = () => click(nth(panel, "__VALIDITY__", VALIDITY[k], 'input[type="radio"]')); }
     else if (k === "/") { act = () => focusNote(panel); }
     else if (k in MOVES) { act = () => click(button(document, MOVES[k])); }
     else if (k in EVIDENCE) { act = () => evidence(EVIDENCE[k]); }
@@ -129,7 +135,10 @@ SCRIPT = """<script>
 
 
 def key_script() -> str:
-    """The listener's ``<script>`` with the page's widget keys filled in (constants of this module only)."""
+    """The listener's ``<script>`` with the page's widget keys filled in (constants of this module only).
+
+    Streamlit passes ``st.html`` through DOMPurify, which drops a script whose text holds ``<`` followed by a
+    letter or a slash (markup inside text): the script's body never does (tested)."""
     return (SCRIPT.replace("__DECISION__", DECISION_KEY).replace("__CALL__", CALL_KEY_PREFIX)
             .replace("__REASON__", REASON_KEY_PREFIX).replace("__VALIDITY__", VALIDITY_KEY_PREFIX)
             .replace("__NOTE__", NOTE_KEY_PREFIX).replace("__NEXT__", NEXT_KEY_PREFIX)

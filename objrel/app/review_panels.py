@@ -388,17 +388,18 @@ def pace_line(pace) -> str:
         return (f"{pace.calls} call{'s' if pace.calls != 1 else ''} so far: the pace shows from two calls less than "
                 f"{BREAK_S / 60:.0f} minutes apart.")
     per_hour = "-" if pace.items_per_hour is None else f"{pace.items_per_hour:.0f}"
-    return (f"**{pace.seconds_per_item:.1f} s** per item (median), **{per_hour}** items an hour, from "
-            f"{pace.calls} calls (gaps over {BREAK_S / 60:.0f} minutes count as breaks)")
+    return (f"a median **{pace.seconds_per_item:.1f} s** between two calls; **{per_hour}** items an hour of "
+            f"working time (all gaps counted, pauses over {BREAK_S / 60:.0f} minutes left out); {pace.calls} calls")
 
 
-def my_pace(actor: Actor, store: Store, queues) -> None:
-    """The signed-in reviewer's own pace over ``queues`` ([(run id, relation), ...]); nothing without calls."""
+def my_pace(actor: Actor, store: Store, queues, where: str) -> None:
+    """The signed-in reviewer's own pace over ``queues`` ([(run id, relation), ...]), which ``where`` names
+    ("in all your queues", "on run 2, MR-2"); nothing without calls."""
     from objrel.review.throughput import my_pace as pace_of
 
     pace = pace_of(actor, store, queues)
     if pace.calls:
-        st.markdown(f"**Your pace**: {pace_line(pace)}")
+        st.markdown(f"**Your pace** {plain(where)}: {pace_line(pace)}")
 
 
 def team_pace(actor: Actor, store: Store, run_id: int, relation: str) -> None:

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import streamlit as st
 
+from objrel.app.review_keys import DECISION_KEY   # the judging form's container: its alerts are compact
+
 NARROW_PX = 1200
 # Room above a page's first element (Streamlit's default is 6rem): the top bar already sits there.
 TOP_PADDING_REM = 3.5
 # The tallest an image of the Review page's first row may be: a portrait photo keeps the call buttons on screen.
 FIRST_SCREEN_IMAGE_PX = 240
 FIRST_SCREEN_KEY = "review_first_screen"
+# Below NARROW_PX the first screen's images are held lower still: two rows of them fit beside the form at 900 px.
+NARROW_IMAGE_PX = 120
 
 CSS = f"""
 <style>
@@ -33,6 +37,10 @@ button [data-testid="stMarkdownContainer"], button [data-testid="stMarkdownConta
 [data-testid="stMainBlockContainer"] {{ padding-top: {TOP_PADDING_REM}rem; }}
 .st-key-{FIRST_SCREEN_KEY} [data-testid="stImage"] img {{ max-height: {FIRST_SCREEN_IMAGE_PX}px; width: auto;
   max-width: 100%; object-fit: contain; }}
+.st-key-{DECISION_KEY} [data-testid="stAlert"] > div {{ padding: 0.35rem 0.6rem; font-size: 0.9rem; }}
+@media (max-width: {NARROW_PX}px) {{
+  .st-key-{FIRST_SCREEN_KEY} [data-testid="stImage"] img {{ max-height: {NARROW_IMAGE_PX}px; }}
+}}
 @media (max-width: {NARROW_PX}px) {{
   [data-testid="stMainBlockContainer"] {{ padding-left: 1.5rem; padding-right: 1.5rem; }}
   button kbd {{ display: none; }}

@@ -325,3 +325,21 @@ def test_an_adjudicator_sees_each_reviewers_pace(judged_store):
     at = run_page("carol")
     pace = table_with(at, "s per item")
     assert list(pace["reviewer"]) == ["alice", "bob"] and list(pace["calls"]) == [10, 10]
+
+
+def test_a_remembered_run_without_judgments_opens_the_adjudicators_work_instead(judged_store):
+    """Review last showed a run nobody judged: Agreement, opened from the top bar (no run in its URL), opens
+    carol's open disagreements instead of a dead end; a link naming that run still says so."""
+    store, rid = judged_store
+    unjudged = make_run(store, SIDS)
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["reviewer"] = "carol"
+    at.session_state["review_selection"] = {"run": str(unjudged), "relation": "MR-1"}
+    at.run()
+    assert not at.exception and not any("has no judgments yet" in w.value for w in at.warning)
+    assert at.session_state["agreement_run"] == rid
+    linked = AppTest.from_file(PAGE, default_timeout=60)
+    linked.session_state["reviewer"] = "carol"
+    linked.query_params["run"] = str(unjudged)
+    linked.run()
+    assert any("has no judgments yet" in w.value for w in linked.warning)

@@ -534,12 +534,11 @@ def test_the_evidence_switch_draws_one_panel_and_lime_is_only_looked_up(monkeypa
     at = page(monkeypatch, store, "alice").run()
     assert not at.exception
     assert at.session_state["review_evidence"] == "mutations"                                  # the default
-    assert any(df.value is not None and "label" in df.value.columns for df in at.dataframe)   # the top-5
+    assert any("label" in t.value.columns for t in at.table)                                  # the top-5
     assert not at.get("plotly_chart")                                                          # not drawn
     at.session_state["review_evidence"] = "size"
     at.run()
-    assert at.get("plotly_chart") and not any("label" in df.value.columns for df in at.dataframe
-                                              if df.value is not None)
+    assert at.get("plotly_chart") and not any("label" in t.value.columns for t in at.table)
     at.session_state["review_evidence"] = "lime"
     at.run()
     assert any("LIME not computed yet" in c.value for c in at.caption)
@@ -646,3 +645,23 @@ def test_the_histograms_this_item_label_sits_above_the_bars(monkeypatch, flagged
     label = next(a for a in spec["layout"]["annotations"] if a["text"] == "this item")
     assert (label["yref"], label["y"], label["yanchor"]) == ("paper", 1.0, "bottom")
     assert spec["layout"]["margin"]["t"] > 10
+
+
+def test_the_only_script_on_the_page_is_the_constant_key_listener(monkeypatch, flagged_store):
+    """No text from the data reaches a script: every HTML element the page adds, on every item, is the key
+    listener (a constant) or the app's style; sample ids and file names are drawn as plain text only."""
+    from objrel.app.review_keys import key_script
+
+    store, run_id = flagged_store
+    review.create_reviewer(store, "alice", "alice-passphrase")
+    at = page(monkeypatch, store, "alice")
+    at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all"})
+    at.run()
+    seen = set()
+    for _ in range(3):
+        bodies = [h.proto.body for h in at.get("html")]
+        scripts = [b for b in bodies if "<script" in b]
+        assert scripts == [key_script()], scripts
+        seen.add(at.query_params["item"])
+        item_button(at, "review_next").click().run()
+    assert len(seen) == 3           # three items, one and the same script

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from objrel import review
-from objrel.review.lime_ahead import AHEAD_ENV
+from objrel.review.lime_ahead import AHEAD_ENV, PROCESSES_ENV
 from objrel.store import Store
 from tests.e2e.app_server import serving
 from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, call_until_counted, choose, click_until_url, \
@@ -45,33 +45,48 @@ N_UPLOADED = 6
 WIDTHS = (1400, 900)
 
 
+# The cap on LIME processes the day runs under, and how long a LIME process may take to end once the server has.
+LIME_CAP = 1
+LIME_END_S = 15
+
+
 @pytest.fixture
 def day_server(tmp_path, demo_db):
-    """The app on a copy of the demo store, with an uploads folder of its own and LIME computed ahead."""
+    """The app on a copy of the demo store, with an uploads folder of its own and LIME computed ahead (at most
+    LIME_CAP processes).  Once the server has stopped, no LIME process of its store may be left."""
     db = tmp_path / "demo.db"
     shutil.copyfile(demo_db, db)
     store = Store(str(db))
-    with serving(tmp_path, str(db), data_roots=True, env={AHEAD_ENV: "1"}) as base:
-        yield base, store
-    stop_lime_jobs(store)
+    with serving(tmp_path, str(db), data_roots=True, env={AHEAD_ENV: "1", PROCESSES_ENV: str(LIME_CAP)}) as base:
+        yield base, store, tmp_path / "streamlit.log"
+    left = lime_pids(store)
+    deadline = time.time() + LIME_END_S
+    while left and time.time() < deadline:
+        time.sleep(0.2)
+        left = lime_pids(store)
+    for pid in left:                # never left behind, even by a failing test
+        os.kill(pid, 9)
     store.dispose()
+    assert not left, f"LIME processes {left} outlived the server"
 
 
-def stop_lime_jobs(store: Store) -> None:
-    """The LIME processes the app started ahead outlive the app (they are detached): stop this store's."""
-    import signal
-
+def lime_pids(store: Store) -> list[int]:
+    """The LIME processes recorded in the store that still run (a zombie has ended)."""
     from sqlalchemy import select
 
     from objrel.store import schema as S
 
     with store.engine.connect() as c:
-        pids = [p for (p,) in c.execute(select(S.review_jobs.c.pid).where(S.review_jobs.c.pid.is_not(None)))]
-    for pid in set(pids):
+        pids = {p for (p,) in c.execute(select(S.review_jobs.c.pid).where(S.review_jobs.c.pid.is_not(None)))}
+    alive = []
+    for pid in pids:
         try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(pid)
+        except (FileNotFoundError, ProcessLookupError, IndexError):
             pass
+    return alive
 
 
 def shot(page, name: str) -> None:
@@ -186,7 +201,8 @@ def _zip_r(zpath: Path, cwd: Path, top: str) -> None:
 def test_a_review_day(day_server, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    base, store = day_server
+    base, store, server_log = day_server
+    most_lime = 0
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -200,12 +216,17 @@ def test_a_review_day(day_server, tmp_path):
         for page in people.values():
             open_my_queue(page)
         shot(people["alice"], "02-alice-review")
-        # the evidence is in view: source and mutants, top-5, size histogram; LIME ahead shows its progress
+        # the first screen: the source and the violating mutants; every other piece of evidence is one key away:
+        # the size histogram (H), LIME ahead with its progress (L), every mutation with its top-5 (M)
         alice = people["alice"]
-        assert alice.locator('[data-testid="stImage"]').count() >= 4
-        assert alice.get_by_text("Object size: where does this item sit?").count() == 1
-        alice.get_by_text(re.compile(r"LIME: (\d+/\d+ images explained|starting)|LIME overlays|LIME source")) \
-            .first.wait_for(timeout=60_000)
+        assert alice.locator('[data-testid="stImage"]').count() >= 2
+        alice.keyboard.press("h")
+        alice.get_by_text("Object size: where does this item sit?").first.wait_for()
+        alice.keyboard.press("l")
+        alice.get_by_text(re.compile(r"LIME: (\d+/\d+ images explained|starting|.*waiting)|LIME overlays|"
+                                     r"LIME source")).first.wait_for(timeout=60_000)
+        alice.keyboard.press("m")
+        alice.get_by_text(re.compile(r"top-5$")).first.wait_for()
         # blind: bob's first item shows no call of alice's
         people["bob"].get_by_text("Your call: not yet").first.wait_for()
 
@@ -219,6 +240,7 @@ def test_a_review_day(day_server, tmp_path):
                     agreement_and_back(page, item)
                 item = judge(page, calls[name][position], position)
                 judged[name][item] = calls[name][position]
+                most_lime = max(most_lime, len(lime_pids(store)))
         stored = {(j.reviewer, j.sample_id): j.verdict for j in review.judgments(store, RUN, RELATION)}
         assert stored == {**{("alice", k): v for k, v in judged["alice"].items()},
                           **{("bob", k): v for k, v in judged["bob"].items()}}
@@ -321,3 +343,7 @@ def test_a_review_day(day_server, tmp_path):
         admin.get_by_text(re.compile(rf"finished: {N_UPLOADED}/{N_UPLOADED} samples")).first.wait_for(timeout=30_000)
         shot(admin, "09-admin-run-finished")
         browser.close()
+    # the LIME queue kept to its cap, and the whole day left no deprecation warning in the server's log
+    assert most_lime <= LIME_CAP
+    log = server_log.read_text(errors="replace")
+    assert "deprecat" not in log.lower(), log[-3000:]

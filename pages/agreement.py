@@ -80,6 +80,13 @@ if FLASH_KEY in st.session_state:
 
 store = open_store()
 actor = page_sidebar(store)
+def run_number(text) -> int | None:
+    """A run id written in the URL: 1 to 18 ASCII digits (an SQLite integer), else None."""
+    import re
+
+    return int(text) if isinstance(text, str) and re.fullmatch(r"[0-9]{1,18}", text) else None
+
+
 linked_run = st.query_params.get("run")     # a run the URL named itself (a link, a reload), before the session's
 selection = arrival_params()     # the run and relation Review (or this page) showed last, back in the URL
 all_runs = store.list_runs()
@@ -130,10 +137,11 @@ if access.permits(actor, access.EXPORT_JUDGMENTS):
                            mime="application/json", key="agreement_export_json", on_click="ignore")
 
 if not access.permits(actor, access.SEE_CALLS):
-    if actor.signed_in and selection.get("run", "").isdigit() and selection.get("relation") in review.RELATIONS:
-        review_panels.my_pace(actor, store, [(int(selection["run"]), selection["relation"])],
-                              f"on run {int(selection['run'])}, {selection['relation']}")
-        review_panels.calibration(actor, store, int(selection["run"]), selection["relation"])
+    chosen_run = run_number(selection.get("run"))
+    if actor.signed_in and chosen_run is not None and selection.get("relation") in review.RELATIONS:
+        review_panels.my_pace(actor, store, [(chosen_run, selection["relation"])],
+                              f"on run {chosen_run}, {selection['relation']}")
+        review_panels.calibration(actor, store, chosen_run, selection["relation"])
     st.info("While a review sample is open, the reviewers' calls, their kappa and their disagreements are shown to "
             "adjudicators and admins only (review stays blind); a reviewer sees them here as calibration once both "
             "have judged every item of the sample.")

@@ -31,10 +31,13 @@ LAST_SAVED_KEY = "review_last_saved"   # (item, that line, the item it moved to)
                                        # beside a refused second press
 GOTO_KEY = "review_goto"
 LINK_KEY = "review_link_written"
+TITLE_KEY = "review_title"            # the page heading's container (app/style.py keeps it small)
 CALLED_KEY = "review_called"           # (run, relation, queue, sample id) of this session's last saved call: undo
 
 store = open_store()
 actor = page_sidebar(store)
+with st.container(key=TITLE_KEY):          # a compact heading: the item's screen starts high on the page
+    st.title("Review flagged inferences", anchor=False)
 
 runs = tested_runs(store)
 if not runs:
@@ -179,7 +182,7 @@ remember_selection(written)
 
 # The buttons that act on this item have keys of their own: a click on the last item's buttons,
 # still on screen while this one draws, then runs with the item they were drawn for, never with this one.
-suffix = f"{run_id}_{relation}_{sample_id}"
+suffix = review_keys.item_suffix(run_id, relation, sample_id)
 called = st.session_state.get(CALLED_KEY)
 undo_to = (queue.sample_ids.index(called[3]) if called and called[:3] == (run_id, relation, mode)
            and called[3] in queue.sample_ids else None)
@@ -221,7 +224,7 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
         if saved_item == (run_id, relation, sample_id):   # the second of a double press: the first press's
             st.session_state[FLASH_KEY] = saved_line       # save stays in view beside the refusal
         return
-    suffix = f"{run_id}_{relation}_{sample_id}"      # the form's values as sent with the submit
+    suffix = review_keys.item_suffix(run_id, relation, sample_id)      # the form's values as sent with the submit
     now = actor_of(store, signed_in())
     reasons = [r for i, r in enumerate(review.FP_REASONS)
                if st.session_state.get(f"{review_keys.REASON_KEY_PREFIX}{i}_{suffix}")]
@@ -230,13 +233,13 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
     try:
         record_call(now, store, run_id, sample_id, relation, verdict, reasons, note, validity=validity)
     except (ValueError, NotAllowed) as exc:
-        st.session_state[ERROR_KEY] = str(exc)
+        st.session_state[ERROR_KEY] = plain(exc)
         return
     st.session_state.pop(ERROR_KEY, None)
     st.session_state[FLASH_KEY] = captions.saved_call(run_id, relation, rel_path, verdict, validity)
     st.session_state[CALLED_KEY] = (run_id, relation, mode, sample_id)
     move(1)
-    moved_to = f"{run_id}_{relation}_{queue.at(st.session_state[pos_key])}"
+    moved_to = review_keys.item_suffix(run_id, relation, queue.at(st.session_state[pos_key]))
     st.session_state[LAST_SAVED_KEY] = ((run_id, relation, sample_id), st.session_state[FLASH_KEY], moved_to)
 
 

@@ -28,6 +28,21 @@ UNDO_KEY_PREFIX = "review_undo_"
 EVIDENCE_KEY = "review_evidence"
 
 
+# Hex characters of a sample id's hash in the widget keys of its item.
+ITEM_TAG_CHARS = 16
+
+
+def item_suffix(run_id: int, relation: str, sample_id: str) -> str:
+    """The tail of every widget key of one item: ``<run>_<relation>_<hash of the sample id>``.  A sample id is
+    any text up to 300 characters; Streamlit turns a key into a CSS class (other characters become ``-``), so
+    a raw id could collide with another item's or pose as another control's key.  The hash keeps every key
+    to letters, digits, ``_`` and ``-``, one per item."""
+    import hashlib
+
+    tag = hashlib.sha256(str(sample_id).encode("utf-8")).hexdigest()[:ITEM_TAG_CHARS]
+    return f"{int(run_id)}_{relation}_{tag}"
+
+
 @dataclass(frozen=True)
 class Key:
     """One key of the legend: the key, what it does."""
@@ -58,7 +73,10 @@ SCRIPT = """<script>
   const TYPED = new Set(["text", "password", "search", "email", "number", "url", "tel"]);
   const isTyping = (el) => !!el && (el.isContentEditable || el.tagName === "TEXTAREA" ||
     (el.tagName === "INPUT" && TYPED.has((el.getAttribute("type") || "text").toLowerCase())));
-  const within = (root, prefix) => root.querySelector('[class*="st-key-' + prefix + '"]');
+  // the elements whose own key starts with prefix (a class that merely contains it does not count)
+  const keyed = (root, prefix) => [...root.querySelectorAll('[class*="st-key-"]')]
+    .filter((el) => [...el.classList].some((c) => c.startsWith("st-key-" + prefix)));
+  const within = (root, prefix) => keyed(root, prefix)[0] || null;
   const usable = (el) => el && !el.disabled && el.getAttribute("aria-disabled") !== "true";
   // what the last key did, for a look from outside (the browser tests): acted, waiting, no-control
   const mark = (what) => document.documentElement.setAttribute("data-objrel-key", what);
@@ -70,15 +88,14 @@ SCRIPT = """<script>
   const button = (root, prefix) => { const box = within(root, prefix); return box && box.querySelector("button"); };
   // A call button's own key (st-key-judge_tp_ followed by run, relation and item) names the item it was drawn for.
   const keyOf = (el) => {
-    const box = el && el.closest('[class*="st-key-__CALL__"]');
+    const box = el && keyed(document, "__CALL__").find((b) => b.contains(el));
     return box ? [...box.classList].find((c) => c.startsWith("st-key-__CALL__")) || null : null;
   };
   // A call pressed while its button is not usable (the page still submitting the last call, or connecting) is
   // tried again for up to WAIT_MS, on that button only: once the page shows another item, it is dropped.
-  const WAIT_MS = 2000;
+  const WAIT_MS = 5000;
   const callWhenReady = (want, started) => {
-    const box = want && [...document.querySelectorAll('[class*="st-key-__CALL__"]')]
-      .find((el) => el.classList.contains(want));
+    const box = want && keyed(document, "__CALL__").find((el) => el.classList.contains(want));
     const b = box && box.querySelector("button");
     if (!b) { mark("no-control"); return; }
     if (usable(b)) { b.click(); mark("acted"); return; }
@@ -88,7 +105,7 @@ SCRIPT = """<script>
   };
   // the n-th of several keyed boxes (one checkbox each), or the n-th of a kind inside a single one (a radio)
   const nth = (root, prefix, n, what) => {
-    const boxes = root.querySelectorAll('[class*="st-key-' + prefix + '"]');
+    const boxes = keyed(root, prefix);
     if (boxes.length > 1) { return boxes[n] ? boxes[n].querySelector(what) : null; }
     return boxes.length ? boxes[0].querySelectorAll(what)[n] : null;
   };
@@ -106,7 +123,7 @@ SCRIPT = """<script>
   const EVIDENCE = {m: 0, l: 1, h: 2, b: 3};
   const MOVES = {n: "__NEXT__", p: "__PREV__", s: "__SKIP__", z: "__UNDO__"};
   window.addEventListener("keydown", (e) => {
-    const panel = document.querySelector('[class*="st-key-__DECISION__"]');
+    const panel = within(document, "__DECISION__");
     if (!panel || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) { return; }
     const el = document.activeElement;
     if (isTyping(el)) {

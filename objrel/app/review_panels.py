@@ -101,9 +101,12 @@ def evidence(actor: Actor, store: Store, item: ReviewItem, relation: str, called
 
 def _save_evidence_choice(actor: Actor, store: Store) -> None:
     from objrel.app.review_keys import EVIDENCE_KEY
+    from objrel.app.widgets import signed_in
+    from objrel.review.roles import actor_of
     from objrel.review.settings import EVIDENCE_PANEL, set_my_setting
 
     mark_own_event()
+    actor = actor_of(store, signed_in())     # the account's roles now, not as they were when the page was drawn
     choice = st.session_state.get(EVIDENCE_KEY)
     if choice is None or not access.permits(actor, access.JUDGE):
         return        # a panel closed, or an account without settings of its own: kept for this session only

@@ -37,6 +37,7 @@ button [data-testid="stMarkdownContainer"], button [data-testid="stMarkdownConta
 [data-testid="stMainBlockContainer"] {{ padding-top: {TOP_PADDING_REM}rem; }}
 .st-key-{FIRST_SCREEN_KEY} [data-testid="stImage"] img {{ max-height: {FIRST_SCREEN_IMAGE_PX}px; width: auto;
   max-width: 100%; object-fit: contain; }}
+.st-key-review_title h1 {{ font-size: 1.6rem; padding: 0 0 0.2rem 0; }}
 .st-key-{DECISION_KEY} [data-testid="stAlert"] > div {{ padding: 0.35rem 0.6rem; font-size: 0.9rem; }}
 @media (max-width: {NARROW_PX}px) {{
   .st-key-{FIRST_SCREEN_KEY} [data-testid="stImage"] img {{ max-height: {NARROW_IMAGE_PX}px; }}

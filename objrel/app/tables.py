@@ -174,8 +174,13 @@ def frame(df: pd.DataFrame, key: str, column_config: dict | None = None, budget_
 def static_table(df: pd.DataFrame, where=None) -> None:
     """``df`` as a plain HTML table (no grid, no scrolling, no sorting): light to draw where a page redraws
     often (the Review page's evidence).  Every missing value shows as ``MISSING``."""
+    from objrel.app.captions import plain
+
     df, _ = missing_numbers_as_text(df, None)
-    (where or st).table(shown_missing(df).rename(columns=lambda c: COLUMN_LABELS.get(c, c)), hide_index=True)
+    shown = shown_missing(df).rename(columns=lambda c: COLUMN_LABELS.get(c, c))
+    # st.table draws its cells as Markdown: text from the data (labels, keys) is escaped to stay plain text
+    shown = shown.apply(lambda col: col.map(plain) if _is_text(col) else col)
+    (where or st).table(shown, hide_index=True)
 
 
 def table(df: pd.DataFrame, key: str, file_name: str, column_config: dict | None = None,

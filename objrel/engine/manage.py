@@ -49,7 +49,9 @@ def store_folder_name(store: Store) -> str:
 
     url = make_url(store.url)
     stem = Path(url.database or "store").stem if url.get_backend_name() == "sqlite" else (url.database or "store")
-    tag = hashlib.sha256(store.url.encode()).hexdigest()[:STORE_TAG_CHARS]
+    # the URL without its password: the folder name, shown in the form, says nothing about a secret
+    tag = hashlib.sha256(url.set(password=None).render_as_string(hide_password=False).encode()).hexdigest()
+    tag = tag[:STORE_TAG_CHARS]
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', stem)[:40]}-{tag}"
 
 

@@ -13,7 +13,7 @@ One job per run and relation at a time: a second start while one is queued or ru
 A job whose process died (its pid is gone on this host, or it has not beaten for :data:`JOB_STALE_S`)
 reads as failed and may be started again; what it had explained stays cached and is not redone.
 
-The jobs form one queue per host: at most ``max_processes()`` LIME processes (``$OBJREL_LIME_PROCESSES``,
+The jobs form one queue per store on each host: at most ``max_processes()`` LIME processes (``$OBJREL_LIME_PROCESSES``,
 default :data:`DEFAULT_PROCESSES`) run at once, each 1.3-1.5 GB with its model.  A job started while the cap
 is reached waits, queued with no process; a process that finishes its jobs takes the waiting ones, oldest
 first, and a reviewer opening a waiting sample starts a process when there is room.  A job the app starts is
@@ -145,9 +145,24 @@ def _is_dead(row: dict) -> bool:
     return _aware_age(row["updated_at"]) > JOB_STALE_S
 
 
+def _is_lime_process(pid: int) -> bool:
+    """Whether ``pid`` runs a LIME job process now: alive, not a zombie, and (where /proc tells) running
+    ``objrel explain-sample`` (a pid an unrelated process took over does not count)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                return False
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return CHILD_ARGS[-1].encode() in fh.read()
+    except (OSError, IndexError):
+        return True            # no /proc here: alive is all that can be told
+
+
 def live_processes(store: Store) -> list[int]:
-    """The LIME processes of this store running on this host now (their pids)."""
-    return [p for p in review_jobs.live_processes(store, LIME_KIND, this_host()) if pid_alive(p)]
+    """The LIME processes of this store running on this host now (their pids), between jobs too."""
+    return [p for p in review_jobs.recorded_processes(store, LIME_KIND, this_host()) if _is_lime_process(p)]
 
 
 def one_line_error(exc: BaseException) -> str:
@@ -482,9 +497,17 @@ def _mine(store: Store, job_ids: list[int]) -> list[int]:
     return out
 
 
+# Set once the server this process works for is gone: it takes no more jobs.
+_stopping = threading.Event()
+
+
 def _next_waiting(store: Store) -> list[int]:
-    """The oldest waiting job, taken by this process ([] when the queue is empty)."""
+    """The oldest waiting job, taken by this process ([] when the queue is empty or the process is ending)."""
+    if _stopping.is_set():
+        return []
     for row in review_jobs.waiting_jobs(store, LIME_KIND):
+        if _stopping.is_set():
+            return []
         if review_jobs.take_job(store, row["id"], os.getpid(), this_host()):
             return [row["id"]]
     return []
@@ -497,6 +520,8 @@ def _watch_parent(store: Store, parent: int) -> None:
         time.sleep(PARENT_CHECK_S)
         if os.getppid() != parent:
             me = os.getpid()
+            _stopping.set()
+            time.sleep(PARENT_CHECK_S / 5)      # a job being taken at this moment is recorded before the requeue
             try:
                 for row in _my_active(store, me):
                     review_jobs.requeue_job(store, row["id"], me)

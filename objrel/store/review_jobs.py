@@ -121,13 +121,12 @@ def waiting_jobs(store: Store, kind: str) -> list[dict]:
     return [dict(r._mapping) for r in rows]
 
 
-def live_processes(store: Store, kind: str, host: str) -> list[int]:
-    """The distinct pids recorded on ``host`` for active jobs of ``kind`` (whether they still run is for the
-    caller to check)."""
+def recorded_processes(store: Store, kind: str, host: str) -> list[int]:
+    """The distinct pids ever recorded on ``host`` for jobs of ``kind``, whatever the job's status (a process
+    lives on between its jobs): whether they still run is for the caller to check."""
     j = S.review_jobs.c
     with store.engine.connect() as c:
-        rows = c.execute(select(j.pid).where(j.kind == kind, j.status.in_(ACTIVE_STATUSES), j.pid.is_not(None),
-                                             j.host == host).distinct()).all()
+        rows = c.execute(select(j.pid).where(j.kind == kind, j.pid.is_not(None), j.host == host).distinct()).all()
     return [int(p) for (p,) in rows]
 
 

@@ -207,7 +207,9 @@ def test_the_buttons_that_act_on_an_item_carry_it_in_their_keys(monkeypatch, fla
     second, second_keys = at.query_params["item"], acting()
     assert second != first
     assert len(first_keys) == len(second_keys) == len(names)
-    assert all(k.endswith(f"_MR-2_{first}") for k in first_keys)
+    from objrel.app.review_keys import item_suffix
+
+    assert all(k.endswith(f"_{item_suffix(run_id, 'MR-2', first)}") for k in first_keys)
     assert not first_keys & second_keys
 
 
@@ -513,7 +515,9 @@ def test_a_revisited_item_shows_its_reasons_note_and_versions(monkeypatch, flagg
     at.query_params.update({"run": str(run_id), "relation": "MR-2", "queue": "all", "item": "2"})
     at.run()
     assert not at.exception
-    suffix = f"{run_id}_MR-2_2"
+    from objrel.app.review_keys import item_suffix
+
+    suffix = item_suffix(run_id, "MR-2", "2")
     reasons = [at.checkbox(key=f"review_reason_{i}_{suffix}") for i in range(len(review.FP_REASONS))]
     assert [r.value for r in reasons] == [r == "incomplete-removal" for r in review.FP_REASONS]
     assert reasons[1].label == "2 incomplete removal"          # the reason in words, with its number key

@@ -43,3 +43,13 @@ def test_the_legend_names_every_key_the_listener_handles():
     legend = review_keys.legend_markdown()
     for key in ("T / F / U", "1 2 3", "V / I / Q", "/", "N / P", "S", "Z", "M L H B"):
         assert f"`{key}`" in legend
+
+
+def test_an_items_keys_are_plain_and_its_own_whatever_its_sample_id():
+    """Streamlit turns a key into a CSS class with every other character made ``-``: ids that differ only there
+    (or that spell another control's key) must still give each item keys of its own, in plain characters."""
+    ids = ["img 1", "img/1", "img.1", "cat st.key.judge_fp_", "</script><script>alert(1)</script>", "x" * 300]
+    tails = [review_keys.item_suffix(7, "MR-2", sid) for sid in ids]
+    assert len(set(tails)) == len(ids)
+    assert all(re.fullmatch(r"7_MR-2_[0-9a-f]{16}", t) for t in tails)
+    assert review_keys.item_suffix(7, "MR-2", "img 1") == tails[0]          # the same item, the same keys

@@ -126,8 +126,12 @@ def test_keys_work_after_the_mouse_answered_and_a_double_press_saves_once(demo_s
 
         # a note takes every letter (none of them is a call); Escape leaves it, then F saves it with the call
         page.keyboard.press("/")
+        note = page.locator('[class*="st-key-review_note_"] input').first
+        page.wait_for_function("() => document.activeElement && document.activeElement.tagName === 'INPUT'")
         page.keyboard.type("tfu noted")
+        assert note.input_value() == "tfu noted"
         page.keyboard.press("Escape")
+        page.wait_for_function("() => !document.activeElement || document.activeElement.tagName !== 'INPUT'")
         assert fourth not in mine(store, run_id)
         page.keyboard.press("f")
         fifth = wait_for_item_after(page, fourth)

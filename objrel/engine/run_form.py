@@ -120,11 +120,14 @@ def root_choices(kind: str, roots: tuple[Path, ...] | None = None) -> list[str]:
 
 
 def choice_label(path: str, roots: tuple[Path, ...] | None = None) -> str:
-    """``path`` as the form shows it: relative to its allowed root, under the root's folder name."""
+    """``path`` as the form shows it: relative to its allowed root, under the root's folder name (a store's own
+    uploads folder shows as ``uploads``)."""
     p = Path(path)
+    uploads = UPLOADS_DIR.expanduser().resolve()
     for root in data_roots() if roots is None else roots:
         if p == root or root in p.parents:
-            return str(Path(root.name) / p.relative_to(root))
+            name = UPLOADS_DIR.name if root.parent == uploads else root.name
+            return str(Path(name) / p.relative_to(root))
     return p.name
 
 

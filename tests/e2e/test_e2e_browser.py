@@ -341,7 +341,7 @@ def test_two_reviewers_kappa_and_adjudication(server, tmp_path):
         shown = lambda box: box.inner_text() + " " + " ".join(  # noqa: E731
             box.locator("input").evaluate_all(
                 "els => els.map(e => e.value + ' ' + (e.getAttribute('aria-label') || ''))"))
-        assert "/discs/discs.json" in shown(dataset), shown(dataset)      # in this store's uploads folder
+        assert "uploads/discs/discs.json" in shown(dataset), shown(dataset)    # in this store's uploads folder
         images = page.locator('[data-testid="stSelectbox"]', has_text="Images folder").first
         assert "uploads/discs/images" in shown(images), shown(images)
         choose(page, "Model", "efficientnet-lite0")

@@ -52,6 +52,10 @@ class Key:
 
 
 CALL_KEYS = {"tp": "T", "fp": "F", "uncertain": "U"}
+# A call key pressed within this many milliseconds of the last one is taken for a double press (or a key held
+# down) and dropped on the page: faster than anyone judges an item, and the second press of a pair can then
+# never land on the item the first one opened.  The server refuses a call on an item the page has left, too.
+DOUBLE_PRESS_MS = 400
 VALIDITY_KEYS = ("V", "I", "Q")          # valid test, invalid mutant, unsure (objrel.review.VALIDITY's order)
 EVIDENCE_KEYS = ("M", "L", "H", "B")     # in the order of objrel.review.settings.EVIDENCE_PANELS
 
@@ -118,6 +122,10 @@ SCRIPT = """<script>
     const box = within(document, "__EVIDENCE__");
     click(box && box.querySelectorAll("button")[n]);
   };
+  // A call key this soon after the last one is the same press again (a double press, a key held down): it is
+  // dropped, so it can never become a call on the item the first press opened.  No one judges an item faster.
+  const DOUBLE_PRESS_MS = __DOUBLE_PRESS_MS__;
+  let lastCall = 0;
   const CALLS = {t: "tp", f: "fp", u: "uncertain"};
   const VALIDITY = {v: 0, i: 1, q: 2};
   const EVIDENCE = {m: 0, l: 1, h: 2, b: 3};
@@ -132,7 +140,12 @@ SCRIPT = """<script>
     }
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
     let act = null;
-    if (k in CALLS) { act = () => callWhenReady(keyOf(button(panel, "__CALL__" + CALLS[k] + "_")), Date.now()); }
+    if (k in CALLS) {
+      const now = Date.now();
+      if (e.repeat || now - lastCall < DOUBLE_PRESS_MS) { e.preventDefault(); mark("double-press"); return; }
+      lastCall = now;
+      act = () => callWhenReady(keyOf(button(panel, "__CALL__" + CALLS[k] + "_")), now);
+    }
     else if (k >= "1" && k <= "9") {
       act = () => click(nth(panel, "__REASON__", Number(k) - 1, 'input[type="checkbox"]'));
     }
@@ -160,7 +173,8 @@ def key_script() -> str:
             .replace("__REASON__", REASON_KEY_PREFIX).replace("__VALIDITY__", VALIDITY_KEY_PREFIX)
             .replace("__NOTE__", NOTE_KEY_PREFIX).replace("__NEXT__", NEXT_KEY_PREFIX)
             .replace("__PREV__", PREV_KEY_PREFIX).replace("__SKIP__", SKIP_KEY_PREFIX)
-            .replace("__UNDO__", UNDO_KEY_PREFIX).replace("__EVIDENCE__", EVIDENCE_KEY))
+            .replace("__UNDO__", UNDO_KEY_PREFIX).replace("__EVIDENCE__", EVIDENCE_KEY)
+            .replace("__DOUBLE_PRESS_MS__", str(DOUBLE_PRESS_MS)))
 
 
 def legend_markdown() -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -53,6 +54,9 @@ def open_review(browser, base: str, params: dict, size=(1400, 900)):
     page.get_by_role("button", name="Sign in", exact=True).click()
     page.get_by_text("Signed in as alice").wait_for()
     page.get_by_text("Saving your sign-in").wait_for(state="detached")
+    deadline = time.time() + 30                     # the cookie reaches the browser a moment after that line goes
+    while not any(c["name"] == "objrel_session" for c in ctx.cookies()) and time.time() < deadline:
+        time.sleep(0.1)
     settled(page)
     return page
 

@@ -41,17 +41,14 @@ STORE_TAG_CHARS = 8
 
 def store_folder_name(store: Store) -> str:
     """The name of ``store``'s own folder under the uploads folder: the store's file (SQLite) or database name
-    and a short hash of its URL, e.g. ``demo-3f2a9c1b``."""
+    and a short hash of its URL without the password, e.g. ``demo-3f2a9c1b``."""
     import hashlib
     import re
 
-    from sqlalchemy.engine import make_url
+    from objrel.store.store import database_name
 
-    url = make_url(store.url)
-    stem = Path(url.database or "store").stem if url.get_backend_name() == "sqlite" else (url.database or "store")
-    # the URL without its password: the folder name, shown in the form, says nothing about a secret
-    tag = hashlib.sha256(url.set(password=None).render_as_string(hide_password=False).encode()).hexdigest()
-    tag = tag[:STORE_TAG_CHARS]
+    stem, public_url = database_name(store.url)
+    tag = hashlib.sha256(public_url.encode()).hexdigest()[:STORE_TAG_CHARS]
     return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', stem)[:40]}-{tag}"
 
 

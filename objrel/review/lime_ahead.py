@@ -523,22 +523,10 @@ def _watch_parent(store: Store, parent: int) -> None:
             _stopping.set()
             time.sleep(PARENT_CHECK_S / 5)      # a job being taken at this moment is recorded before the requeue
             try:
-                for row in _my_active(store, me):
+                for row in review_jobs.jobs_of_process(store, LIME_KIND, me):
                     review_jobs.requeue_job(store, row["id"], me)
             finally:
                 os._exit(0)
-
-
-def _my_active(store: Store, pid: int) -> list[dict]:
-    from sqlalchemy import select
-
-    from objrel.store import schema as S
-
-    j = S.review_jobs.c
-    with store.engine.connect() as c:
-        rows = c.execute(select(S.review_jobs).where(j.kind == LIME_KIND, j.pid == int(pid),
-                                                      j.status.in_(review_jobs.ACTIVE_STATUSES))).all()
-    return [dict(r._mapping) for r in rows]
 
 
 def run_child(job_ids: list[int], num_samples: int) -> int:

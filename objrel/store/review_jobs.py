@@ -130,6 +130,15 @@ def recorded_processes(store: Store, kind: str, host: str) -> list[int]:
     return [int(p) for (p,) in rows]
 
 
+def jobs_of_process(store: Store, kind: str, pid: int) -> list[dict]:
+    """The queued or running jobs of ``kind`` that process ``pid`` holds."""
+    j = S.review_jobs.c
+    with store.engine.connect() as c:
+        rows = c.execute(select(S.review_jobs).where(j.kind == kind, j.pid == int(pid),
+                                                      j.status.in_(ACTIVE_STATUSES))).all()
+    return [dict(r._mapping) for r in rows]
+
+
 def take_job(store: Store, job_id: int, pid: int, host: str) -> bool:
     """Give the waiting job ``job_id`` to process ``pid`` on ``host``; False when another process took it first
     (or it is no longer queued): one step, so two processes never take the same job."""

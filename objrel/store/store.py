@@ -127,6 +127,15 @@ class RunRecord:
         return d
 
 
+def database_name(url: str) -> tuple[str, str]:
+    """``(the SQLite file's stem or the database's name, the URL without its password)`` of a store URL: what
+    may name the store in a folder or on a page (no password; the caller decides about paths)."""
+    parsed = make_url(url)
+    name = Path(parsed.database or "store").stem if parsed.get_backend_name() == "sqlite" else (parsed.database
+                                                                                               or "store")
+    return name, parsed.set(password=None).render_as_string(hide_password=False)
+
+
 class Store:
     def __init__(self, url: str | os.PathLike | None = None, create: bool = True, make_parents: bool = False):
         """Open (and with ``create`` make or upgrade) the store at ``url``.

@@ -128,7 +128,11 @@ def test_keys_work_after_the_mouse_answered_and_a_double_press_saves_once(demo_s
         assert fourth not in saved, "the second press saved a call on the next item"
         assert shown_item(page) == fourth
 
-        # a note takes every letter (none of them is a call); Escape leaves it, then F saves it with the call
+        # keys answer the form too: 1 ticks the first reason, Q says "unsure"; a note takes every letter (none
+        # of them is a call) and Escape leaves it; F then saves all of it with the call
+        page.wait_for_timeout(500)                  # a look at the item before the next key
+        page.keyboard.press("1")
+        page.keyboard.press("q")
         page.keyboard.press("/")
         note = page.locator('[class*="st-key-review_note_"] input').first
         page.wait_for_function("() => document.activeElement && document.activeElement.tagName === 'INPUT'")
@@ -139,7 +143,9 @@ def test_keys_work_after_the_mouse_answered_and_a_double_press_saves_once(demo_s
         assert fourth not in mine(store, run_id)
         page.keyboard.press("f")
         fifth = wait_for_item_after(page, fourth)
-        assert mine(store, run_id)[fourth].note == "tfu noted"
+        saved = mine(store, run_id)[fourth]
+        assert (saved.verdict, saved.reasons, saved.validity, saved.note) == \
+            ("fp", ("multiple-objects",), "unsure", "tfu noted")
 
         # undo (Z) goes back to the item called last, to call it again
         page.keyboard.press("z")

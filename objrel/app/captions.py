@@ -149,11 +149,6 @@ def my_call(verdict: str | None) -> str:
     return f"Your call: **{CALL_LABELS.get(verdict, NOT_JUDGED)}**"
 
 
-def queue_caption(queue) -> str:
-    """How many of the flagged inferences the queue drew for review."""
-    return f"{len(queue)} of {queue.n_flagged} flagged inferences drawn for review."
-
-
 def queue_progress(queue, position: int) -> str:
     """The item's place in the queue and how many items the reviewer has judged."""
     return f"Item {position + 1} of {len(queue)} - you judged {queue.n_judged}"

@@ -26,10 +26,9 @@ CSV_MIME = "text/csv"
 TEXT_COLUMN_MAX_PX = 220
 CHAR_PX = 7.5
 CELL_PADDING_PX = 24
-# The width a table may take: the main area at a 1,400 px window (938 px shown there, less a scrollbar's room),
-# and one of two side-by-side columns; a table whose columns would be wider gets every column a width that fits.
+# The width a table may take: the main area at a 1,400 px window (938 px shown there, less a scrollbar's room);
+# a table whose columns would be wider gets every column a width that fits.
 FULL_WIDTH_PX = 900
-HALF_WIDTH_PX = 440
 # The narrowest a column is squeezed to (a short number and a little padding).
 MIN_COLUMN_PX = 48
 PNG_HINT = "Download a chart as PNG with the camera icon in its toolbar (top right of the chart)."

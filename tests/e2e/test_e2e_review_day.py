@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from objrel import review
-from objrel.review.lime_ahead import AHEAD_ENV, PROCESSES_ENV
+from objrel.review.lime_ahead import AHEAD_ENV, PROCESSES_ENV, live_processes
 from objrel.store import Store
 from tests.e2e.app_server import serving
 from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, call_until_counted, choose, click_until_url, \
@@ -71,22 +71,8 @@ def day_server(tmp_path, demo_db):
 
 
 def lime_pids(store: Store) -> list[int]:
-    """The LIME processes recorded in the store that still run (a zombie has ended)."""
-    from sqlalchemy import select
-
-    from objrel.store import schema as S
-
-    with store.engine.connect() as c:
-        pids = {p for (p,) in c.execute(select(S.review_jobs.c.pid).where(S.review_jobs.c.pid.is_not(None)))}
-    alive = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    alive.append(pid)
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            pass
-    return alive
+    """The LIME processes of the store still running on this host (a zombie has ended)."""
+    return live_processes(store)
 
 
 def shot(page, name: str) -> None:

@@ -69,6 +69,14 @@ MAX_IMAGE_PIXELS = 89_478_485
 # SQLite waits this many milliseconds for a lock before failing a write.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
+# Database connections one process holds to its store at most (SQLAlchemy's pool).  The app's sessions each take
+# one only while a query runs, so this many of them can query at the same moment; one more waits for a free
+# connection (up to the pool's 30 s, then a write says the store is busy).  With PostgreSQL's default
+# max_connections (100) it leaves room for the runs' and LIME's own processes.
+STORE_POOL_SIZE = 48
+# Of those, how many stay open between uses (the others close when given back), so an idle app keeps few.
+STORE_POOL_KEPT = 8
+
 # A target region must cover at least this many pixels to be tested.
 MIN_REGION_PIXELS = 1
 

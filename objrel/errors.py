@@ -87,3 +87,8 @@ class RunLeaseLost(ObjrelError):
 class InputFileError(AnnotationError, ValueError):
     """A JSON or XML file refused before or while parsing: missing, over its size or nesting limit, not
     UTF-8 or not well formed."""
+
+
+class StoreBusy(ObjrelError):
+    """A write found the store locked by other writers for longer than it waits (SQLite's busy timeout, or no
+    free pooled connection in time): nothing of it was saved, and the same write may simply be tried again."""

@@ -16,7 +16,7 @@ from objrel.app.caches import cached_flagged, open_store
 from objrel.app.state import arrival_params, init_value, keep_choice, mark_own_event, remember_selection, \
     took_own_event
 from objrel.app.widgets import page_sidebar, signed_in, use_app_navigation
-from objrel.errors import NotAllowed, ObjrelError
+from objrel.errors import NotAllowed, ObjrelError, StoreBusy
 from objrel.review.lime_ahead import ensure_lime_job
 from objrel.review.roles import actor_of
 from objrel.review.my_work import my_work
@@ -232,6 +232,9 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
     validity = st.session_state.get(f"{review_keys.VALIDITY_KEY_PREFIX}{suffix}")
     try:
         record_call(now, store, run_id, sample_id, relation, verdict, reasons, note, validity=validity)
+    except StoreBusy:       # nothing saved: the page stays on the item, its form as sent, for a second press
+        st.session_state[ERROR_KEY] = captions.busy_call(rel_path, verdict)
+        return
     except (ValueError, NotAllowed) as exc:
         st.session_state[ERROR_KEY] = plain(exc)
         return

@@ -184,6 +184,16 @@ def call_on_a_left_item(rel_path: str, verdict: str) -> str:
             f"was changed; judge the item shown.")
 
 
+def busy_call(rel_path: str, verdict: str) -> str:
+    """The line that says a call was not saved because the store stayed busy (``objrel.errors.StoreBusy``): the
+    page stays on the item with the form as it was, so pressing the call again saves it."""
+    from objrel.review import VERDICT_LABELS
+
+    call = VERDICT_LABELS.get(verdict, verdict)
+    return (f"Not saved: the store is busy with other reviewers' writes, so your {call} call on {plain(rel_path)} "
+            f"was not recorded. Your reasons, validity and note are kept; press the call again.")
+
+
 def reason_words(reasons) -> str:
     """False-positive reasons in words (``objrel.review.REASON_LABELS``), never their slugs."""
     from objrel.review import REASON_LABELS

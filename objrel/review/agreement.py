@@ -301,13 +301,12 @@ def adjudicate(actor: Actor, store: Store, run_id: int, sample_id: str, relation
     sample_id = check_sample_id(sample_id)
     verdict, reasons, note = check_call(verdict, reasons, note)
     validity = check_validity(validity)
-    calls = judgments(store, rid, relation)
-    parties = frozenset(j.reviewer for j in calls if j.sample_id == sample_id)
+    item_calls = judgments(store, rid, relation, sample_id=sample_id)     # this item's calls only
+    parties = frozenset(j.reviewer for j in item_calls)
     A.authorize(actor, A.ADJUDICATE, Target(f"{relation} item {sample_id!r} of run {rid}", excluded=parties,
                                             excluded_because="they judged this item, so they are a party to it"))
     who = check_name(actor.name, "adjudicator name")
-    item_calls = [j for j in calls if j.sample_id == sample_id]
-    if not item_calls and sample_id not in set(store.flagged_sample_ids(rid, relation)):
+    if not item_calls and not review_rows.is_flagged(store, rid, sample_id, relation):
         raise ValueError(f"sample {sample_id!r} of run {rid} is not flagged by the primary {relation} vote; "
                          "only flagged inferences are reviewed")
     if len(item_calls) < MIN_CONSENSUS_REVIEWERS or _agreed(rid, relation, item_calls) is not None:

@@ -202,12 +202,15 @@ def record_judgment(actor: Actor, store: Store, run_id: int, sample_id: str, rel
                                                validity=validity))
 
 
-def judgments(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None) -> list[Judgment]:
-    """The judgments of a run, optionally of one relation and one reviewer, by sample id then reviewer."""
+def judgments(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None, *,
+              sample_id: str | None = None) -> list[Judgment]:
+    """The judgments of a run, optionally of one relation, one reviewer and one sample (item), by sample id then
+    reviewer."""
     rid = check_run_id(run_id)
     relation = check_relation(relation) if relation is not None else None
     reviewer = check_name(reviewer) if reviewer is not None else None
-    return [_judgment(r) for r in review_rows.judgment_rows(store, rid, relation, reviewer)]
+    sample_id = check_sample_id(sample_id) if sample_id is not None else None
+    return [_judgment(r) for r in review_rows.judgment_rows(store, rid, relation, reviewer, sample_id=sample_id)]
 
 
 def judged_runs(store: Store) -> list[JudgedRun]:

@@ -8,14 +8,15 @@ Agreement open on its first open entry.  No Streamlit here.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
-from itertools import combinations
 from urllib.parse import urlencode
 
 from objrel import access as A
 from objrel import review
 from objrel.access import Actor
 from objrel.store import Store
+from objrel.store.reviews import adjudications
 
 REVIEW_URL_PATH = "review"          # app.py's url_path of the Review page
 AGREEMENT_URL_PATH = "agreement"    # app.py's url_path of the Agreement page
@@ -106,22 +107,33 @@ def _queues(actor: Actor, store: Store, runs) -> list[QueueWork]:
     return out
 
 
+def _disputed(calls) -> bool:
+    """Do two of one item's calls disagree (``review.disagreements``: a different verdict, or both fp with
+    different reasons)?"""
+    return len({(j.verdict, j.reasons) for j in calls}) > 1
+
+
 def _disputes(actor: Actor, store: Store, runs) -> list[DisputeWork]:
+    """The items of each judged run and relation that two reviewers (neither of them ``actor``) called
+    differently, open or decided.  Each run and relation's judgments are read once and grouped by item: an
+    item is a disagreement of some pair exactly when its calls (without ``actor``'s) are not all alike, so no
+    pair of reviewers is looked at on its own."""
     names = {r.id: r.name for r in runs}
     out = []
     for judged in review.judged_runs(store):
         for relation in judged.relations:
-            open_ids, decided_ids = set(), set()
-            # an adjudicator never decides items they judged themselves: pairs with them are not their work
-            reviewers = [n for n in judged.reviewers_of(relation) if n != actor.name]
-            for a, b in combinations(reviewers, 2):
-                view = review.pair_view(actor, store, judged.run_id, relation, a, b)
-                for d in view.disagreements:
-                    (decided_ids if d.resolved else open_ids).add(d.sample_id)
-            open_ids -= decided_ids
-            if open_ids or decided_ids:
-                out.append(DisputeWork(judged.run_id, names.get(judged.run_id, judged.name), relation,
-                                       len(open_ids), len(decided_ids)))
+            by_item: dict[str, list] = defaultdict(list)
+            for j in review.judgments(store, judged.run_id, relation):
+                # an adjudicator never decides items they judged themselves: their own calls are not their work
+                if j.reviewer != actor.name:
+                    by_item[j.sample_id].append(j)
+            disputed = {sid for sid, calls in by_item.items() if _disputed(calls)}
+            if not disputed:
+                continue
+            A.authorize(actor, A.SEE_CALLS, f"the disagreements of run {judged.run_id} ({relation})")
+            decided = disputed & set(adjudications(store, judged.run_id, relation))
+            out.append(DisputeWork(judged.run_id, names.get(judged.run_id, judged.name), relation,
+                                   len(disputed - decided), len(decided)))
     return out
 
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.engine import Connection
 
 from objrel.errors import NotAllowed
 from objrel.store import schema as S
 from objrel.store.accounts import has_reviewer, roles_in
 from objrel.store.store import Store, now
-from objrel.store.transactions import lock_run, upsert, write
+from objrel.store.transactions import lock_run, touch_run, upsert, write
 
 # ---------------------------------------------------------------- checks inside a transaction
 
@@ -36,27 +36,41 @@ def _flagged_ids(c: Connection, run_id: int, relation: str) -> list[str]:
     return sorted(set(c.execute(q).scalars()))
 
 
+def _flagged_in(c: Connection, run_id: int, sample_id: str, relation: str) -> bool:
+    """Is the sample flagged by the run's primary ``relation`` vote?  The sample's few votes (one per vote
+    group) are found through the unique index ``uq_vote`` (run, sample, group) and checked here: with the
+    relation and the flag in the WHERE clause SQLite's planner prefers ``ix_votes_flagged`` (run, relation,
+    flagged), which walks every flagged vote of the run."""
+    q = select(S.votes.c.relation, S.votes.c.is_primary, S.votes.c.flagged).where(
+        S.votes.c.run_id == run_id, S.votes.c.sample_id == sample_id)
+    return any(rel == relation and primary and flagged for rel, primary, flagged in c.execute(q))
+
+
 def _require_flagged(c: Connection, run_id: int, sample_id: str, relation: str) -> None:
-    q = select(S.votes.c.id).where(S.votes.c.run_id == run_id, S.votes.c.sample_id == sample_id,
-                                   S.votes.c.relation == relation, S.votes.c.is_primary.is_(True),
-                                   S.votes.c.flagged.is_(True))
-    if c.execute(q.limit(1)).first() is None:
+    if not _flagged_in(c, run_id, sample_id, relation):
         raise ValueError(f"sample {sample_id!r} of run {run_id} is not flagged by the primary {relation} vote; "
                          "only flagged inferences are reviewed")
+
+
+def is_flagged(store: Store, run_id: int, sample_id: str, relation: str) -> bool:
+    """True when (run, sample) is flagged by the run's primary ``relation`` vote (one sample's votes read)."""
+    with store.engine.connect() as c:
+        return _flagged_in(c, run_id, sample_id, relation)
 
 
 def _lock_item(c: Connection, run_id: int, sample_id: str, relation: str) -> None:
     """Serialise the writes on one item (run, sample, relation) before anything of it is read, so a judgment
     and an adjudication of the same item by one account cannot both pass their checks: on PostgreSQL a
     transaction-scoped advisory lock on the item; on SQLite the database's write lock, taken by a write that
-    changes nothing (a transaction that starts with a write reads the newest data)."""
+    changes nothing (``touch_run``: a transaction that starts with a write reads the newest data).  Neither
+    touches a key, so the lock costs the same whatever the size of the run."""
     if c.dialect.name == "postgresql":
         import hashlib
 
         digest = hashlib.blake2b(f"objrel-item:{run_id}:{sample_id}:{relation}".encode(), digest_size=8).digest()
         c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": int.from_bytes(digest, "big", signed=True)})
     else:
-        c.execute(update(S.runs).where(S.runs.c.id == run_id).values(id=S.runs.c.id))
+        touch_run(c, run_id)
 
 
 # ---------------------------------------------------------------- judgments
@@ -109,18 +123,21 @@ CLOSING_REVIEWERS = 2
 
 
 def _closers(c: Connection, run_id: int, relation: str) -> list[str]:
-    """Reviewers who have judged every item of the stored draw (none when nothing was drawn)."""
-    drawn = set(c.execute(select(S.review_samples.c.sample_id).where(
-        S.review_samples.c.run_id == run_id, S.review_samples.c.relation == relation)).scalars())
+    """Reviewers who have judged every item of the stored draw (none when nothing was drawn).
+
+    Two short queries, neither of which grows with the run or its other judgments: the drawn ids, then one
+    aggregate over those items' judgments, each item's found through ``uq_judgment`` (run, sample,
+    relation): a reviewer has closed when they have as many judgments of drawn items as there are drawn
+    items (both keys are unique, so no item counts twice).  The ids are sent as a list rather than joined:
+    with a join, a PostgreSQL table whose statistics predate its judgments is planned as a nested loop over
+    every pair of drawn item and judgment."""
+    rs, j = S.review_samples, S.judgments
+    drawn = list(c.execute(select(rs.c.sample_id).where(rs.c.run_id == run_id, rs.c.relation == relation)).scalars())
     if not drawn:
         return []
-    done: dict[str, set[str]] = defaultdict(set)
-    q = select(S.judgments.c.reviewer, S.judgments.c.sample_id).where(S.judgments.c.run_id == run_id,
-                                                                       S.judgments.c.relation == relation)
-    for who, sid in c.execute(q):
-        if sid in drawn:
-            done[who].add(sid)
-    return sorted(who for who, ids in done.items() if ids == drawn)
+    q = (select(j.c.reviewer).where(j.c.run_id == run_id, j.c.relation == relation, j.c.sample_id.in_(drawn))
+         .group_by(j.c.reviewer).having(func.count() == len(drawn)))
+    return sorted(c.execute(q).scalars())
 
 
 def closing_reviewers(store: Store, run_id: int, relation: str) -> list[str]:
@@ -162,10 +179,13 @@ def item_files(store: Store, run_id: int) -> dict[str, str]:
     return out
 
 
-def judgment_rows(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None) -> list[dict]:
-    """The judgment rows of a run, optionally of one relation and one reviewer, ordered by
+def judgment_rows(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None, *,
+                  sample_id: str | None = None) -> list[dict]:
+    """The judgment rows of a run, optionally of one relation, one reviewer and one sample, ordered by
     sample id, relation, reviewer."""
     q = select(S.judgments).where(S.judgments.c.run_id == run_id)
+    if sample_id is not None:
+        q = q.where(S.judgments.c.sample_id == sample_id)
     if relation is not None:
         q = q.where(S.judgments.c.relation == relation)
     if reviewer is not None:

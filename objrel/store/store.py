@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, delete, event, func, insert, select, updat
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
-from objrel.constants import SQLITE_BUSY_TIMEOUT_MS
+from objrel.constants import SQLITE_BUSY_TIMEOUT_MS, STORE_POOL_KEPT, STORE_POOL_SIZE
 from objrel.errors import RunLeaseLost, StoreError
 from objrel.store import schema as S
 from objrel.store.revisions import ensure_current
@@ -162,6 +162,8 @@ class Store:
             kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
         else:
             kwargs["pool_pre_ping"] = True
+        if not self.is_sqlite or (parsed.database or ":memory:") != ":memory:":   # a pool (not one shared memory db)
+            kwargs.update(pool_size=STORE_POOL_KEPT, max_overflow=STORE_POOL_SIZE - STORE_POOL_KEPT)
         self.engine: Engine = create_engine(self.url, **kwargs)
         self._leases: dict[int, str] = {}  # run id -> token of the leases this process holds (leases.acquire)
         if self.is_sqlite:

@@ -8,16 +8,21 @@ the same key won the race; ``upsert`` and ``lock_run`` are the building blocks s
 
 from __future__ import annotations
 
+import os
 import secrets
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Table, and_, insert, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from objrel.constants import SQLITE_BUSY_TIMEOUT_MS
+from objrel.errors import StoreBusy
 from objrel.store import schema as S
 from objrel.store.store import Store
 
@@ -30,6 +35,13 @@ WRITE_RETRY_DELAY_S = 0.05
 # that waited the whole timeout means a writer holds the lock for long, and retrying would only
 # multiply the wait.
 RETRY_ONLY_BELOW_BUSY_SHARE = 0.5
+# The file beside a SQLite store (its path plus this) on whose OS lock the store's writers queue.
+WRITER_QUEUE_SUFFIX = "-writers"
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: writers meet in SQLite's busy handler alone
+    fcntl = None
 
 
 def _is_lock_error(exc: OperationalError) -> bool:
@@ -43,24 +55,99 @@ def write(store: Store, work: Callable[[Connection], Any], *, retry_on_integrity
     Retried (up to ``WRITE_ATTEMPTS`` in all) when SQLite reports "database is locked" *without*
     having waited out its busy timeout (a lock it would not wait for, e.g. a stale WAL snapshot);
     a lock that outlasted the busy timeout is raised at once instead of blocking the caller for
-    minutes.  With ``retry_on_integrity`` an IntegrityError (a concurrent insert of the same key
-    won the race) repeats the transaction too.  Any other error rolls back and propagates.
+    minutes.  A lock that is given up on that way, or no pooled connection free within the pool's
+    timeout, raises ``StoreBusy`` (nothing was written; the caller may try the same write again).
+    With ``retry_on_integrity`` an IntegrityError (a concurrent insert of the same key won the race)
+    repeats the transaction too.  Any other error rolls back and propagates.
     """
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         t0 = time.monotonic()
         try:
-            with store.engine.begin() as c:
+            with _turn(store), store.engine.begin() as c:
                 return work(c)
+        except PoolTimeout as exc:
+            raise _busy(time.monotonic() - t0, "no free connection to the store") from exc
         except OperationalError as exc:
             waited = time.monotonic() - t0
-            if (not _is_lock_error(exc) or attempt == WRITE_ATTEMPTS
-                    or waited >= RETRY_ONLY_BELOW_BUSY_SHARE * SQLITE_BUSY_TIMEOUT_MS / 1000):
+            if not _is_lock_error(exc):
                 raise
+            if attempt == WRITE_ATTEMPTS or waited >= RETRY_ONLY_BELOW_BUSY_SHARE * SQLITE_BUSY_TIMEOUT_MS / 1000:
+                raise _busy(waited, "other writers held the store's lock") from exc
         except IntegrityError:
             if not retry_on_integrity or attempt == WRITE_ATTEMPTS:
                 raise
         time.sleep(WRITE_RETRY_DELAY_S * attempt * (1 + secrets.randbelow(100) / 100))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+# ---------------------------------------------------------------- the writers' queue of a SQLite store
+
+# The turns this thread holds: the paths of the stores it is writing to (a write inside a write takes no turn).
+_held = threading.local()
+
+
+@contextmanager
+def _turn(store: Store) -> Iterator[None]:
+    """Wait for this write's turn among the store's writers (SQLite on a POSIX system; elsewhere at once).
+
+    SQLite has no queue: a writer that finds the lock taken sleeps in its busy handler for 1, 2, 5, ... and
+    then 100 ms at a time, and every newcomer may take the lock in between, so under load a few writes wait
+    seconds while most pass at once.  The writers that go through ``write`` first take an exclusive OS lock
+    (``flock``) on a file beside the database, on which the kernel queues them and wakes the next as soon as
+    one ends; each then meets the engine's writes in SQLite's lock as before.  Raises ``StoreBusy`` when the
+    turn has not come within the busy timeout.
+    """
+    database = store.engine.url.database
+    held = getattr(_held, "paths", None)
+    if held is None:
+        held = _held.paths = set()
+    if fcntl is None or not store.is_sqlite or not database or database == ":memory:" or database in held:
+        yield
+        return
+    t0 = time.monotonic()
+    fd = os.open(database + WRITER_QUEUE_SUFFIX, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if not _wait_for_turn(fd, SQLITE_BUSY_TIMEOUT_MS / 1000):
+            raise _busy(time.monotonic() - t0, "other writers held the store's lock") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    held.add(database)
+    try:
+        yield
+    finally:
+        held.discard(database)
+        os.close(fd)        # closing the file's only descriptor ends the turn
+
+
+def _wait_for_turn(fd: int, timeout_s: float) -> bool:
+    """Block for the lock on ``fd`` at most ``timeout_s`` seconds.  True: taken (the caller closes ``fd`` to
+    give it back); False: timed out, and ``fd`` now belongs to a helper thread, which closes it once the lock
+    comes (a blocking ``flock`` cannot be given a timeout, so a helper thread waits in it)."""
+    guard, taken, gave_up = threading.Lock(), threading.Event(), []
+
+    def take() -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with guard:
+            if gave_up:
+                os.close(fd)
+            else:
+                taken.set()
+
+    threading.Thread(target=take, name="objrel-store-writer-turn", daemon=True).start()
+    if taken.wait(timeout_s):
+        return True
+    with guard:
+        if taken.is_set():
+            return True
+        gave_up.append(True)
+    return False
+
+
+def _busy(waited_s: float, why: str) -> StoreBusy:
+    return StoreBusy(f"the store is busy ({why}; waited {waited_s:.1f} s): nothing was saved, try again")
 
 
 def upsert(c: Connection, table: Table, key: dict, values: dict, created: dict) -> None:
@@ -77,9 +164,18 @@ def upsert(c: Connection, table: Table, key: dict, values: dict, created: dict) 
         c.execute(insert(table).values(**key, **values, **created))
 
 
-def lock_run(c: Connection, run_id: int) -> None:
-    """Serialise writers of one run until the transaction ends: a no-op UPDATE of the run row
-    holds SQLite's write lock / PostgreSQL's row lock.  Raises ValueError for an unknown run."""
+def touch_run(c: Connection, run_id: int) -> bool:
+    """A no-op UPDATE of the run row (``cancel_requested`` set to itself), so the transaction holds SQLite's
+    write lock / PostgreSQL's row lock on the run until it ends; False when there is no such run.
+
+    The column is not a key: SQLite checks the foreign keys of a run's child rows only when a key of the row
+    is written, so the cost stays that of one row however many samples, verdicts and votes the run has."""
     res = c.execute(update(S.runs).where(S.runs.c.id == run_id).values(cancel_requested=S.runs.c.cancel_requested))
-    if res.rowcount == 0:
+    return res.rowcount > 0
+
+
+def lock_run(c: Connection, run_id: int) -> None:
+    """Serialise writers of one run until the transaction ends (``touch_run``).  Raises ValueError for an
+    unknown run."""
+    if not touch_run(c, run_id):
         raise ValueError(f"no run {run_id} in the store")

@@ -43,6 +43,23 @@ def csv_text(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+def write_rows(out, fields: list[str], rows) -> int:
+    """Write CSV to the text stream ``out`` as ``rows`` (an iterable of dicts) arrive: the header ``fields``,
+    then one line per row (a key a row lacks is an empty cell); every header and cell goes through
+    ``safe_cell``.  Holds one row at a time; returns the rows written.  A row with a key outside ``fields``
+    raises ValueError: its value would be lost."""
+    w = csv.writer(out)
+    w.writerow([safe_cell(f) for f in fields])
+    known, n = set(fields), 0
+    for row in rows:
+        extra = [k for k in row if k not in known]
+        if extra:
+            raise ValueError(f"a row has columns outside the header: {extra[:5]}")
+        w.writerow([safe_cell(row.get(f, "")) for f in fields])
+        n += 1
+    return n
+
+
 def frame_csv(df) -> str:
     """CSV of a pandas DataFrame (no index) whose column names and text cells go through ``safe_cell``."""
     out = df.copy()

@@ -27,8 +27,9 @@ use_app_navigation()
 
 FLASH_KEY = "agreement_flash"   # a message that survives the rerun after a saved decision
 LINK_KEY = "agreement_link_written"     # the run and relation this page wrote into the URL last
-# Adjudication forms drawn at once; the rest wait until the first ones are decided.
-MAX_FORMS = 50
+# Adjudication forms drawn at once, each with its item's thumbnails: the open ones first (the rest wait until
+# these are decided), the decided ones a page at a time.  Twice this fits the page's card cache.
+MAX_FORMS = 8
 PERCENT_COLUMNS = ("true positive %", "false positive %")
 SUMMARY_PERCENT_COLUMNS = ("precision",)
 DECIMAL_COLUMNS = ("kappa",)
@@ -329,5 +330,10 @@ if len(open_items) > MAX_FORMS:
     st.caption(f"{len(open_items) - MAX_FORMS} more open disagreements appear as these are decided.")
 if done_items:
     with st.expander(f"Decided disagreements ({len(done_items)}): change a decision"):
-        for d in done_items:
+        pages = -(-len(done_items) // MAX_FORMS)
+        page = 1
+        if pages > 1:
+            page = int(st.number_input(f"Page (of {pages}, {MAX_FORMS} a page)", min_value=1, max_value=pages,
+                                       value=1, step=1, key=f"agreement_decided_page_{run_id}_{relation}"))
+        for d in done_items[(page - 1) * MAX_FORMS:page * MAX_FORMS]:
             adjudication_form(d, run_id, relation, name_a, name_b, actor)

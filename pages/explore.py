@@ -30,6 +30,8 @@ MODEL_TABLE_COLUMNS = ("run", "name", "model", "evaluated", "correct", "accuracy
 # The overlap's image list: a thumbnail (longer side in pixels, JPEG) beside each file name.
 OVERLAP_THUMB_PX = 64
 OVERLAP_THUMB_QUALITY = 80
+# Images of the overlap list shown with thumbnails (those most runs flag; the list itself can hold the dataset).
+OVERLAP_IMAGES = 48
 RELIABLE_TABLE_COLUMNS = ("run", "model", "evaluated", "original", "unreliable", "unreliable_accuracy", "reliable",
                           "reliable_accuracy", "delta")
 
@@ -54,15 +56,16 @@ def overlap_image(url: str, run_id: int, sample_id: str, relation: str) -> tuple
 
 
 def overlap_images(store, run_ids, relation: str):
-    """The images the selected runs flag, each with its file name and thumbnail (from the first run that
-    flags it; the MR-2 panels stand in for MR-1&2)."""
-    per = A.flagged_by_sample(store, run_ids, relation)
+    """The first ``OVERLAP_IMAGES`` images the selected runs flag (those most runs flag first), each with its file
+    name and thumbnail (from the first run that flags it; the MR-2 panels stand in for MR-1&2), and how many
+    images they flag in all."""
+    per, total = A.flagged_by_sample_head(store, run_ids, relation, OVERLAP_IMAGES)
     shown_rel = A.MR2 if relation == A.BOTH else relation
     named = [overlap_image(store.url, int(runs.split(",")[0]), str(sid), shown_rel)
              for sid, runs in zip(per["sample_id"], per["runs"])]
     per.insert(0, "image", [uri for _, uri in named])
     per.insert(1, "file", [name for name, _ in named])
-    return per
+    return per, total
 
 
 st.title("Explore")
@@ -209,7 +212,10 @@ else:
                "(seed 000 Fig. 6; bar labels: images). Mostly 1 means the problem lies with the models, not the "
                "images; mostly all means the images themselves are hard.")
     table(overlap, "explore_overlap", f"overlap_{relation}.csv", share_columns(overlap, ["share"]))
-    images = overlap_images(store, run_ids, relation)
+    images, n_images = overlap_images(store, run_ids, relation)
+    if n_images > len(images):
+        st.caption(f"The {len(images)} images most runs flag, of {n_images} flagged in all (the table above "
+                   "counts every one).")
     table(images, "explore_overlap_images", f"overlap_images_{relation}.csv",
           {"image": st.column_config.ImageColumn("image", width="small")}, download=images.drop(columns="image"))
 

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from objrel import access
-from objrel.analysis.overview import run_history, runs_that_tested_nothing
+from objrel.analysis.overview import run_history, runs_that_tested_nothing, sample_issue_total
 from objrel.app import captions, run_captions
 from objrel.app.caches import open_store
 from objrel.app.state import init_value, keep_choice
@@ -27,6 +27,8 @@ from objrel.mutations import PRESETS
 use_app_navigation()
 
 NEW_RUN = "(new run)"
+# Samples of the issues table a page shows (a run's skipped samples can be most of a big dataset).
+ISSUES_PAGE_ROWS = 200
 BASE_KEY, TASK_KEY = "runs_base", "runs_task"
 # The form's widget keys by RunForm field; the model field has one widget per task.
 FIELD_KEYS = {"weights": "runs_weights", "dataset": "runs_dataset", "images": "runs_images", "plan": "runs_plan",
@@ -221,10 +223,16 @@ def issues_section() -> None:
     keep_choice("runs_issues_pick", runs[-1].id, list(by_id))
     pick = st.selectbox("Run", list(by_id), format_func=lambda i: captions.run_label(by_id[i]),
                         key="runs_issues_pick")
-    rows = manage.sample_issues(store, pick)
-    if not rows:
+    total = sample_issue_total(store, pick)
+    if not total:
         st.info("Every sample of this run was tested, with every annotation.")
         return
+    pages = -(-total // ISSUES_PAGE_ROWS)
+    page = 1
+    if pages > 1:
+        page = int(st.number_input(f"Page (of {pages}; {ISSUES_PAGE_ROWS} samples a page, {total} in all)",
+                                   min_value=1, max_value=pages, value=1, step=1, key=f"runs_issues_page_{pick}"))
+    rows = manage.sample_issues(store, pick, (page - 1) * ISSUES_PAGE_ROWS, ISSUES_PAGE_ROWS)
     frame(pd.DataFrame([asdict(r) for r in rows]), key="runs_issues_table")
 
 

@@ -46,3 +46,35 @@ def test_help_still_lists_every_command():
     for _, _, commands in COMMAND_GROUPS:
         for command in commands:
             assert command in done.stdout, command
+
+
+# Pages that read results (or manage runs, accounts and study results) and what they must leave unloaded.
+READING_PAGES = ("overview", "my_work", "explore", "agreement", "runs", "inspect", "shortcut", "users")
+MODEL_LIBRARIES = ("torch", "torchvision", "onnxruntime", "openvino", "lime", "ray")
+
+
+def test_pages_that_read_results_load_no_model_library(tmp_path):
+    """Each page is drawn through app.py in a fresh interpreter, signed in with every role, on a store with a
+    finished run and a review day (built like the page benchmark's stores)."""
+    url = f"sqlite:///{tmp_path / 'pages.db'}"
+    builder = str(ROOT / "benchmarks" / "synthetic_store.py")
+    build = ("import importlib.util, sys\n"
+             f"spec = importlib.util.spec_from_file_location('synthetic_store', {builder!r})\n"
+             "m = importlib.util.module_from_spec(spec)\n"
+             "sys.modules['synthetic_store'] = m\n"
+             "spec.loader.exec_module(m)\n"
+             f"m.build({url!r}, 300, log=lambda msg: None)\n")
+    done = subprocess.run([sys.executable, "-c", build], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for page in READING_PAGES:
+        code = ("import os\n"
+                f"os.environ['OBJREL_STORE'] = {url!r}\n"
+                "os.environ['OBJREL_LIME_AHEAD'] = '0'\n"
+                "from streamlit.testing.v1 import AppTest\n"
+                f"at = AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=120)\n"
+                "at.session_state['reviewer'] = 'bench'\n"
+                f"at.switch_page('pages/{page}.py')\n"
+                "at.run()\n"
+                "assert not at.exception, [e.value for e in at.exception]\n")
+        loaded = [m for m in loaded_after(code) if m in MODEL_LIBRARIES]
+        assert loaded == [], f"pages/{page}.py loaded {loaded}"

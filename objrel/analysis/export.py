@@ -12,6 +12,7 @@ the vote columns and one CSV writer; they differ in each record's fields and per
 
 from __future__ import annotations
 
+import io
 import json
 from collections import defaultdict
 
@@ -39,45 +40,64 @@ def _votes_by_inference(store: Store, run_id: int) -> dict[str, list[dict]]:
     return votes
 
 
+# Samples read per query while a run is exported (a page of samples with their votes, verdicts, predictions).
+EXPORT_CHUNK = 1000
+
+
 def records(store: Store, run_id: int) -> list[dict]:
     """Nested records (JSON export) of a classifier run: sample fields, source top-k with class names, votes,
     verdicts.  ``box_only`` flags an S computed on a region without a mask and ``s_reading`` is seed 002's
-    reading of S (low when <= 0.5) with the box-only caveat (``objrel.relations.common.relevancy_verdict``)."""
+    reading of S (low when <= 0.5) with the box-only caveat (``objrel.relations.common.relevancy_verdict``).
+    ``iter_records`` gives the same one at a time."""
+    return list(iter_records(store, run_id))
+
+
+def iter_records(store: Store, run_id: int, chunk: int = EXPORT_CHUNK):
+    """``records`` one at a time, by sample id, reading ``chunk`` samples (and their rows) per query: a run of
+    any size is exported holding one page of it."""
     scoring = scoring_basis(Plan.from_dict(store.get_run(run_id).plan)).name
     names = store.class_names(run_id)
     name = lambda i: names[i] if 0 <= i < len(names) else str(i)  # noqa: E731
-    votes, verdicts = _votes_by_inference(store, run_id), defaultdict(list)
-    for v in store.verdicts(run_id):
-        verdicts[v["sample_id"]].append(v)
-    out = []
-    for s in store.samples(run_id, status="tested"):
-        sid = s["sample_id"]
-        boxed = C.box_only(s["objects"] or ())
-        p = store.predictions(run_id, sid)
-        src = p["source"]["prediction"]
-        out.append({
-            "sample_id": sid,
-            "image": s["rel_path"],
-            "ground_truth": [name(i) for i in s["gt_labels"] or []],
-            "correct": bool(s["correct"]),
-            "predicted": [name(i) for i in src["predicted"]],
-            "top_labels": [name(i) for i in src["top_labels"]],
-            "top_probs": [round(x, 6) for x in src["top_probs"]],
-            "area_ratio": s["area_ratio"],
-            "s_p": s["s_p"], "s_r": s["s_r"], "s": s["s"], "box_only": boxed,
-            "s_reading": C.relevancy_verdict(s["s"], boxed, scoring),
-            "votes": _vote_fields(votes[sid]),
-            "mutations": {
-                v["mutation_key"]: {
-                    "relation": v["relation"], "verdict": v["verdict"], "distance": v["distance"],
-                    "source_certainty": v["source_certainty"], "mutant_certainty": v["mutant_certainty"],
-                    "top1": (name(p[v["mutation_key"]]["prediction"]["top_labels"][0])
-                             if p.get(v["mutation_key"], {}).get("prediction") else None),
-                    "seed": p.get(v["mutation_key"], {}).get("seed"),
-                } for v in verdicts[sid]
-            },
-        })
-    return out
+    after = None
+    while True:
+        page = store.samples_after(run_id, after, chunk, status="tested")
+        if not page:
+            return
+        ids = [s["sample_id"] for s in page]
+        votes, verdicts = store.rows_of("votes", run_id, ids), store.rows_of("verdicts", run_id, ids)
+        predictions = store.rows_of("predictions", run_id, ids)
+        for s in page:
+            sid = s["sample_id"]
+            p = {r["mutation_key"]: r for r in predictions[sid]}
+            yield _record(s, p, votes[sid], verdicts[sid], name, scoring)
+        after = ids[-1]
+
+
+def _record(s: dict, p: dict, votes: list[dict], verdicts: list[dict], name, scoring: str) -> dict:
+    boxed = C.box_only(s["objects"] or ())
+    src = p["source"]["prediction"]
+    return {
+        "sample_id": s["sample_id"],
+        "image": s["rel_path"],
+        "ground_truth": [name(i) for i in s["gt_labels"] or []],
+        "correct": bool(s["correct"]),
+        "predicted": [name(i) for i in src["predicted"]],
+        "top_labels": [name(i) for i in src["top_labels"]],
+        "top_probs": [round(x, 6) for x in src["top_probs"]],
+        "area_ratio": s["area_ratio"],
+        "s_p": s["s_p"], "s_r": s["s_r"], "s": s["s"], "box_only": boxed,
+        "s_reading": C.relevancy_verdict(s["s"], boxed, scoring),
+        "votes": _vote_fields(votes),
+        "mutations": {
+            v["mutation_key"]: {
+                "relation": v["relation"], "verdict": v["verdict"], "distance": v["distance"],
+                "source_certainty": v["source_certainty"], "mutant_certainty": v["mutant_certainty"],
+                "top1": (name(p[v["mutation_key"]]["prediction"]["top_labels"][0])
+                         if p.get(v["mutation_key"], {}).get("prediction") else None),
+                "seed": p.get(v["mutation_key"], {}).get("seed"),
+            } for v in verdicts
+        },
+    }
 
 
 def detection_records(store: Store, run_id: int) -> list[dict]:
@@ -110,9 +130,13 @@ def detection_records(store: Store, run_id: int) -> list[dict]:
     return out
 
 
+# A classifier run's CSV columns before its vote and mutation columns.
+CLASSIFIER_FIELDS = ("sample_id", "image", "correct", "area_ratio", "s_p", "s_r", "s", "box_only", "s_reading",
+                     "ground_truth", "predicted", "top_labels", "top_probs")
+
+
 def _classifier_columns(r: dict) -> dict:
-    row = {k: r[k] for k in ("sample_id", "image", "correct", "area_ratio", "s_p", "s_r", "s", "box_only",
-                             "s_reading")}
+    row = {k: r[k] for k in CLASSIFIER_FIELDS[:9]}
     row["ground_truth"] = "|".join(r["ground_truth"])
     row["predicted"] = "|".join(r["predicted"])
     row["top_labels"] = "|".join(r["top_labels"])
@@ -133,34 +157,67 @@ def flat_rows(recs: list[dict], detection: bool = False) -> list[dict]:
 
     Per mutation: ``verdict[key]`` and, for classifier runs, the mutant's ``top1[key]``; for detection runs
     the ``outcome[key]`` and rcd''s ``iou[key]`` with the associated object."""
-    rows = []
-    for r in recs:
-        row = _detection_columns(r) if detection else _classifier_columns(r)
-        for g, v in r["votes"].items():
-            row[f"flagged[{g}]"] = v["flagged"]
-            row[f"violations[{g}]"] = v["violations"]
-        for key, m in r["mutations"].items():
-            row[f"verdict[{key}]"] = m["verdict"]
-            if detection:
-                row[f"outcome[{key}]"] = m["outcome"]
-                row[f"iou[{key}]"] = m["iou"]
-            else:
-                row[f"top1[{key}]"] = m["top1"]
-        rows.append(row)
-    return rows
+    return [flat_row(r, detection) for r in recs]
+
+
+def flat_row(r: dict, detection: bool = False) -> dict:
+    """One record of ``records`` / ``detection_records`` as a flat dict (see ``flat_rows``)."""
+    row = _detection_columns(r) if detection else _classifier_columns(r)
+    for g, v in r["votes"].items():
+        row[f"flagged[{g}]"] = v["flagged"]
+        row[f"violations[{g}]"] = v["violations"]
+    for key, m in r["mutations"].items():
+        row[f"verdict[{key}]"] = m["verdict"]
+        if detection:
+            row[f"outcome[{key}]"] = m["outcome"]
+            row[f"iou[{key}]"] = m["iou"]
+        else:
+            row[f"top1[{key}]"] = m["top1"]
+    return row
 
 
 def export_run(store: Store, run_id: int, fmt: str = "csv") -> str:
     """The run's tested inferences as ``fmt`` text: CSV (one row each) or JSON (the run and nested records)."""
+    buf = io.StringIO()
+    write_run(store, run_id, buf, fmt)
+    return buf.getvalue()
+
+
+def write_run(store: Store, run_id: int, out, fmt: str = "csv", chunk: int = EXPORT_CHUNK) -> int:
+    """Write ``export_run``'s text to the text stream ``out`` and return the inferences written.  A classifier
+    run is read and written a page of samples at a time (``iter_records``), so a run of a million samples is
+    exported in the memory of one page; a detection run's units are read at once."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"export format must be one of {EXPORT_FORMATS}, got {fmt!r}")
     run = store.get_run(run_id)
     detection = D.is_detection_run(run)
-    recs = detection_records(store, run_id) if detection else records(store, run_id)
+    recs = iter(detection_records(store, run_id)) if detection else iter_records(store, run_id, chunk)
     if fmt == "json":
         header = {**run.to_dict(), "scoring": scoring_basis(Plan.from_dict(run.plan)).describe()}
-        return json.dumps({"run": header, "inferences": recs}, indent=2, default=str)
-    return csv_text(flat_rows(recs, detection))
+        head = json.dumps({"run": header, "inferences": []}, indent=2, default=str)
+        out.write(head[:head.rindex("[") + 1])
+        n = 0
+        for rec in recs:
+            out.write(("," if n else "") + "\n    " + json.dumps(rec, default=str))   # one record per line
+            n += 1
+        out.write("\n  ]\n}" if n else "]\n}")
+        return n
+    if detection:
+        rows = [flat_row(r, True) for r in recs]
+        out.write(csv_text(rows))
+        return len(rows)
+    return csvsafe.write_rows(out, _classifier_fields(store, run_id), (flat_row(r) for r in recs))
+
+
+def _classifier_fields(store: Store, run_id: int) -> list[str]:
+    """The CSV columns of a classifier run: the sample's fields, two per vote group and two per mutation, in the
+    order the run first wrote them (the order ``flat_rows`` meets them)."""
+    fields = list(CLASSIFIER_FIELDS)
+    for g in store.first_seen("votes", "group_name", run_id):
+        fields += [f"flagged[{g}]", f"violations[{g}]"]
+    for key in store.first_seen("verdicts", "mutation_key", run_id):
+        fields += [f"verdict[{key}]", f"top1[{key}]"]
+    return fields
 
 
 def csv_text(rows: list[dict]) -> str:

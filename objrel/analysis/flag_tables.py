@@ -29,12 +29,13 @@ Common conventions
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from objrel.store.kept import NoDelta, kept
 from objrel.store import Store
 from objrel.store import detections as D
 from objrel.store import inferences as inference_rows
@@ -96,7 +97,7 @@ def run_records(store: Store, run_ids: Sequence[int], *, same_dataset: bool, min
     return recs
 
 
-def inferences(store: Store, run_id: int, labels: bool = True) -> pd.DataFrame:
+def inferences(store: Store, run_id: int, labels: bool = True, rows: tuple[int, int] | None = None) -> pd.DataFrame:
     """One row per stored sample of ``run_id`` with its primary-vote flags (for a detection run: one row per
     unit, ``sample_id`` its unit id and ``correct`` test T on the source, plus one per skipped image).
 
@@ -106,11 +107,18 @@ def inferences(store: Store, run_id: int, labels: bool = True) -> pd.DataFrame:
     ``area_ratio`` (float in [0, 1] or NaN), ``mr1``, ``mr2`` (bool: the primary MR-1 / MR-2 vote
     flagged it; False when there is no vote), ``both`` (``mr1 & mr2``).
 
-    The flags come from one LEFT JOIN with the votes, so a 50,000-sample run reads in one query.
+    The flags come from one LEFT JOIN with the votes, so a 50,000-sample run reads in one query.  With ``rows``
+    = (after, upto], only the samples whose row id lies there (what a running run added since a result was kept;
+    ``NoDelta`` for a detection run, whose units are counted whole).
     """
     detection = D.is_detection_run(store.get_run(run_id))
-    names, rows = (D.flagged_units if detection else inference_rows.flagged_inferences)(store, run_id, labels)
-    df = pd.DataFrame.from_records(rows, columns=list(names))
+    if detection:
+        if rows is not None:
+            raise NoDelta(f"run {run_id} is a detection run: its units are counted over the whole run")
+        names, found = D.flagged_units(store, run_id, labels)
+    else:
+        names, found = inference_rows.flagged_inferences(store, run_id, labels, rows)
+    df = pd.DataFrame.from_records(found, columns=list(names))
     df["evaluated"] = df["status"] != "skipped"
     df["tested"] = df["status"] == "tested"
     df["correct"] = df["correct"].eq(True) & df["evaluated"]
@@ -168,7 +176,28 @@ def has_palette(store: Store, run_id: int) -> bool:
 PER_LABEL_SORT_KEYS = ("correct", "flagged", "ratio", "label")
 
 
-def per_label(store: Store, run_id: int) -> pd.DataFrame:
+def _merge_per_label(kept_table: pd.DataFrame, more: pd.DataFrame, arguments: dict) -> pd.DataFrame:
+    """Two :func:`per_label` tables over disjoint samples as one."""
+    both = pd.concat([t for t in (kept_table, more) if not t.empty])
+    if both.empty:
+        return kept_table
+    g = both.groupby("label", as_index=False).agg(class_name=("class_name", "first"), correct=("correct", "sum"),
+                                                  mr1=("mr1", "sum"), mr2=("mr2", "sum"), both=("both", "sum"))
+    return _label_ratios(g)
+
+
+def _label_ratios(g: pd.DataFrame) -> pd.DataFrame:
+    cols = ["label", "class_name", "correct", "mr1", "mr1_ratio", "mr2", "mr2_ratio", "both", "both_ratio"]
+    for stem in ("mr1", "mr2", "both"):
+        g[stem] = g[stem].astype(int)
+        g[f"{stem}_ratio"] = g[stem] / g["correct"]
+    g["correct"] = g["correct"].astype(int)
+    g["label"] = g["label"].astype(int)
+    return g[cols].sort_values("label").reset_index(drop=True)
+
+
+@kept(merge=_merge_per_label)
+def per_label(store: Store, run_id: int, rows: tuple[int, int] | None = None) -> pd.DataFrame:
     """Violations per ground-truth label of one run (the Table 5/6 figures split by class).
 
     A correct inference counts under the label(s) it got right: for single-label runs its top-1 label
@@ -182,7 +211,7 @@ def per_label(store: Store, run_id: int) -> pd.DataFrame:
     (float in [0, 1]: count / correct).
     """
     names = store.class_names(run_id)
-    df = inferences(store, run_id)
+    df = inferences(store, run_id, rows=rows)
     df = df[df["correct"]]
     cols = ["label", "class_name", "correct", "mr1", "mr1_ratio", "mr2", "mr2_ratio", "both", "both_ratio"]
     if df.empty:
@@ -192,11 +221,7 @@ def per_label(store: Store, run_id: int) -> pd.DataFrame:
     g = long.groupby("label").agg(correct=("mr1", "size"), mr1=("mr1", "sum"), mr2=("mr2", "sum"),
                                   both=("both", "sum")).reset_index()
     g["class_name"] = [names[i] if 0 <= i < len(names) else str(i) for i in g["label"]]
-    for stem in ("mr1", "mr2", "both"):
-        g[stem] = g[stem].astype(int)
-        g[f"{stem}_ratio"] = g[stem] / g["correct"]
-    g["correct"] = g["correct"].astype(int)
-    return g[cols].sort_values("label").reset_index(drop=True)
+    return _label_ratios(g)
 
 
 def sort_per_label(table: pd.DataFrame, key: str, relation: str) -> pd.DataFrame:
@@ -251,12 +276,9 @@ def size_bins(store: Store, run_ids: Sequence[int] | int, relation: str) -> pd.D
     tested = np.zeros(N_SIZE_BINS, dtype=int)
     flagged = np.zeros(N_SIZE_BINS, dtype=int)
     for rec in recs:
-        df = inferences(store, rec.id, labels=False)
-        df = df[df["correct"] & df["tested"] & df["area_ratio"].notna()]
-        idx = np.array([size_bin_index(min(max(r, 0.0), 1.0)) for r in df["area_ratio"]], dtype=int)
-        tested += np.bincount(idx, minlength=N_SIZE_BINS)
-        flagged += np.bincount(idx, weights=relation_flags(df, relation).to_numpy(dtype=float),
-                               minlength=N_SIZE_BINS).astype(int)
+        run_tested, run_flagged = size_counts(store, rec.id, relation)
+        tested += np.asarray(run_tested, dtype=int)
+        flagged += np.asarray(run_flagged, dtype=int)
     lower = np.arange(N_SIZE_BINS) * SIZE_BIN_WIDTH
     upper = lower + SIZE_BIN_WIDTH
     x = lower + SIZE_BIN_WIDTH / 2
@@ -269,6 +291,25 @@ def size_bins(store: Store, run_ids: Sequence[int] | int, relation: str) -> pd.D
         "tested": tested, "flagged": flagged,
         "share": [safe_ratio(f, t) for f, t in zip(flagged, tested)],
     })
+
+
+def _merge_counts(kept_counts: tuple, more: tuple, arguments: dict) -> tuple:
+    """Tuples of count lists over disjoint samples, added element by element."""
+    return tuple([int(a) + int(b) for a, b in zip(x, y)] for x, y in zip(kept_counts, more))
+
+
+@kept(merge=_merge_counts)
+def size_counts(store: Store, run_id: int, relation: str,
+                rows: tuple[int, int] | None = None) -> tuple[list[int], list[int]]:
+    """One run's share of :func:`size_bins`: per bin, its correct tested inferences with an area ratio and how
+    many of them ``relation`` flags (two lists of ``N_SIZE_BINS`` counts)."""
+    df = inferences(store, run_id, labels=False, rows=rows)
+    df = df[df["correct"] & df["tested"] & df["area_ratio"].notna()]
+    idx = np.array([size_bin_index(min(max(r, 0.0), 1.0)) for r in df["area_ratio"]], dtype=int)
+    tested = np.bincount(idx, minlength=N_SIZE_BINS)
+    flagged = np.bincount(idx, weights=relation_flags(df, relation).to_numpy(dtype=float),
+                          minlength=N_SIZE_BINS).astype(int)
+    return [int(x) for x in tested], [int(x) for x in flagged]
 
 
 # ---------------------------------------------------------------- model comparison (Tables 5/6)
@@ -300,15 +341,30 @@ class RunFigures:
 
 
 def run_figures(store: Store, rec) -> RunFigures:
-    """The :class:`RunFigures` of the run record ``rec``."""
-    df = inferences(store, rec.id)
-    ev = df[df["evaluated"]]
-    cor = ev[ev["correct"]]
-    n = len(cor)
-    counts = {stem: int(cor[stem].sum()) for stem in RELATION_COLUMN.values()}
-    return RunFigures(rec.id, rec.name, rec.model, rec.dataset, len(ev), n, safe_ratio(n, len(ev)),
+    """The :class:`RunFigures` of the run record ``rec`` (kept per state of the run; its name as it is now)."""
+    return replace(_run_figures(store, rec.id), name=rec.name)
+
+
+def _figures(rec, evaluated: int, correct: int, counts: dict) -> RunFigures:
+    n = correct
+    return RunFigures(rec.run if isinstance(rec, RunFigures) else rec.id, rec.name, rec.model, rec.dataset,
+                      evaluated, n, safe_ratio(n, evaluated),
                       counts["mr1"], safe_ratio(counts["mr1"], n), counts["mr2"], safe_ratio(counts["mr2"], n),
                       counts["both"], safe_ratio(counts["both"], n))
+
+
+def _merge_figures(a: RunFigures, b: RunFigures, arguments: dict) -> RunFigures:
+    return _figures(a, a.evaluated + b.evaluated, a.correct + b.correct,
+                    {stem: getattr(a, stem) + getattr(b, stem) for stem in RELATION_COLUMN.values()})
+
+
+@kept(merge=_merge_figures)
+def _run_figures(store: Store, run_id: int, rows: tuple[int, int] | None = None) -> RunFigures:
+    rec = store.get_run(run_id)
+    df = inferences(store, rec.id, labels=False, rows=rows)
+    ev = df[df["evaluated"]]
+    cor = ev[ev["correct"]]
+    return _figures(rec, len(ev), len(cor), {stem: int(cor[stem].sum()) for stem in RELATION_COLUMN.values()})
 
 
 MODEL_COLUMNS = ["run", "name", "model", "dataset", "evaluated", "correct", "accuracy", "mr1", "mr1_ratio", "mr2",
@@ -340,7 +396,7 @@ def flagged_by_sample(store: Store, run_ids: Sequence[int], relation: str) -> pd
     recs = run_records(store, run_ids, same_dataset=True, what="the cross-model overlap")
     by: dict[str, list[int]] = {}
     for rec in recs:
-        df = inferences(store, rec.id)
+        df = inferences(store, rec.id, labels=False)
         for sid in df.loc[df["correct"] & relation_flags(df, relation), "sample_id"]:
             by.setdefault(str(sid), []).append(rec.id)
     out = pd.DataFrame([{"sample_id": sid, "n_models": len(v), "runs": ",".join(map(str, v))}
@@ -348,6 +404,15 @@ def flagged_by_sample(store: Store, run_ids: Sequence[int], relation: str) -> pd
     return out.sort_values(["n_models", "sample_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
+@kept(refusals=(NotAvailable,))
+def flagged_by_sample_head(store: Store, run_ids: Sequence[int], relation: str, limit: int) -> tuple[pd.DataFrame, int]:
+    """The first ``limit`` rows of :func:`flagged_by_sample` (the images most runs flag) and how many rows it has
+    in all: what a page shows of a list that can hold every image of the dataset."""
+    per = flagged_by_sample(store, run_ids, relation)
+    return per.head(int(limit)).reset_index(drop=True), int(len(per))
+
+
+@kept(refusals=(NotAvailable,))
 def cross_model_overlap(store: Store, run_ids: Sequence[int], relation: str) -> pd.DataFrame:
     """Seed 000 s6.1 / Fig. 6: for how many models each image's inference is unreliable.
 

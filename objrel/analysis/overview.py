@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from objrel.constants import TORCH_RUNTIME
+from objrel.store.kept import NoDelta, kept
 from objrel.analysis.summary import summarize
 from objrel.progress import run_estimate
 from objrel.store import RunRecord, Store
@@ -91,14 +92,24 @@ def runs_that_tested_nothing(store: Store, runs: list[RunRecord] | None = None) 
         if r.status != "finished" or r.n_tested > 0 or r.n_done <= 0:
             continue
         skipped, untested = Counter(), Counter()
-        for row in store.sample_issues(r.id):
-            if row["status"] == "skipped":
-                skipped[row["skip_code"] or "unknown"] += 1
-            elif row["status"] == "untested":
-                untested[row["skip_code"] or ("incorrect" if row["correct"] is False else "not-tested")] += 1
+        for status, code, correct, n in store.issue_counts(r.id):
+            if status == "skipped":
+                skipped[code or "unknown"] += n
+            elif status == "untested":
+                untested[code or ("incorrect" if correct is False else "not-tested")] += n
         out.append(NothingTested(r.id, r.name, r.n_done, tuple(skipped.most_common()),
                                  tuple(untested.most_common())))
     return out
+
+
+def _add(a: int, b: int, arguments: dict) -> int:
+    return a + b
+
+
+@kept(merge=_add)
+def sample_issue_total(store: Store, run_id: int, rows: tuple[int, int] | None = None) -> int:
+    """How many samples ``objrel.engine.manage.sample_issues`` lists for ``run_id`` (kept per state of the run)."""
+    return store.issue_total(run_id, rows)
 
 
 def _summaries(store: Store):
@@ -128,32 +139,61 @@ def striking_examples(store: Store, limit: int = STRIKING_EXAMPLES, include_inco
     relation to open it under: MR-2 when MR-2 flags it), ``image`` (its path in the dataset), ``s``, ``both``,
     ``correct`` (False for an incorrect inference, tested because the run tested all).  Incorrect
     inferences are left out unless ``include_incorrect``: a flag on a wrong answer makes no point about
-    the reasons of a right one.
+    the reasons of a right one.  Each run's own best ``limit`` are kept per state of the run
+    (``run_striking_examples``), so this reads one row per run.
     """
-    out = []
-    for r in store.list_runs():
-        f1 = set(store.flagged_sample_ids(r.id, MR1))
-        f2 = set(store.flagged_sample_ids(r.id, MR2))
-        if not (f1 | f2):
-            continue
-        for sid, image, score, correct in _tested_inferences(store, r):
-            if sid not in f1 and sid not in f2:
-                continue
-            if not correct and not include_incorrect:
-                continue
-            both = sid in f1 and sid in f2
-            relation = BOTH if both else (MR1 if sid in f1 else MR2)
-            out.append({"run_id": r.id, "sample_id": sid, "relation": relation,
-                        "review_relation": MR2 if sid in f2 else MR1, "image": image, "s": score, "both": both,
-                        "correct": correct})
-    out.sort(key=lambda d: (not d["correct"], not d["both"], d["s"] if d["s"] is not None else 1.0))
+    out = [ex for r in store.list_runs() if r.n_done
+           for ex in run_striking_examples(store, r.id, limit, include_incorrect)]
+    out.sort(key=_striking_order)
     return out[:limit]
 
 
-def _tested_inferences(store: Store, run: RunRecord) -> list[tuple[str, str, float | None, bool]]:
+def _striking_order(d: dict) -> tuple:
+    return (not d["correct"], not d["both"], d["s"] if d["s"] is not None else 1.0)
+
+
+def _best(a: list[dict], b: list[dict], arguments: dict) -> list[dict]:
+    """The best ``limit`` of two lists of striking examples over disjoint samples."""
+    return sorted(a + b, key=_striking_order)[:arguments["limit"]]
+
+
+@kept(merge=_best)
+def run_striking_examples(store: Store, run_id: int, limit: int = STRIKING_EXAMPLES,
+                          include_incorrect: bool = False, rows: tuple[int, int] | None = None) -> list[dict]:
+    """``striking_examples`` of one run (of its sample rows in ``rows`` = (after, upto] when given)."""
+    run = store.get_run(run_id)
+    if D.is_detection_run(run):
+        if rows is not None:
+            raise NoDelta(f"run {run_id} is a detection run: its units are ranked over the whole run")
+        f1, f2 = set(store.flagged_sample_ids(run.id, MR1)), set(store.flagged_sample_ids(run.id, MR2))
+    else:
+        from objrel.analysis.flag_tables import inferences
+
+        df = inferences(store, run.id, labels=False, rows=rows)
+        f1, f2 = set(df.loc[df["mr1"], "sample_id"]), set(df.loc[df["mr2"], "sample_id"])
+    if not (f1 | f2):
+        return []
+    out = []
+    for sid, image, score, correct in _tested_inferences(store, run, rows):
+        if sid not in f1 and sid not in f2:
+            continue
+        if not correct and not include_incorrect:
+            continue
+        both = sid in f1 and sid in f2
+        relation = BOTH if both else (MR1 if sid in f1 else MR2)
+        out.append({"run_id": run.id, "sample_id": sid, "relation": relation,
+                    "review_relation": MR2 if sid in f2 else MR1, "image": image, "s": score, "both": both,
+                    "correct": correct})
+    out.sort(key=_striking_order)
+    return out[:limit]
+
+
+def _tested_inferences(store: Store, run: RunRecord,
+                       rows: tuple[int, int] | None = None) -> list[tuple[str, str, float | None, bool]]:
     """(inference id, image path, S, correct) of every tested inference: a classifier run's samples, a
     detection run's units (named by unit id, as their votes are; correct = detected on the source)."""
     if D.is_detection_run(run):
-        images = {s["sample_id"]: s["rel_path"] for s in store.samples(run.id)}
+        images = {s["sample_id"]: s["rel_path"] for s in store.sample_states(run.id)}
         return [(u.unit_id, images[u.image_id], u.s, bool(u.detected)) for u in D.units(store, run.id, tested=True)]
-    return [(s["sample_id"], s["rel_path"], s["s"], bool(s["correct"])) for s in store.samples(run.id, status="tested")]
+    return [(s["sample_id"], s["rel_path"], s["s"], bool(s["correct"]))
+            for s in store.sample_states(run.id, status="tested", rows=rows)]

@@ -19,6 +19,7 @@ from scipy import stats as sps
 from objrel.analysis.flag_tables import (MR1, MR2, PALETTE_GROUP_SUFFIX, PALETTE_PLAN_HINT, RELATION_COLUMN,
                                          TEST_ALL_HINT, NotAvailable, check_relation, inferences, relation_flags,
                                          run_figures, run_records, safe_ratio)
+from objrel.store.kept import kept
 from objrel.store import Store
 from objrel.store import detections as D
 from objrel.store import inferences as inference_rows
@@ -180,6 +181,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
 # ---------------------------------------------------------------- reliable accuracy (Tables 7/8)
 
 
+@kept(refusals=(NotAvailable,))
 def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alternative: str = "two-sided",
                       require_all_tested: bool = True) -> ReliableAccuracy:
     """Seed 000 s6.3 / Tables 7-8: accuracy on the unreliable and the reliable inferences, per run.
@@ -394,6 +396,7 @@ def mcnemar_test(b: int, c: int) -> tuple[float, float, str]:
     return float(stat), float(sps.chi2.sf(stat, 1)), "chi-square"
 
 
+@kept(refusals=(NotAvailable,))
 def paired_flags(store: Store, run_a: int, run_b: int, relation: str) -> McNemar:
     """McNemar's test of whether two runs on one dataset flag (``relation``) their shared inferences
     differently: the samples with the same id that both runs answered correctly and tested."""
@@ -462,6 +465,7 @@ def contingency_from_counts(table, relation: str = MR1, run_id: int | None = Non
                        False, note, chi2_y, p_y, v_y)
 
 
+@kept(refusals=(NotAvailable,))
 def colour_contingency(store: Store, run_id: int, relation: str) -> Contingency:
     """Seed 000 s5.2 / Table 4: the 3-colour vote against the 15-colour vote of one run.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from objrel.store.kept import NoDelta, kept
 from objrel.relations.detect import INCORRECT_DETECTION, MISSING_DETECTION
 from objrel.store import Store
 from objrel.store import detections as D
@@ -92,34 +93,54 @@ def flagged_sets(store: Store, run_id: int) -> tuple[set[str], set[str]]:
     return (set(store.flagged_sample_ids(run_id, "MR-1")), set(store.flagged_sample_ids(run_id, "MR-2")))
 
 
-def summarize(store: Store, run_id: int) -> Summary:
-    """Counts and violation ratios of one stored run (samples, units for a detection run)."""
+def _summary(run_id: int, model: str, dataset: str, samples: int, skipped: int, evaluated: int, correct: int,
+             tested: int, mr1: int, mr2: int, both: int, flagged_all_mr1: int, flagged_all_mr2: int,
+             detection: dict) -> Summary:
+    ratio = lambda k: k / correct if correct else None  # noqa: E731
+    return Summary(
+        run_id=run_id, model=model, dataset=dataset, samples=samples, skipped=skipped, evaluated=evaluated,
+        correct=correct, tested=tested, accuracy=correct / evaluated if evaluated else None,
+        mr1=mr1, mr2=mr2, both=both, mr1_ratio=ratio(mr1), mr2_ratio=ratio(mr2), both_ratio=ratio(both),
+        flagged_all_mr1=flagged_all_mr1, flagged_all_mr2=flagged_all_mr2, **detection)
+
+
+# Summary fields that add up over disjoint samples of one classifier run.
+ADDITIVE = ("samples", "skipped", "evaluated", "correct", "tested", "mr1", "mr2", "both", "flagged_all_mr1",
+            "flagged_all_mr2")
+
+
+def _merge(a: Summary, b: Summary, arguments: dict) -> Summary:
+    """Two classifier-run summaries over disjoint samples as one."""
+    return _summary(a.run_id, a.model, a.dataset, **{k: getattr(a, k) + getattr(b, k) for k in ADDITIVE},
+                    detection={})
+
+
+@kept(merge=_merge)
+def summarize(store: Store, run_id: int, rows: tuple[int, int] | None = None) -> Summary:
+    """Counts and violation ratios of one stored run (samples, units for a detection run); kept per state of the
+    run (``objrel.store.kept``), a running classifier run's brought up to date with the samples it added."""
+    from objrel.analysis.flag_tables import inferences
+
     rec = store.get_run(run_id)
-    rows = store.samples(run_id)
-    skipped = sum(r["status"] == "skipped" for r in rows)
-    if D.is_detection_run(rec):
-        units = D.units(store, run_id)
-        n_evaluated = len(units)
-        correct_ids = {u.unit_id for u in units if u.detected}
-        tested = sum(u.tested for u in units)
-        outcomes = D.outcome_counts(store, run_id)
-        detection = {"missing_detections": sum(c.n for c in outcomes if c.outcome == MISSING_DETECTION),
-                     "incorrect_detections": sum(c.n for c in outcomes if c.outcome == INCORRECT_DETECTION)}
-    else:
-        evaluated = [r for r in rows if r["status"] != "skipped"]
-        n_evaluated = len(evaluated)
-        correct_ids = {r["sample_id"] for r in evaluated if r["correct"]}
-        tested = sum(r["status"] == "tested" for r in rows)
-        detection = {}
+    if not D.is_detection_run(rec):
+        df = inferences(store, run_id, labels=False, rows=rows)
+        cor = df[df["correct"]]
+        return _summary(run_id, rec.model, rec.dataset, samples=len(df), skipped=int((~df["evaluated"]).sum()),
+                        evaluated=int(df["evaluated"].sum()), correct=len(cor), tested=int(df["tested"].sum()),
+                        mr1=int(cor["mr1"].sum()), mr2=int(cor["mr2"].sum()), both=int(cor["both"].sum()),
+                        flagged_all_mr1=int(df["mr1"].sum()), flagged_all_mr2=int(df["mr2"].sum()), detection={})
+    if rows is not None:
+        raise NoDelta(f"run {run_id} is a detection run: its units are counted over the whole run")
+    images = store.sample_states(run_id)
+    units = D.units(store, run_id)
+    correct_ids = {u.unit_id for u in units if u.detected}
+    outcomes = D.outcome_counts(store, run_id)
     f1, f2 = flagged_sets(store, run_id)
     c1, c2 = f1 & correct_ids, f2 & correct_ids
-    n = len(correct_ids)
-    ratio = lambda k: k / n if n else None  # noqa: E731
-    return Summary(
-        run_id=run_id, model=rec.model, dataset=rec.dataset, samples=len(rows), skipped=skipped,
-        evaluated=n_evaluated, correct=n, tested=tested,
-        accuracy=n / n_evaluated if n_evaluated else None,
-        mr1=len(c1), mr2=len(c2), both=len(c1 & c2),
-        mr1_ratio=ratio(len(c1)), mr2_ratio=ratio(len(c2)), both_ratio=ratio(len(c1 & c2)),
-        flagged_all_mr1=len(f1), flagged_all_mr2=len(f2), **detection,
-    )
+    return _summary(run_id, rec.model, rec.dataset, samples=len(images),
+                    skipped=sum(r["status"] == "skipped" for r in images), evaluated=len(units),
+                    correct=len(correct_ids), tested=sum(u.tested for u in units), mr1=len(c1), mr2=len(c2),
+                    both=len(c1 & c2), flagged_all_mr1=len(f1), flagged_all_mr2=len(f2),
+                    detection={"missing_detections": sum(c.n for c in outcomes if c.outcome == MISSING_DETECTION),
+                               "incorrect_detections": sum(c.n for c in outcomes
+                                                           if c.outcome == INCORRECT_DETECTION)})

@@ -15,6 +15,8 @@ from objrel.store import Store
 
 # Review items kept per server process (thumbnails only: about 1.4 MB per item).
 REVIEW_ITEM_CACHE = 16
+# Adjudication and overlap cards kept per server process (small thumbnails; two pages of Agreement's forms).
+ITEM_CARD_CACHE = 32
 # Run models kept per server process (EfficientNet-Lite0 holds about 20 MB).
 RUN_MODEL_CACHE = 4
 # Per-run tables kept per server process.
@@ -66,7 +68,7 @@ def cached_review_item(store: Store, run_id: int, sample_id: str, relation: str)
 def cached_item_card(store: Store, run_id: int, sample_id: str, relation: str):
     """``objrel.review.items.item_card``: an adjudication card's thumbnails, rebuilt once per item."""
 
-    @st.cache_data(max_entries=REVIEW_ITEM_CACHE, show_spinner=False)
+    @st.cache_data(max_entries=ITEM_CARD_CACHE, show_spinner=False)
     def _card(url: str, run_id: int, sample_id: str, relation: str):
         from objrel.review.items import item_card
 
@@ -86,14 +88,16 @@ def cached_size_bins(store: Store, run_id: int, relation: str) -> pd.DataFrame:
     return _bins(store.url, int(run_id), relation, store.get_run(run_id).n_done)
 
 
-def cached_flagged(store: Store, run_id: int, relation: str) -> list[str]:
-    """Flagged sample ids (primary vote) of a run, cached for each state of the run (its n_done)."""
+def cached_flagged(store: Store, run_id: int, relation: str) -> tuple[str, ...]:
+    """Flagged sample ids (primary vote) of a run, read once per server process for each state of the run
+    (``objrel.store.kept.run_stamp``) and shared, not copied, between sessions: a run can flag a million."""
+    from objrel.store.kept import run_stamp
 
-    @st.cache_data(max_entries=RUN_TABLE_CACHE, show_spinner=False)
-    def _flagged(url: str, run_id: int, relation: str, n_done: int) -> list[str]:
-        return store.flagged_sample_ids(run_id, relation)
+    @st.cache_resource(max_entries=RUN_TABLE_CACHE, show_spinner=False)
+    def _flagged(url: str, run_id: int, relation: str, stamp: str) -> tuple[str, ...]:
+        return tuple(store.flagged_sample_ids(run_id, relation))
 
-    return _flagged(store.url, int(run_id), relation, store.get_run(run_id).n_done)
+    return _flagged(store.url, int(run_id), relation, run_stamp(store, run_id)[0])
 
 
 # ---------------------------------------------------------------- inspection results (immutable once read)

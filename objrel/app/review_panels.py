@@ -309,7 +309,8 @@ def calibration(actor: Actor, store: Store, run_id: int, relation: str) -> None:
     st.markdown(f"**Calibration: run {int(run_id)}, {plain(relation)}**")
     from objrel.store.reviews import item_files
 
-    for line in captions.calibration_lines(cal, item_files(store, int(run_id))):
+    files = item_files(store, int(run_id), [d.sample_id for d in cal.disagreements])
+    for line in captions.calibration_lines(cal, files):
         st.markdown(line)
 
 

@@ -80,7 +80,12 @@ def execute_with_progress(engine, run_id: int | None, model_name: str, words: Ru
     print(f"run {run_id}: {model_name} on {engine.dataset.name} ({len(engine.samples)} {words.items}, "
           f"{len(engine.mutations)} {words.mutations}) -> {engine.store!r}", file=sys.stderr)
     with progress_bar(len(engine.samples), quiet) as progress:
-        return engine.execute(run_id=run_id, progress=progress)
+        report = engine.execute(run_id=run_id, progress=progress)
+    if report.status == "finished":   # the pages' tables of the run, kept now rather than on the first view
+        from objrel.analysis.prepared import prepare_run
+
+        prepare_run(engine.store, report.run_id)
+    return report
 
 
 def print_run_report(report, words: RunWords, out=None) -> None:

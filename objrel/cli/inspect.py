@@ -14,7 +14,8 @@ from objrel.data import load_dataset
 from objrel.models import DEFAULT_MODEL, load_classifier
 from objrel.studies.deepinspect import bias_table, confusion_table, inspect_dataset
 from objrel.studies.deepinspect.constants import ACTIVATION_THRESHOLD, DEFAULT_BATCH_SIZE, MIN_CLASS_IMAGES
-from objrel.studies.deepinspect.planted import PlantedSpec, format_planted_ranks, planted_ranks, run_planted
+from objrel.studies.deepinspect.planted import PlantedSpec, run_planted
+from objrel.studies.deepinspect.planted_ranks import format_planted_ranks, planted_ranks
 
 # Pairs printed per ranked list unless --top says otherwise.
 DEFAULT_TOP = 10

@@ -52,14 +52,15 @@ def cmd_summary(args) -> int:
 
 def cmd_export(args) -> int:
     """``objrel export``: write one run's results in the chosen format to a file or stdout."""
-    from objrel.analysis.export import export_run
+    from objrel.analysis.export import write_run
 
-    text = export_run(Store(args.store), args.run, args.format)
+    store = Store(args.store)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output}", file=sys.stderr)
+        with open(args.output, "w", encoding="utf-8", newline="") as fh:
+            n = write_run(store, args.run, fh, args.format)
+        print(f"wrote {args.output} ({n} inferences)", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        write_run(store, args.run, sys.stdout, args.format)
     return 0
 
 

@@ -102,11 +102,11 @@ def _dropped_text(dropped) -> str:
     return "\n".join(f"{d.get('category')}: {d.get('code')} ({d.get('reason')})" for d in dropped or [])
 
 
-def sample_issues(store: Store, run_id: int) -> list[SampleIssue]:
+def sample_issues(store: Store, run_id: int, offset: int = 0, limit: int | None = None) -> list[SampleIssue]:
     """Run ``run_id``'s skipped and untested samples with their reasons, and samples whose annotations were
-    partly dropped."""
+    partly dropped, by sample id: from the ``offset``-th on, at most ``limit`` (all when None)."""
     out = []
-    for r in store.sample_issues(run_id):
+    for r in store.sample_issues(run_id, offset, limit):
         if r["status"] == "skipped":
             code, reason = r["skip_code"] or "", r["skip_reason"] or ""
         elif r["status"] == "untested":

@@ -33,6 +33,7 @@ from objrel.review.judgments import (INVALID, VALIDITY, Judgment, check_call, ch
 from objrel.review.sampling import review_sample_info
 from objrel.store import Store
 from objrel.store import reviews as review_rows
+from objrel.store.kept import kept
 
 if TYPE_CHECKING:  # pandas is imported lazily: the review workers do not need it
     import pandas as pd
@@ -393,14 +394,24 @@ def _pct(k: int, n: int) -> float:
     return round(100.0 * k / n, 1) if n else math.nan
 
 
+def _add(a: int, b: int, arguments: dict) -> int:
+    return a + b
+
+
+@kept(merge=_add)
+def flagged_count(store: Store, run_id: int, relation: str, rows: tuple[int, int] | None = None) -> int:
+    """How many inferences of ``run_id`` the primary ``relation`` vote flags (kept per state of the run)."""
+    return store.flagged_count(run_id, relation, rows)
+
+
 def _precision_row(store: Store, run_id: int, relation: str) -> dict:
     try:
         rec = store.get_run(run_id)
     except KeyError:
         raise ValueError(f"no run {run_id} in the store") from None
-    flagged = store.flagged_sample_ids(run_id, relation)
     draw = review_sample_info(store, run_id, relation)
-    universe = set(draw.sample_ids) if draw else set(flagged)
+    n_flagged = flagged_count(store, run_id, relation)
+    universe = set(draw.sample_ids) if draw else set(store.flagged_sample_ids(run_id, relation))
     decided: dict[str, Consensus] = {}
     judged: dict[str, int] = defaultdict(int)
     # Blind until closed: an open sample's calls count nowhere (every item pending), so no number here moves
@@ -421,7 +432,7 @@ def _precision_row(store: Store, run_id: int, relation: str) -> dict:
     n = len(decided)
     return {
         "run": run_id, "model": rec.model, "dataset": rec.dataset, "task": rec.task, "relation": relation,
-        "flagged": len(flagged), "sample size": draw.size if draw else 0, "reviewed": n,
+        "flagged": n_flagged, "sample size": draw.size if draw else 0, "reviewed": n,
         "invalid mutants": len(invalid),
         "true positive": tp, "true positive %": _pct(tp, n),
         "false positive": len(fps), "false positive %": _pct(len(fps), n),

@@ -107,10 +107,10 @@ def judgment_export(actor: Actor, store: Store, run_ids=None, relation: str | No
         run = judged.get(rid)
         if run is None:
             continue  # a run without judgments: nothing to export
-        files = review_rows.item_files(store, rid)
         versions = review_rows.current_versions(store, rid)
         for rel in relations:
             calls = judgments(store, rid, rel)
+            files = review_rows.item_files(store, rid, [j.sample_id for j in calls])
             mine = {j.sample_id for j in calls if j.reviewer == actor.name}
             who, shared = _visible(actor, store, rid, rel, full, mine)
             adjudications = review_rows.adjudications(store, rid, rel) if shared is None or shared else {}

@@ -187,7 +187,10 @@ def open_queue(actor: Actor, store: Store, run_id: int, relation: str, mode: str
     is False (someone who only looks): then ValueError while none was drawn."""
     if mode not in QUEUE_MODES:
         raise ValueError(f"queue mode must be one of {QUEUE_MODES}, got {mode!r}")
-    flagged = list(store.flagged_sample_ids(run_id, relation) if flagged is None else flagged)
+    if flagged is None:
+        flagged = store.flagged_sample_ids(run_id, relation)
+    elif not isinstance(flagged, (list, tuple)):
+        flagged = list(flagged)      # a shared tuple of a million ids is used as it is, not copied
     if mode == REVIEW_SAMPLE:
         items = review.review_queue(actor, store, run_id, relation, draw=draw)
         judged = [q for q in items if q.judged_by_me]
@@ -195,8 +198,10 @@ def open_queue(actor: Actor, store: Store, run_id: int, relation: str, mode: str
                      len(flagged), mode, {q.sample_id: tuple(q.my_reasons) for q in judged},
                      {q.sample_id: q.my_note for q in judged if q.my_note},
                      {q.sample_id: q.my_validity for q in judged if q.my_validity})
-    in_queue = set(flagged)
-    mine = [j for j in review.judgments(store, run_id, relation, reviewer=actor.name) if j.sample_id in in_queue]
+    mine = review.judgments(store, run_id, relation, reviewer=actor.name)
+    if mine:
+        in_queue = set(flagged)
+        mine = [j for j in mine if j.sample_id in in_queue]
     return Queue(tuple(flagged), {j.sample_id: j.verdict for j in mine}, len(flagged), mode,
                  {j.sample_id: tuple(j.reasons) for j in mine}, {j.sample_id: j.note for j in mine if j.note},
                  {j.sample_id: j.validity for j in mine if j.validity})

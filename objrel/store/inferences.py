@@ -10,12 +10,14 @@ from sqlalchemy import and_, case, func, select
 
 from objrel.store import schema as S
 from objrel.store.columns import FLAG_COLUMNS, FLAG_RELATIONS, INFERENCE_COLUMNS, LABEL_COLUMNS
-from objrel.store.store import Store
+from objrel.store.store import Store, in_rows
 
 
 
-def flagged_inferences(store: Store, run_id: int, labels: bool = True) -> tuple[tuple[str, ...], list[tuple]]:
-    """Every stored sample of ``run_id`` with its primary-vote flags, by sample id.
+def flagged_inferences(store: Store, run_id: int, labels: bool = True,
+                       rows: tuple[int, int] | None = None) -> tuple[tuple[str, ...], list[tuple]]:
+    """Every stored sample of ``run_id`` with its primary-vote flags, by sample id; only the samples whose row
+    id lies in ``rows`` = (after, upto] when given (what a run added since a result was kept).
 
     Returns ``(columns, rows)``: columns are ``INFERENCE_COLUMNS``, then ``LABEL_COLUMNS`` when
     ``labels`` (lists of class indices; False skips decoding their JSON), then ``FLAG_COLUMNS``
@@ -35,11 +37,11 @@ def flagged_inferences(store: Store, run_id: int, labels: bool = True) -> tuple[
                 *(flag(rel).label(col) for col, rel in FLAG_RELATIONS.items()))
          .select_from(sm.outerjoin(vt, and_(vt.c.run_id == sm.c.run_id, vt.c.sample_id == sm.c.sample_id,
                                             vt.c.is_primary.is_(True))))
-         .where(sm.c.run_id == rid).group_by(sm.c.id).order_by(sm.c.sample_id))
+         .where(sm.c.run_id == rid, in_rows(sm.c.id, rows)).group_by(sm.c.id).order_by(sm.c.sample_id))
     columns = INFERENCE_COLUMNS + (LABEL_COLUMNS if labels else ()) + FLAG_COLUMNS
     with store.engine.connect() as c:
-        rows = [tuple(r) for r in c.execute(q).all()]
-    return columns, rows
+        found = [tuple(r) for r in c.execute(q).all()]
+    return columns, found
 
 
 def relation_votes(store: Store, run_id: int, relation: str) -> tuple[list[tuple[str, str, bool, bool]], set[str]]:

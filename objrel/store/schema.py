@@ -97,6 +97,8 @@ samples = Table(
     UniqueConstraint("run_id", "sample_id", name="uq_sample"),
 )
 Index("ix_samples_run_status", samples.c.run_id, samples.c.status)
+# A run's newest sample row in one index step: the stamp of its kept results (revision 0008).
+Index("ix_samples_run_row", samples.c.run_id, samples.c.id)
 
 predictions = Table(
     "predictions", metadata,
@@ -387,3 +389,21 @@ review_jobs = Table(
     Column("finished_at", DateTime(timezone=True)),
 )
 Index("ix_review_jobs_run", review_jobs.c.run_id, review_jobs.c.relation, review_jobs.c.kind)
+
+# ---------------------------------------------------------------- results kept per run (revision 0008)
+# What a page shows of a run (its headline, per-label and size tables, statistics over several runs) computed
+# once for each state of the runs it reads and kept as JSON (objrel.store.summaries, objrel.store.kept): a
+# page view reads one small row instead of every sample of the run.  ``name`` says what was computed and with
+# which arguments; ``stamp`` the state of the runs it was computed from; a row whose stamp is not the runs'
+# current one is stale and computed again.  A result over several runs hangs on the first of them.
+run_summaries = Table(
+    "run_summaries", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("stamp", String(200), nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("seconds", Float, nullable=False),            # how long computing it took
+    Column("computed_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "name", name="uq_run_summary"),
+)

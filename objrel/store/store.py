@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import create_engine, delete, event, func, insert, select, update
+from sqlalchemy import Text, and_, cast, create_engine, delete, event, func, insert, or_, select, true, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
@@ -27,6 +27,14 @@ from objrel.store.revisions import ensure_current
 ENV_VAR = "OBJREL_STORE"
 DEFAULT_URL = "sqlite:///objrel.db"
 RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled")
+# Sample ids bound per query when rows of many samples are read at once (``Store.rows_of``).
+ROWS_OF_CHUNK = 500
+
+
+def in_rows(column, rows: tuple[int, int] | None):
+    """The condition that ``column`` (a sample row id) lies in ``rows`` = (after, upto]; always true for None.
+    A run only ever adds sample rows, so the rows after a kept result's newest are what the run added since."""
+    return true() if rows is None else and_(column > int(rows[0]), column <= int(rows[1]))
 
 
 def resolve_url(url: str | os.PathLike | None = None) -> str:
@@ -310,14 +318,29 @@ class Store:
             counts[S.runs.name] = c.execute(delete(S.runs).where(S.runs.c.id == rid)).rowcount
         return counts
 
-    def sample_issues(self, run_id: int) -> list[dict]:
+    def sample_issues(self, run_id: int, offset: int = 0, limit: int | None = None) -> list[dict]:
         """Run ``run_id``'s samples that were skipped or left untested, and those with dropped annotations:
-        ``{sample_id, status, skip_code, skip_reason, correct, dropped}`` each, by sample id."""
+        ``{sample_id, status, skip_code, skip_reason, correct, dropped}`` each, by sample id; from the
+        ``offset``-th such sample on, at most ``limit`` of them (all when None): the page is cut in the query."""
         cols = [S.samples.c[k] for k in ("sample_id", "status", "skip_code", "skip_reason", "correct", "dropped")]
-        q = select(*cols).where(S.samples.c.run_id == int(run_id)).order_by(S.samples.c.sample_id)
+        dropped = func.coalesce(cast(S.samples.c.dropped, Text), "null")
+        q = (select(*cols).where(S.samples.c.run_id == int(run_id),
+                                 or_(S.samples.c.status != "tested", dropped.not_in(["null", "[]"])))
+             .order_by(S.samples.c.sample_id).offset(int(offset)))
+        if limit is not None:
+            q = q.limit(int(limit))
         with self.engine.connect() as c:
             rows = [dict(r._mapping) for r in c.execute(q)]
         return [r for r in rows if r["status"] != "tested" or r["dropped"]]
+
+    def issue_total(self, run_id: int, rows: tuple[int, int] | None = None) -> int:
+        """How many samples ``sample_issues`` lists for ``run_id`` in all (of the sample rows in ``rows`` =
+        (after, upto] when given)."""
+        dropped = func.coalesce(cast(S.samples.c.dropped, Text), "null")
+        q = select(func.count()).where(S.samples.c.run_id == int(run_id), in_rows(S.samples.c.id, rows),
+                                       or_(S.samples.c.status != "tested", dropped.not_in(["null", "[]"])))
+        with self.engine.connect() as c:
+            return int(c.execute(q).scalar())
 
     def request_cancel(self, run_id: int) -> None:
         """Ask run ``run_id`` to stop (its loop reads the flag between chunks)."""
@@ -394,6 +417,26 @@ class Store:
         with self.engine.connect() as c:
             return [dict(r._mapping) for r in c.execute(q.order_by(S.samples.c.sample_id))]
 
+    def sample_states(self, run_id: int, status: str | None = None,
+                      rows: tuple[int, int] | None = None) -> list[dict]:
+        """The run's samples as ``{sample_id, rel_path, status, correct, s}`` dicts (no JSON column decoded), by
+        sample id, only those of ``status`` when given and those whose row id lies in ``rows`` = (after, upto]
+        when given: what counts and rankings over a run need."""
+        cols = [S.samples.c[k] for k in ("sample_id", "rel_path", "status", "correct", "s")]
+        q = select(*cols).where(S.samples.c.run_id == int(run_id), in_rows(S.samples.c.id, rows))
+        if status:
+            q = q.where(S.samples.c.status == status)
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q.order_by(S.samples.c.sample_id))]
+
+    def issue_counts(self, run_id: int) -> list[tuple[str, str | None, bool | None, int]]:
+        """How many of the run's samples are in each (status, skip_code, correct) state: one GROUP BY."""
+        c_ = S.samples.c
+        q = (select(c_.status, c_.skip_code, c_.correct, func.count()).where(c_.run_id == int(run_id))
+             .group_by(c_.status, c_.skip_code, c_.correct))
+        with self.engine.connect() as c:
+            return [(r[0], r[1], None if r[2] is None else bool(r[2]), int(r[3])) for r in c.execute(q)]
+
     def predictions(self, run_id: int, sample_id: str) -> dict[str, dict]:
         """The sample's prediction rows, keyed by mutation key ("source" for the source image)."""
         q = select(S.predictions).where(S.predictions.c.run_id == int(run_id),
@@ -432,6 +475,53 @@ class Store:
             q = q.where(S.votes.c.is_primary.is_(True))
         with self.engine.connect() as c:
             return sorted(set(c.execute(q).scalars()))
+
+    def samples_after(self, run_id: int, after: str | None, limit: int, status: str | None = None) -> list[dict]:
+        """Up to ``limit`` sample rows of the run (of ``status`` when given) whose ids follow ``after`` (from the
+        first when None), by sample id: a run read a page at a time through the (run_id, sample_id) index."""
+        q = select(S.samples).where(S.samples.c.run_id == int(run_id))
+        if status:
+            q = q.where(S.samples.c.status == status)
+        if after is not None:
+            q = q.where(S.samples.c.sample_id > after)
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q.order_by(S.samples.c.sample_id).limit(int(limit)))]
+
+    def rows_of(self, table: str, run_id: int, sample_ids) -> dict[str, list[dict]]:
+        """The ``votes``, ``verdicts`` or ``predictions`` rows of the given samples of a run, per sample id, each
+        sample's rows in the order they were written."""
+        t = {"votes": S.votes, "verdicts": S.verdicts, "predictions": S.predictions}[table]
+        ids = [str(i) for i in sample_ids]
+        out: dict[str, list[dict]] = {i: [] for i in ids}
+        with self.engine.connect() as c:
+            for start in range(0, len(ids), ROWS_OF_CHUNK):
+                q = (select(t).where(t.c.run_id == int(run_id), t.c.sample_id.in_(ids[start:start + ROWS_OF_CHUNK]))
+                     .order_by(t.c.sample_id, t.c.id))
+                for r in c.execute(q):
+                    out[r.sample_id].append(dict(r._mapping))
+        return out
+
+    def first_seen(self, table: str, column: str, run_id: int) -> list[str]:
+        """The distinct values of ``column`` (``group_name`` of ``votes``, ``mutation_key`` of ``verdicts``) in a
+        run, in the order they were first written: the columns of a run's export."""
+        t = {"votes": S.votes, "verdicts": S.verdicts}[table]
+        col = t.c[column]
+        q = select(col, func.min(t.c.id)).where(t.c.run_id == int(run_id)).group_by(col).order_by(func.min(t.c.id))
+        with self.engine.connect() as c:
+            return [r[0] for r in c.execute(q)]
+
+    def flagged_count(self, run_id: int, relation: str, rows: tuple[int, int] | None = None) -> int:
+        """How many samples the primary ``relation`` vote flags in run ``run_id`` (one COUNT); of the sample rows
+        in ``rows`` = (after, upto] when given."""
+        v = S.votes.c
+        q = select(func.count(func.distinct(v.sample_id))).where(v.run_id == int(run_id), v.relation == relation,
+                                                                 v.flagged.is_(True), v.is_primary.is_(True))
+        if rows is not None:
+            sm = S.samples.c
+            q = q.where(select(sm.id).where(sm.run_id == v.run_id, sm.sample_id == v.sample_id,
+                                            in_rows(sm.id, rows)).exists())
+        with self.engine.connect() as c:
+            return int(c.execute(q).scalar())
 
     # ------------------------------------------------------------ crash bookkeeping
 

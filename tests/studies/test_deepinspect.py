@@ -26,8 +26,8 @@ from objrel.studies.deepinspect import (ActivationCounter, Inspector, InspectRes
 from objrel.studies.deepinspect.evaluation import evaluate_ranking, last_linear
 from objrel.studies.deepinspect.metrics import far_cutoff
 from objrel.studies.deepinspect.result import heatmap_classes, most_biasing_third
-from objrel.studies.deepinspect.planted import (BIAS_PAIR, CONFUSION_PAIR, PlantedSpec, planted_ranks, render,
-                                                run_planted)
+from objrel.studies.deepinspect.planted import PlantedSpec, render, run_planted
+from objrel.studies.deepinspect.planted_ranks import BIAS_PAIR, CONFUSION_PAIR, planted_ranks
 from objrel.cli.inspect import add_inspect_command
 from objrel.models import CallableClassifier, Preprocess, TorchClassifier
 

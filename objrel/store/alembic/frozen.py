@@ -5,7 +5,8 @@ revisions).  Do not edit: a change of the schema is a new revision.
 * ``SCHEMA_1``: the tables of schema 1 (revision 0001), classifier and detection runs alike in ``samples``;
 * ``SCHEMA_2``: the detection tables revision 0002 adds;
 * ``SCHEMA_3``: the crash bookkeeping and trust tables of revision 0003;
-* ``SCHEMA_7``: the review-day tables of revision 0007 (app sessions, background review jobs).
+* ``SCHEMA_7``: the review-day tables of revision 0007 (app sessions, background review jobs);
+* ``SCHEMA_8``: the kept per-run results of revision 0008 (``run_summaries``).
 """
 
 from __future__ import annotations
@@ -352,3 +353,18 @@ review_jobs = Table(
 Index("ix_review_jobs_run", review_jobs.c.run_id, review_jobs.c.relation, review_jobs.c.kind)
 
 SCHEMA_7 = (app_sessions, review_jobs)
+
+# ---------------------------------------------------------------- revision 0008: results kept per run
+run_summaries = Table(
+    "run_summaries", schema_1,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("stamp", String(200), nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("seconds", Float, nullable=False),
+    Column("computed_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "name", name="uq_run_summary"),
+)
+
+SCHEMA_8 = (run_summaries,)

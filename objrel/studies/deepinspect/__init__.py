@@ -20,20 +20,26 @@ Entry points: ``Inspector`` (stream any batches), ``inspect_dataset`` (an objrel
 dataset), ``run_planted`` (the benchmark); results are ``InspectResult`` JSON files.
 """
 
-from objrel.studies.deepinspect.constants import (ACTIVATION_THRESHOLD, DEFAULT_BATCH_SIZE, FAR_STD, FLAG_STD,
-                                                  MIN_CLASS_IMAGES)
-from objrel.studies.deepinspect.coverage import ActivationCounter, ActivityHooks, layer_activity, predicted_members
-from objrel.studies.deepinspect.evaluation import (Evaluation, aucec, cost_effectiveness, last_linear, optimal_curve,
-                                                   precision_recall, weight_distances)
-from objrel.studies.deepinspect.examples import example_images
-from objrel.studies.deepinspect.groundtruth import (ErrorCounter, avg_confusion_disparity, type1_confusion,
-                                                    type2_confusion)
-from objrel.studies.deepinspect.metrics import (avg_bias, bias, far_cutoff, flag_high, flag_low, napvd, pair_indices,
-                                                pair_values)
-from objrel.studies.deepinspect.pipeline import Inspector, analyse, dataset_batches, inspect_dataset
-from objrel.studies.deepinspect.planted import BIAS_PAIR, CONFUSION_PAIR, PlantedSpec, run_planted
-from objrel.studies.deepinspect.result import (GroundTruth, InspectResult, WeightBaseline, bias_table, confusion_table,
-                                               evaluation_table, pair_rank)
+# Each public name and the submodule that defines it.  They are imported on first use, so reading a result
+# (``browse``, ``result``) does not load torch, which only ``coverage`` and the pipelines need.
+_HOMES = {
+    "ACTIVATION_THRESHOLD": "constants", "DEFAULT_BATCH_SIZE": "constants", "FAR_STD": "constants",
+    "FLAG_STD": "constants", "MIN_CLASS_IMAGES": "constants",
+    "ActivationCounter": "coverage", "ActivityHooks": "coverage", "layer_activity": "coverage",
+    "predicted_members": "coverage",
+    "Evaluation": "evaluation", "aucec": "evaluation", "cost_effectiveness": "evaluation",
+    "last_linear": "evaluation", "optimal_curve": "evaluation", "precision_recall": "evaluation",
+    "weight_distances": "evaluation",
+    "example_images": "examples",
+    "ErrorCounter": "groundtruth", "avg_confusion_disparity": "groundtruth", "type1_confusion": "groundtruth",
+    "type2_confusion": "groundtruth",
+    "avg_bias": "metrics", "bias": "metrics", "far_cutoff": "metrics", "flag_high": "metrics", "flag_low": "metrics",
+    "napvd": "metrics", "pair_indices": "metrics", "pair_values": "metrics",
+    "Inspector": "pipeline", "analyse": "pipeline", "dataset_batches": "pipeline", "inspect_dataset": "pipeline",
+    "BIAS_PAIR": "planted_ranks", "CONFUSION_PAIR": "planted_ranks", "PlantedSpec": "planted", "run_planted": "planted",
+    "GroundTruth": "result", "InspectResult": "result", "WeightBaseline": "result", "bias_table": "result",
+    "confusion_table": "result", "evaluation_table": "result", "pair_rank": "result",
+}
 
 __all__ = [
     "ACTIVATION_THRESHOLD", "DEFAULT_BATCH_SIZE", "FAR_STD", "FLAG_STD", "MIN_CLASS_IMAGES",
@@ -45,3 +51,12 @@ __all__ = [
     "run_planted", "GroundTruth", "InspectResult", "WeightBaseline", "bias_table", "confusion_table",
     "evaluation_table", "example_images", "pair_rank",
 ]
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'objrel.studies.deepinspect' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"objrel.studies.deepinspect.{home}"), name)

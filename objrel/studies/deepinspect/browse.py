@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from objrel.access import OPEN_RESULTS, TRAIN_PLANTED, UPLOAD_RESULTS, Actor, authorize
-from objrel.studies.deepinspect.planted import format_planted_ranks, planted_ranks
+from objrel.studies.deepinspect.planted_ranks import format_planted_ranks, planted_ranks
 from objrel.studies.deepinspect.result import InspectResult
 
 RESULTS_DIR_ENV = "OBJREL_INSPECT_DIR"

@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import torch
-from torch import nn
 
 from objrel.studies.deepinspect.constants import TOP_FRACTION
 from objrel.studies.deepinspect.metrics import rank_order
@@ -178,8 +176,11 @@ def optimal_evaluation(error: str, n_pairs: int, n_true: int) -> Evaluation:
                       area, _gain(area), tuple(cx), tuple(cy))
 
 
-def last_linear(module: nn.Module, n_classes: int) -> tuple[str, nn.Linear]:
-    """The model's last ``nn.Linear`` with ``n_classes`` outputs (the layer producing the logits)."""
+def last_linear(module, n_classes: int):
+    """The model's last ``nn.Linear`` with ``n_classes`` outputs (the layer producing the logits), as
+    ``(name, layer)``.  torch is imported here: reading a result needs none of it."""
+    from torch import nn
+
     found = [(name, m) for name, m in module.named_modules()
              if isinstance(m, nn.Linear) and m.out_features == n_classes]
     if not found:
@@ -194,6 +195,8 @@ def weight_distances(weights: np.ndarray) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 2:
         raise ValueError(f"expected a (classes, features) weight matrix, got shape {w.shape}")
+    import torch
+
     t = torch.from_numpy(np.ascontiguousarray(w))
     d = torch.cdist(t, t, p=2.0, compute_mode="donot_use_mm_for_euclid_dist").numpy()
     np.fill_diagonal(d, 0.0)

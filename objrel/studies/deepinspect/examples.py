@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from objrel.data import load_rgb, resolve_inside
 from objrel.errors import BadSampleError
-from objrel.studies.deepinspect.planted import PlantedSpec, example_image
 from objrel.studies.deepinspect.result import InspectResult
 
 
@@ -18,6 +17,9 @@ def example_images(result: InspectResult, class_name: str, limit: int = 4) -> li
     refs = list(result.examples.get(int(idx), ()))[:limit]
     kind = result.source.get("kind")
     if kind == "planted":
+        # here, not at the top: the planted benchmark's module loads torch, which a dataset result never needs
+        from objrel.studies.deepinspect.planted import PlantedSpec, example_image
+
         spec = PlantedSpec.from_dict(result.source.get("spec", {}))
         return [example_image(spec, r) for r in refs]
     out = []

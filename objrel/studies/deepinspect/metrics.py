@@ -9,7 +9,6 @@ are the ``m (m - 1) / 2`` entries above the diagonal in row-major order
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from objrel.studies.deepinspect.constants import FAR_STD, FLAG_STD
 
@@ -55,6 +54,8 @@ def napvd(rho: np.ndarray) -> np.ndarray:
         raise ValueError(f"rho must be (neurons, classes), got shape {r.shape}")
     if r.size and (r.min() < 0 or r.max() > 1):
         raise ValueError(f"rho holds probabilities in [0, 1], got values in [{r.min()}, {r.max()}]")
+    import torch  # here, not at the top: a page that reads a stored result computes no distance
+
     cols = torch.from_numpy(np.ascontiguousarray(r.T))
     d = torch.cdist(cols, cols, p=2.0, compute_mode="donot_use_mm_for_euclid_dist").numpy()
     np.fill_diagonal(d, 0.0)

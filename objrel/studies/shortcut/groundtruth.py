@@ -51,13 +51,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image
 
 from objrel.data.region import segmentation_mask
 from objrel.studies.shortcut.scenes import MAX_POOL_DRAWS, SyntheticConfig, counterfactual_background, paste, read_split
-from objrel.models import Classifier
+
+if TYPE_CHECKING:  # a type only: the results pages read ground truth without loading a model library
+    from objrel.models import Classifier
 
 # Backgrounds drawn per other class's type for the swaps (the benchmark's default and most): the tables
 # re-derive the truth at REPORT_DRAWS from these.

@@ -125,18 +125,16 @@ CLOSING_REVIEWERS = 2
 def _closers(c: Connection, run_id: int, relation: str) -> list[str]:
     """Reviewers who have judged every item of the stored draw (none when nothing was drawn).
 
-    Two short queries, neither of which grows with the run or its other judgments: the drawn ids, then one
-    aggregate over those items' judgments, each item's found through ``uq_judgment`` (run, sample,
-    relation): a reviewer has closed when they have as many judgments of drawn items as there are drawn
-    items (both keys are unique, so no item counts twice).  The ids are sent as a list rather than joined:
-    with a join, a PostgreSQL table whose statistics predate its judgments is planned as a nested loop over
-    every pair of drawn item and judgment."""
+    One aggregate that reads only the drawn items' judgments: a reviewer has closed when they have as many
+    judgments of drawn items as there are drawn items (both keys are unique, so no item counts twice).
+    SQLite looks each drawn item's judgments up through ``uq_judgment`` (run, sample, relation); PostgreSQL
+    chooses by its statistics between those lookups and one hash join over the relation's judgments."""
     rs, j = S.review_samples, S.judgments
-    drawn = list(c.execute(select(rs.c.sample_id).where(rs.c.run_id == run_id, rs.c.relation == relation)).scalars())
-    if not drawn:
-        return []
+    of_draw = (rs.c.run_id == run_id, rs.c.relation == relation)
+    drawn = select(rs.c.sample_id).where(*of_draw)
+    size = select(func.count()).select_from(rs).where(*of_draw).scalar_subquery()
     q = (select(j.c.reviewer).where(j.c.run_id == run_id, j.c.relation == relation, j.c.sample_id.in_(drawn))
-         .group_by(j.c.reviewer).having(func.count() == len(drawn)))
+         .group_by(j.c.reviewer).having(func.count() == size))
     return sorted(c.execute(q).scalars())
 
 

@@ -30,6 +30,8 @@ MODEL_TABLE_COLUMNS = ("run", "name", "model", "evaluated", "correct", "accuracy
 # The overlap's image list: a thumbnail (longer side in pixels, JPEG) beside each file name.
 OVERLAP_THUMB_PX = 64
 OVERLAP_THUMB_QUALITY = 80
+# Tested units offered in the detection view's list (a run can test a million).
+UNIT_CHOICES = 500
 # Images of the overlap list shown with thumbnails (those most runs flag; the list itself can hold the dataset).
 OVERLAP_IMAGES = 48
 RELIABLE_TABLE_COLUMNS = ("run", "model", "evaluated", "original", "unreliable", "unreliable_accuracy", "reliable",
@@ -133,7 +135,9 @@ if store.get_run(focus).task == "detection":
     from objrel.review.items import detection_review_item
 
     st.header("Detections before and after")
-    units = tested_unit_ids(store, focus)
+    units = tested_unit_ids(store, focus, limit=UNIT_CHOICES)
+    if len(units) == UNIT_CHOICES:
+        st.caption(f"The first {UNIT_CHOICES} tested units, by image; the Review page walks through every flagged one.")
     if not units:
         st.info("This run has no tested detection unit yet.")
     else:

@@ -74,7 +74,7 @@ def percent_text(value) -> str:
 
 
 def _gallery(store: Store, run_id: int, relation: str) -> str:
-    ids = store.flagged_sample_ids(run_id, relation)[:GALLERY_ITEMS]
+    ids = store.flagged_sample_ids(run_id, relation, limit=GALLERY_ITEMS)
     if not ids:
         return f"<p class='note'>No inference is flagged by {relation}.</p>"
     parts = []

@@ -14,7 +14,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from objrel.analysis.flag_tables import (MR1, MR2, PALETTE_GROUP_SUFFIX, PALETTE_PLAN_HINT, RELATION_COLUMN,
                                          TEST_ALL_HINT, NotAvailable, check_relation, inferences, relation_flags,
@@ -54,6 +53,14 @@ MIN_CORRELATION_RUNS = 3
 
 # ---------------------------------------------------------------- result types
 
+
+
+def _stats():
+    """scipy.stats, imported when a test is computed: a page that shows kept results needs none of it (it takes
+    over a second to import)."""
+    from scipy import stats
+
+    return stats
 
 @dataclass(frozen=True)
 class SignificanceTest:
@@ -282,7 +289,7 @@ def wilcoxon_signed_rank(x, y, alternative: str = "two-sided") -> SignificanceTe
     ties = bool(np.unique(absd).size < absd.size)
     small = nz.size <= WILCOXON_EXACT_MAX_N
     if small and (ties or n_zero):
-        ranks = sps.rankdata(absd)                       # average ranks: multiples of 1/2
+        ranks = _stats().rankdata(absd)                  # average ranks: multiples of 1/2
         w_plus = float(ranks[nz > 0].sum())
         w_minus = float(ranks[nz < 0].sum())
         pvalue = _signed_rank_pvalue(np.rint(2 * ranks).astype(int), int(round(2 * w_plus)), alternative)
@@ -291,7 +298,7 @@ def wilcoxon_signed_rank(x, y, alternative: str = "two-sided") -> SignificanceTe
                                 method=WILCOXON_EXACT_TIES, zero_method=WILCOXON_ZERO_METHOD,
                                 n_zero=n_zero, ties=ties)
     exact = small and not ties and n_zero == 0
-    res = sps.wilcoxon(d, zero_method=WILCOXON_ZERO_METHOD, alternative=alternative,
+    res = _stats().wilcoxon(d, zero_method=WILCOXON_ZERO_METHOD, alternative=alternative,
                        method="exact" if exact else "asymptotic")
     return SignificanceTest("wilcoxon", float(res.statistic), float(res.pvalue), int(nz.size), alternative,
                             method="exact" if exact else "approx", zero_method=WILCOXON_ZERO_METHOD,
@@ -391,9 +398,9 @@ def mcnemar_test(b: int, c: int) -> tuple[float, float, str]:
     n = b + c
     if n < MCNEMAR_EXACT_BELOW:
         k = min(b, c)
-        return float(k), float(min(1.0, 2.0 * sps.binom.cdf(k, n, 0.5))) if n else 1.0, "exact"
+        return float(k), float(min(1.0, 2.0 * _stats().binom.cdf(k, n, 0.5))) if n else 1.0, "exact"
     stat = (abs(b - c) - 1.0) ** 2 / n
-    return float(stat), float(sps.chi2.sf(stat, 1)), "chi-square"
+    return float(stat), float(_stats().chi2.sf(stat, 1)), "chi-square"
 
 
 @kept(refusals=(NotAvailable,))
@@ -443,7 +450,7 @@ def contingency_stats(table, correction: bool = CONTINGENCY_YATES) -> tuple[floa
     dof = (t.shape[0] - 1) * (t.shape[1] - 1)
     if (t.sum(axis=0) == 0).any() or (t.sum(axis=1) == 0).any():
         return None, None, dof, None
-    res = sps.chi2_contingency(t, correction=bool(correction))
+    res = _stats().chi2_contingency(t, correction=bool(correction))
     chi2 = float(res.statistic)
     v = math.sqrt(chi2 / (t.sum() * (min(t.shape) - 1)))
     return chi2, float(res.pvalue), int(res.dof), v
@@ -529,7 +536,7 @@ def accuracy_violation_correlation(store: Store, run_ids: Sequence[int], relatio
             raise NotAvailable(f"every selected run has the same {col} ({table[col].iloc[0]:.4f}); "
                                f"the Pearson correlation is undefined for a constant variable")
     x, y = table["accuracy"].to_numpy(float), table["ratio"].to_numpy(float)
-    res = sps.pearsonr(x, y)
+    res = _stats().pearsonr(x, y)
     slope, intercept = np.polyfit(x, y, 1)
     return Correlation(relation, float(res.statistic), float(res.pvalue), len(table), float(slope),
                        float(intercept), table)

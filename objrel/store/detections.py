@@ -165,10 +165,12 @@ def outcome_counts(store: "Store", run_id: int) -> list[OutcomeCount]:
                   key=lambda r: (r.mutation_key, r.verdict, r.outcome or ""))
 
 
-def tested_unit_ids(store: "Store", run_id: int) -> list[str]:
-    """Unit ids of the run's tested units, by image id then unit order."""
+def tested_unit_ids(store: "Store", run_id: int, limit: int | None = None) -> list[str]:
+    """Unit ids of the run's tested units, by image id then unit order; the first ``limit`` when given."""
     t = S.detection_units
     q = select(t.c.unit_id).where(t.c.run_id == int(run_id), t.c.tested.is_(True)).order_by(t.c.image_id, t.c.id)
+    if limit is not None:
+        q = q.limit(int(limit))
     with store.engine.connect() as c:
         return list(c.execute(q).scalars())
 

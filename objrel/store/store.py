@@ -467,12 +467,16 @@ class Store:
         with self.engine.connect() as c:
             return {code: int(n) for code, n in c.execute(q)}
 
-    def flagged_sample_ids(self, run_id: int, relation: str, primary_only: bool = True) -> list[str]:
-        """The sorted ids of the samples flagged by a ``relation`` vote (only primary votes by default)."""
+    def flagged_sample_ids(self, run_id: int, relation: str, primary_only: bool = True,
+                           limit: int | None = None) -> list[str]:
+        """The sorted ids of the samples flagged by a ``relation`` vote (only primary votes by default); the first
+        ``limit`` of them when given (sorted and cut in the query)."""
         q = select(S.votes.c.sample_id).where(S.votes.c.run_id == int(run_id), S.votes.c.relation == relation,
                                               S.votes.c.flagged.is_(True))
         if primary_only:
             q = q.where(S.votes.c.is_primary.is_(True))
+        if limit is not None:
+            q = q.distinct().order_by(S.votes.c.sample_id).limit(int(limit))
         with self.engine.connect() as c:
             return sorted(set(c.execute(q).scalars()))
 

@@ -4,6 +4,8 @@ Several processes may write to one store at once (two reviewers on one SQLite fi
 servers on one PostgreSQL database).  ``write`` runs a unit of work in one transaction and
 repeats it when SQLite gives up on a lock quickly or, on request, when a concurrent insert of
 the same key won the race; ``upsert`` and ``lock_run`` are the building blocks such units use.
+The writes to one SQLite file wait their turn in arrival order (``_turn``), and a write that
+cannot get the store within the busy timeout raises ``StoreBusy``.
 """
 
 from __future__ import annotations
@@ -84,6 +86,33 @@ def write(store: Store, work: Callable[[Connection], Any], *, retry_on_integrity
 
 # The turns this thread holds: the paths of the stores it is writing to (a write inside a write takes no turn).
 _held = threading.local()
+# The descriptors of this process's turns, taken or waited for: a child forked meanwhile closes its copies, which
+# would otherwise hold the turn for as long as the child lives.
+_turn_fds: set[int] = set()
+
+
+def _open_turn(path: str) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    _turn_fds.add(fd)
+    return fd
+
+
+def _close_turn(fd: int) -> None:
+    _turn_fds.discard(fd)
+    os.close(fd)
+
+
+def _close_inherited_turns() -> None:
+    for fd in list(_turn_fds):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _turn_fds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_turns)
 
 
 @contextmanager
@@ -105,21 +134,21 @@ def _turn(store: Store) -> Iterator[None]:
         yield
         return
     t0 = time.monotonic()
-    fd = os.open(database + WRITER_QUEUE_SUFFIX, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    fd = _open_turn(database + WRITER_QUEUE_SUFFIX)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         if not _wait_for_turn(fd, SQLITE_BUSY_TIMEOUT_MS / 1000):
             raise _busy(time.monotonic() - t0, "other writers held the store's lock") from None
     except BaseException:
-        os.close(fd)
+        _close_turn(fd)
         raise
     held.add(database)
     try:
         yield
     finally:
         held.discard(database)
-        os.close(fd)        # closing the file's only descriptor ends the turn
+        _close_turn(fd)        # closing the file's only descriptor ends the turn
 
 
 def _wait_for_turn(fd: int, timeout_s: float) -> bool:
@@ -132,12 +161,21 @@ def _wait_for_turn(fd: int, timeout_s: float) -> bool:
         fcntl.flock(fd, fcntl.LOCK_EX)
         with guard:
             if gave_up:
-                os.close(fd)
+                _close_turn(fd)
             else:
                 taken.set()
 
     threading.Thread(target=take, name="objrel-store-writer-turn", daemon=True).start()
-    if taken.wait(timeout_s):
+    try:
+        came = taken.wait(timeout_s)
+    except BaseException:           # interrupted while waiting: the turn, when it comes, is given back at once
+        with guard:
+            if taken.is_set():
+                _close_turn(fd)
+            else:
+                gave_up.append(True)
+        raise
+    if came:
         return True
     with guard:
         if taken.is_set():

@@ -234,3 +234,52 @@ def test_writers_of_one_sqlite_store_take_turns(tmp_path, short_busy_timeout):
     assert time.monotonic() - t < 0.25
     # a write inside a write of the same thread takes no second turn (it would wait for itself)
     assert transactions.write(store, lambda c: transactions.write(store, lambda c2: "nested")) == "nested"
+
+
+def test_a_child_forked_during_a_write_does_not_keep_its_turn(tmp_path, short_busy_timeout):
+    """A process forked while a write holds its turn inherits the lock's file; it closes its copy at once, so
+    the turn ends with the parent's write and not with the child."""
+    import multiprocessing as mp
+
+    store = Store(tmp_path / "fork.db")
+    rid = _run(store, 3)
+    children = []
+
+    def fork_inside(c):
+        transactions.touch_run(c, rid)
+        child = mp.get_context("fork").Process(target=time.sleep, args=(5,))
+        child.start()
+        children.append(child)
+
+    transactions.write(store, fork_inside)
+    try:
+        t = time.monotonic()
+        transactions.write(Store(tmp_path / "fork.db"), lambda c: transactions.touch_run(c, rid))
+        assert time.monotonic() - t < 0.25 and children[0].is_alive()
+    finally:
+        children[0].terminate()
+        children[0].join(10)
+
+
+def test_no_free_pooled_connection_is_a_busy_store(store, monkeypatch):
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    def exhausted():
+        raise PoolTimeout("QueuePool limit of size 8 overflow 40 reached, connection timed out, timeout 30.00")
+
+    monkeypatch.setattr(store.engine, "begin", exhausted)
+    with pytest.raises(StoreBusy, match="no free connection to the store"):
+        transactions.write(store, lambda c: None)
+
+
+def test_the_pool_holds_a_connection_for_each_of_many_sessions(store):
+    from objrel.constants import STORE_POOL_KEPT, STORE_POOL_SIZE
+
+    assert store.engine.pool.size() == STORE_POOL_KEPT
+    assert store.engine.pool._max_overflow == STORE_POOL_SIZE - STORE_POOL_KEPT
+    held = [store.engine.connect() for _ in range(STORE_POOL_SIZE)]     # the old pool's limit was 5 + 10
+    try:
+        assert store.engine.pool.checkedout() == STORE_POOL_SIZE
+    finally:
+        for c in held:
+            c.close()

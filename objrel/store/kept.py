@@ -46,6 +46,8 @@ LIVE_REUSE_S = 10.0
 # computed again whenever the run moved on.
 LIVE_REUSE_FACTOR = 5.0
 LIVE_CHEAP_S = 0.5
+# The stamp's status of a run that is not in the store.
+GONE = "gone"
 # Run statuses whose results may still grow.
 LIVE_STATUSES = ("pending", "running")
 # Results kept per process (their JSON text; decoded on each call).
@@ -71,14 +73,14 @@ _process_lock = threading.Lock()
 def run_stamp(store: Store, run_id: int) -> tuple[str, bool]:
     """The stamp of ``run_id``'s results (status, samples done and tested, highest sample row id) and whether it
     may still grow.  The engine commits a sample's votes, verdicts and units with its sample row, so the newest
-    sample row dates them all.  One row and one step of the (run_id, id) index: cheap at any size.  KeyError for
-    an unknown run."""
+    sample row dates them all.  One row and one step of the (run_id, id) index: cheap at any size.  A run that
+    is not (or no longer) in the store has the stamp ``GONE``: its function is asked, and nothing is kept."""
     rid = int(run_id)
     r = S.runs.c
     with store.engine.connect() as c:
         row = c.execute(select(r.status, r.n_done, r.n_tested).where(r.id == rid)).first()
-        if row is None:
-            raise KeyError(f"no run {rid} in the store")
+        if row is None:     # deleted meanwhile: the function answers as it would without a cache
+            return f"{GONE}:0:0:0", False
         top_sample = c.execute(select(func.max(S.samples.c.id)).where(S.samples.c.run_id == rid)).scalar()
     return f"{row.status}:{row.n_done}:{row.n_tested}:{top_sample or 0}", row.status in LIVE_STATUSES
 

@@ -163,3 +163,17 @@ def test_a_long_running_runs_result_is_reused_for_a_while_and_a_cheap_one_is_not
     assert not K._reusable(cheap, moved_on, True)
     assert not K._reusable(old, moved_on, True)
     assert not K._reusable(slow, "finished:2:2", False)     # a finished run reads only its own state
+
+
+def test_a_deleted_run_is_answered_by_its_function_and_nothing_is_kept(tmp_path):
+    store, rid = _store(tmp_path)
+    _add_sample(store, rid, "s1", True, True)
+    store.delete_run(rid)
+    assert K.run_stamp(store, rid) == (f"{K.GONE}:0:0:0", False)
+
+    @K.kept
+    def tested(store, run_id):
+        return len(store.sample_states(run_id))
+
+    assert tested(store, rid) == 0
+    assert _names(store, rid) == []

@@ -226,7 +226,7 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
     recs = run_records(store, run_ids, same_dataset=True, what="reliable vs unreliable accuracy")
     rows = []
     for rec in recs:
-        df = inferences(store, rec.id)
+        df = inferences(store, rec.id, labels=False)
         ev = df[df["evaluated"]]
         untested = int((ev["status"] == "untested").sum())
         if require_all_tested and untested:

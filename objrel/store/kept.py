@@ -46,6 +46,8 @@ LIVE_REUSE_S = 10.0
 # computed again whenever the run moved on.
 LIVE_REUSE_FACTOR = 5.0
 LIVE_CHEAP_S = 0.5
+# Sample row ids a mergeable result is computed over at a time when it is computed over a whole run.
+SLICE_ROWS = 100_000
 # The stamp's status of a run that is not in the store.
 GONE = "gone"
 # Run statuses whose results may still grow.
@@ -254,6 +256,23 @@ def _reusable(row: summaries.KeptRow, stamp: str, live: bool) -> bool:
     return age < max(LIVE_REUSE_S, LIVE_REUSE_FACTOR * row.seconds)
 
 
+def _in_slices(store: Store, run_id: int, stamp: str, compute: Callable, merge: Callable):
+    """A mergeable result over a whole run, computed ``SLICE_ROWS`` sample row ids at a time and merged: a run of
+    a million samples is read in slices, so computing it holds one slice's rows, not the run's."""
+    top = Stamp.parse(stamp)
+    if top is None:
+        return compute(None)
+    with store.engine.connect() as c:
+        first = c.execute(select(func.min(S.samples.c.id)).where(S.samples.c.run_id == int(run_id))).scalar()
+    if first is None or top.top - first < SLICE_ROWS:
+        return compute(None if first is None else (first - 1, top.top))
+    value = None
+    for lo in range(first - 1, top.top, SLICE_ROWS):
+        part = compute((lo, min(lo + SLICE_ROWS, top.top)))
+        value = part if value is None else merge(value, part)
+    return value
+
+
 def _grown(row: summaries.KeptRow | None, stamp: str) -> tuple[int, int] | None:
     """The sample rows (after, upto] a running run added since ``row`` was kept, when the kept result can be
     brought up to date with them: both states live, the run only grew.  None otherwise."""
@@ -351,6 +370,9 @@ def kept(fn: Callable | None = None, *, refusals: tuple[type[Exception], ...] = 
                 if grown:
                     more = fn(store, *args, **kwargs, rows=grown)
                     value = merge(decode(row.payload), more, bound.arguments)
+                elif merge is not None and len(run_ids) == 1:
+                    value = _in_slices(store, run_ids[0], stamp, lambda rows: fn(store, *args, **kwargs, rows=rows),
+                                       lambda a, b: merge(a, b, bound.arguments))
                 else:
                     value = fn(store, *args, **kwargs)
                 payload = encode(value)

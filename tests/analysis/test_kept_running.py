@@ -94,4 +94,27 @@ def test_a_finished_run_is_computed_once_in_full(running, monkeypatch):
                         lambda s, r, labels=True, rows=None: asked.append(rows) or real(s, r, labels, rows))
     summarize(store, rid)
     summarize(store, rid)
-    assert asked == [None]
+    assert len(asked) == 1                       # once, over every sample row of the run
+    s = summarize(store, rid)
+    assert s.samples == 8 and s == summarize.uncached(store, rid)
+
+
+def test_a_whole_run_is_computed_in_slices_of_rows_and_merged(running, monkeypatch):
+    store, rid = running
+    for i in range(23):
+        _sample(store, rid, i)
+    store.update_run(rid, status="finished")
+    monkeypatch.setattr(K, "SLICE_ROWS", 5)
+    asked = []
+    real = inference_rows.flagged_inferences
+    monkeypatch.setattr(inference_rows, "flagged_inferences",
+                        lambda s, r, labels=True, rows=None: asked.append(rows) or real(s, r, labels, rows))
+    for fn, args in _calls(store, rid):
+        asked.clear()
+        got = fn(store, *args)
+        if fn not in (O.sample_issue_total, flagged_count):
+            assert len(asked) == 5 and all(b - a <= 5 for a, b in asked), (fn.__name__, asked)
+        monkeypatch.setattr(inference_rows, "flagged_inferences", real)
+        _same(got, fn.uncached(store, *args))
+        monkeypatch.setattr(inference_rows, "flagged_inferences",
+                            lambda s, r, labels=True, rows=None: asked.append(rows) or real(s, r, labels, rows))

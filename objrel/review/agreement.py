@@ -33,7 +33,8 @@ from objrel.review.judgments import (INVALID, VALIDITY, Judgment, check_call, ch
 from objrel.review.sampling import review_sample_info
 from objrel.store import Store
 from objrel.store import reviews as review_rows
-from objrel.store.kept import kept
+from objrel.store.detections import is_detection_run
+from objrel.store.kept import NoDelta, kept
 
 if TYPE_CHECKING:  # pandas is imported lazily: the review workers do not need it
     import pandas as pd
@@ -400,7 +401,10 @@ def _add(a: int, b: int, arguments: dict) -> int:
 
 @kept(merge=_add)
 def flagged_count(store: Store, run_id: int, relation: str, rows: tuple[int, int] | None = None) -> int:
-    """How many inferences of ``run_id`` the primary ``relation`` vote flags (kept per state of the run)."""
+    """How many inferences of ``run_id`` the primary ``relation`` vote flags (kept per state of the run).  A
+    detection run's votes name units, not the sample rows ``rows`` counts, so it is counted whole."""
+    if rows is not None and is_detection_run(store.get_run(run_id)):
+        raise NoDelta(f"run {run_id} is a detection run: its flagged units are counted over the whole run")
     return store.flagged_count(run_id, relation, rows)
 
 

@@ -35,17 +35,23 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 from sqlalchemy import func, select
+from sqlalchemy.exc import SQLAlchemyError
 
+from objrel.errors import StoreBusy
 from objrel.store import Store
 from objrel.store import schema as S
 from objrel.store import summaries
 
 # A running run's result is reused for at least this long (seconds) after it was computed ...
 LIVE_REUSE_S = 10.0
-# ... or this many times what computing it took, whichever is longer; results cheaper than LIVE_CHEAP_S are
-# computed again whenever the run moved on.
+# ... or this many times what computing it took, whichever is longer; results cheaper than LIVE_CHEAP_S (a
+# running run's few new samples merged in) are reused for LIVE_FRESH_S only, so a page shows a run's progress
+# without every view of every visitor writing to the store.
 LIVE_REUSE_FACTOR = 5.0
 LIVE_CHEAP_S = 0.5
+LIVE_FRESH_S = 2.0
+# The encoding of kept results: part of every result's name, so results of another encoding are not read back.
+KEPT_FORMAT = 1
 # Sample row ids a mergeable result is computed over at a time when it is computed over a whole run.
 SLICE_ROWS = 100_000
 # The stamp's status of a run that is not in the store.
@@ -217,8 +223,8 @@ def _dataclass(name: str):
     obj = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
-    if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
-        raise ValueError(f"a kept result names {name!r}, which is not a dataclass")
+    if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)) or obj.__module__ != module:
+        raise ValueError(f"a kept result names {name!r}, which is not a dataclass of that module")
     return obj
 
 
@@ -235,12 +241,32 @@ def _run_ids(bound: inspect.BoundArguments) -> list[int]:
     return ids
 
 
-def _name(fn: Callable, bound: inspect.BoundArguments) -> str:
-    args = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in bound.arguments.items() if k != "store"}
-    args = {k: ([int(x) for x in v] if k in RUN_PARAMETERS and isinstance(v, list) else
-                int(v) if k in RUN_PARAMETERS else v) for k, v in args.items()}
-    text = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}" + json.dumps(args, sort_keys=True, default=str,
-                                                                            separators=(",", ":"))
+def _runs_as_lists(bound: inspect.BoundArguments) -> None:
+    """Run ids given as any iterable (a range, an array, a generator) become a list of ints, read once."""
+    for p in RUN_PARAMETERS:
+        v = bound.arguments.get(p)
+        if v is not None and not isinstance(v, (int, np.integer)):
+            bound.arguments[p] = [int(x) for x in v]
+
+
+def code_tag(fn: Callable, merge: Callable | None = None) -> str:
+    """A short hash of the source of ``fn`` and ``merge`` and of ``KEPT_FORMAT``: a result kept by other code is
+    never read back (its name differs), so a fixed function recomputes every run's result."""
+    parts = [str(KEPT_FORMAT)]
+    for f in (fn, merge):
+        if f is not None:
+            try:
+                parts.append(inspect.getsource(f))
+            except (OSError, TypeError):
+                parts.append(f.__code__.co_code.hex())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:8]
+
+
+def _name(fn: Callable, bound: inspect.BoundArguments, tag: str) -> str:
+    args = {k: (int(v) if isinstance(v, (int, np.integer)) and k in RUN_PARAMETERS else v)
+            for k, v in bound.arguments.items() if k != "store"}
+    text = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}@{tag}" + json.dumps(args, sort_keys=True, default=str,
+                                                                                  separators=(",", ":"))
     if len(text) <= NAME_CHARS:
         return text
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -248,11 +274,15 @@ def _name(fn: Callable, bound: inspect.BoundArguments) -> str:
 
 
 def _reusable(row: summaries.KeptRow, stamp: str, live: bool) -> bool:
+    """Whether ``row`` answers for ``stamp``: its own state, or a running run's recent state (a cheap result for
+    ``LIVE_FRESH_S``, a costly one for ``LIVE_REUSE_S`` or ``LIVE_REUSE_FACTOR`` times its cost)."""
     if row.stamp == stamp:
         return True
-    if not live or not row.stamp.startswith(LIVE_STATUSES) or row.seconds < LIVE_CHEAP_S:
+    if not live or not row.stamp.startswith(LIVE_STATUSES):
         return False
     age = (dt.datetime.now(dt.timezone.utc) - _aware(row.computed_at)).total_seconds()
+    if row.seconds < LIVE_CHEAP_S:
+        return age < LIVE_FRESH_S
     return age < max(LIVE_REUSE_S, LIVE_REUSE_FACTOR * row.seconds)
 
 
@@ -264,8 +294,8 @@ def _in_slices(store: Store, run_id: int, stamp: str, compute: Callable, merge: 
         return compute(None)
     with store.engine.connect() as c:
         first = c.execute(select(func.min(S.samples.c.id)).where(S.samples.c.run_id == int(run_id))).scalar()
-    if first is None or top.top - first < SLICE_ROWS:
-        return compute(None if first is None else (first - 1, top.top))
+    if first is None or top.top - first < SLICE_ROWS:     # no row yet: nothing up to the stamp's top
+        return compute((0, top.top) if first is None else (first - 1, top.top))
     value = None
     for lo in range(first - 1, top.top, SLICE_ROWS):
         part = compute((lo, min(lo + SLICE_ROWS, top.top)))
@@ -344,55 +374,89 @@ def kept(fn: Callable | None = None, *, refusals: tuple[type[Exception], ...] = 
     if fn is None:
         return functools.partial(kept, refusals=refusals, merge=merge)
     signature = inspect.signature(fn)
+    tag = code_tag(fn, merge)
 
     @functools.wraps(fn)
     def wrapper(store: Store, *args, **kwargs):
         bound = signature.bind(store, *args, **kwargs)
         bound.apply_defaults()
+        _runs_as_lists(bound)
         run_ids = _run_ids(bound)
+        call = lambda **extra: fn(**{**bound.arguments, **extra})  # noqa: E731
         if not run_ids:
-            return fn(store, *args, **kwargs)
+            return call()
         stamps = [run_stamp(store, r) for r in run_ids]
         stamp = "|".join(s for s, _ in stamps)
         live = any(lv for _, lv in stamps)
         if len(stamp) > summaries.STAMP_LENGTH:
             stamp = "#" + hashlib.sha256(stamp.encode()).hexdigest()
-        name = _name(fn, bound)
+        name = _name(fn, bound, tag)
         key = (store.url, run_ids[0], name)
         row = _recalled(key)
         if row is None or row.stamp != stamp:
             stored = summaries.read(store, run_ids[0], name)
             row = stored if stored is not None else row
-        grown = _grown(row, stamp) if merge is not None and len(run_ids) == 1 else None
-        if row is None or (row.stamp != stamp and (grown is not None or not _reusable(row, stamp, live))):
-            t0 = time.perf_counter()
-            try:
-                if grown:
-                    more = fn(store, *args, **kwargs, rows=grown)
-                    value = merge(decode(row.payload), more, bound.arguments)
-                elif merge is not None and len(run_ids) == 1:
-                    value = _in_slices(store, run_ids[0], stamp, lambda rows: fn(store, *args, **kwargs, rows=rows),
-                                       lambda a, b: merge(a, b, bound.arguments))
-                else:
-                    value = fn(store, *args, **kwargs)
-                payload = encode(value)
-            except NoDelta:
-                payload = encode(fn(store, *args, **kwargs))
-            except refusals as exc:
-                payload = json.dumps({REFUSED: type(exc).__name__, "message": str(exc)})
-            row = summaries.KeptRow(stamp, payload, time.perf_counter() - t0, dt.datetime.now(dt.timezone.utc))
-            if len(payload) <= MAX_KEPT_CHARS:
-                summaries.keep(store, run_ids[0], name, stamp, payload, row.seconds)
+        single = merge is not None and len(run_ids) == 1
+        if row is None or not _reusable(row, stamp, live):
+            grown = _grown(row, stamp) if single else None
+            row = _computed(store, run_ids[0], name, stamp, call, refusals,
+                            merge=(lambda a, b: merge(a, b, bound.arguments)) if single else None,
+                            kept_row=row if grown else None, grown=grown)
+        try:
+            value = _answer(row, refusals)
+        except refusals:
+            raise
+        except _UNREADABLE:               # a row this code cannot read back (damaged, or written otherwise)
+            row = _computed(store, run_ids[0], name, stamp, call, refusals)
+            value = _answer(row, refusals)
         _remember(key, row)
-        value = json.loads(row.payload)
-        if isinstance(value, dict) and REFUSED in value:
-            refused = next((e for e in refusals if e.__name__ == value[REFUSED]), None)
-            if refused is not None:
-                raise refused(value["message"])
-        return _dec(value)
+        return value
 
     wrapper.uncached = fn
     return wrapper
+
+
+# What reading back a kept row that this code cannot decode raises.
+_UNREADABLE = (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError)
+
+
+def _answer(row: summaries.KeptRow, refusals: tuple):
+    """The value (or the kept refusal, raised) of ``row``."""
+    value = json.loads(row.payload)
+    if isinstance(value, dict) and REFUSED in value:
+        refused = next((e for e in refusals if e.__name__ == value[REFUSED]), None)
+        if refused is None:
+            raise ValueError(f"a kept refusal of a kind this code does not raise: {value[REFUSED]!r}")
+        raise refused(value["message"])
+    return _dec(value)
+
+
+def _computed(store: Store, run_id: int, name: str, stamp: str, call: Callable, refusals: tuple, *,
+              merge: Callable | None = None, kept_row: summaries.KeptRow | None = None,
+              grown: tuple[int, int] | None = None) -> summaries.KeptRow:
+    """Compute a result for ``stamp`` (the kept one brought up to date with the ``grown`` rows, a mergeable one
+    in slices, else whole), keep it when the store takes it, and return its row."""
+    t0 = time.perf_counter()
+    try:
+        try:
+            if kept_row is not None and grown is not None and merge is not None:
+                value = merge(decode(kept_row.payload), call(rows=grown))
+            elif merge is not None:
+                value = _in_slices(store, run_id, stamp, lambda rows: call(rows=rows), merge)
+            else:
+                value = call()
+        except NoDelta:
+            value = call()
+        payload = encode(value)
+    except refusals as exc:
+        payload = json.dumps({REFUSED: type(exc).__name__, "message": str(exc)})
+    row = summaries.KeptRow(stamp, payload, time.perf_counter() - t0, dt.datetime.now(dt.timezone.utc))
+    if len(payload) <= MAX_KEPT_CHARS:
+        try:
+            summaries.keep(store, run_id, name, stamp, payload, row.seconds)
+        except (StoreBusy, SQLAlchemyError):
+            pass      # a busy or read-only store: the page shows the result; the next view keeps it
+    return row
 
 
 def forget_process_copies() -> None:

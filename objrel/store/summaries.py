@@ -17,6 +17,9 @@ from objrel.store import schema as S
 from objrel.store.store import Store, now
 from objrel.store.transactions import upsert, write
 
+# Results kept per run at most: past this, the least recently computed go (names carry arguments a visitor
+# chooses, such as the runs picked together, so their number is bounded here rather than by the choices).
+MAX_KEPT_PER_RUN = 1000
 # Characters of a summary's name and stamp (the columns' lengths).
 NAME_LENGTH = 200
 STAMP_LENGTH = 200
@@ -60,6 +63,12 @@ def keep(store: Store, run_id: int, name: str, stamp: str, payload: str, seconds
             return
         upsert(c, S.run_summaries, key, {"stamp": stamp, "payload": payload, "seconds": float(seconds),
                                          "computed_at": now()}, {})
+        t = S.run_summaries
+        old = (select(t.c.id).where(t.c.run_id == int(run_id)).order_by(t.c.computed_at.desc(), t.c.id.desc())
+               .offset(MAX_KEPT_PER_RUN))
+        stale = list(c.execute(old).scalars())
+        if stale:
+            c.execute(delete(t).where(t.c.id.in_(stale)))
 
     write(store, work, retry_on_integrity=True)
 

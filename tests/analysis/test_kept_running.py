@@ -42,7 +42,8 @@ def _same(a, b):
 
 
 @pytest.fixture
-def running(tmp_path):
+def running(tmp_path, monkeypatch):
+    monkeypatch.setattr(K, "LIVE_FRESH_S", 0.0)     # every view brings the run up to date
     store = Store(tmp_path / "live.db")
     rid = store.create_run(name="live", model="m", model_config={}, task="single", class_names=["a", "b", "c"],
                            dataset="d", dataset_config={}, plan={"groups": []}, config={}, seed=0, n_total=40)

@@ -51,6 +51,11 @@ def test_detection_runs_get_their_own_headline(tmp_path):
         assert (row["Missing detections"], row["Incorrect detections"]) == (4, 0)
         assert row["Violating MR-2"] == "2 (100.0%)"
         assert "Accuracy" not in row
+        # the kept flagged count names units, as the votes do: 2 flagged, the same as the store's own list
+        from objrel.review.agreement import flagged_count
+
+        run_id = store.list_runs()[0].id
+        assert flagged_count(store, run_id, "MR-2") == len(store.flagged_sample_ids(run_id, "MR-2")) == 2
     finally:
         store.dispose()
 

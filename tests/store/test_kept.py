@@ -67,12 +67,15 @@ def test_a_stored_class_outside_objrels_analysis_and_review_is_refused():
         K.decode(text)
     with pytest.raises(ValueError, match="not a dataclass"):
         K.decode('{"~dc": "objrel.analysis.flag_tables:inferences", "f": {}}')
+    with pytest.raises(ValueError, match="not a dataclass of that module"):   # a class imported there
+        K.decode('{"~dc": "objrel.analysis.summary:D.OutcomeCount", "f": {"outcome": "x", "n": 1}}')
 
 
 # ---------------------------------------------------------------- computed once per state
 
 
-def test_a_result_is_computed_once_per_state_of_its_run_and_again_when_the_run_grows(tmp_path):
+def test_a_result_is_computed_once_per_state_of_its_run_and_again_when_the_run_grows(tmp_path, monkeypatch):
+    monkeypatch.setattr(K, "LIVE_FRESH_S", 0.0)      # the run is pending: its cheap results follow every sample
     store, rid = _store(tmp_path)
     _add_sample(store, rid, "s1", True, True)
     calls = []
@@ -159,8 +162,11 @@ def test_a_long_running_runs_result_is_reused_for_a_while_and_a_cheap_one_is_not
     old = summaries.KeptRow("running:1:1", "1", K.LIVE_CHEAP_S * 4,
                             just_now - dt.timedelta(seconds=K.LIVE_REUSE_FACTOR * K.LIVE_CHEAP_S * 4 + K.LIVE_REUSE_S))
     moved_on = "running:2:2"
+    a_while_ago = just_now - dt.timedelta(seconds=K.LIVE_FRESH_S + 1)
+    cheap_before = summaries.KeptRow("running:1:1", "1", K.LIVE_CHEAP_S / 10, a_while_ago)
     assert K._reusable(slow, moved_on, True)
-    assert not K._reusable(cheap, moved_on, True)
+    assert K._reusable(cheap, moved_on, True)          # a few new samples merged a moment ago: still fresh
+    assert not K._reusable(cheap_before, moved_on, True)
     assert not K._reusable(old, moved_on, True)
     assert not K._reusable(slow, "finished:2:2", False)     # a finished run reads only its own state
 
@@ -177,3 +183,42 @@ def test_a_deleted_run_is_answered_by_its_function_and_nothing_is_kept(tmp_path)
 
     assert tested(store, rid) == 0
     assert _names(store, rid) == []
+
+
+def test_a_kept_row_this_code_cannot_read_is_computed_again(tmp_path):
+    store, rid = _store(tmp_path)
+    _add_sample(store, rid, "s1", True, True)
+    calls = []
+
+    @K.kept
+    def flags(store, run_id):
+        calls.append(1)
+        return int(A.inferences(store, run_id, labels=False)["mr2"].sum())
+
+    assert flags(store, rid) == 1
+    name = next(n for n in _names(store, rid) if n.startswith("test_kept.flags"))
+    summaries.keep(store, rid, name, K.run_stamp(store, rid)[0], '{"~dc": "objrel.analysis.summary:Summary", '
+                   '"f": {"run_id": 1}}', 0.1)     # a result of an older Summary with fewer fields
+    K.forget_process_copies()
+    assert flags(store, rid) == 1 and len(calls) == 2
+
+
+def test_run_ids_may_come_as_any_iterable(tmp_path):
+    store, rid = _store(tmp_path)
+    _add_sample(store, rid, "s1", True, True)
+    listed = A.model_comparison(store, [rid])
+    for given in (range(rid, rid + 1), np.array([rid]), (r for r in [rid])):
+        pd.testing.assert_frame_equal(A.model_comparison(store, given), listed)
+    assert A.cross_model_overlap.__wrapped__ is not None
+
+
+def test_a_store_that_cannot_keep_still_answers(tmp_path, monkeypatch):
+    store, rid = _store(tmp_path)
+    _add_sample(store, rid, "s1", True, True)
+    from objrel.errors import StoreBusy
+
+    def busy(*args, **kwargs):
+        raise StoreBusy("the store is busy")
+
+    monkeypatch.setattr(summaries, "keep", busy)
+    assert A.per_label(store, rid).loc[0, "mr2"] == 1

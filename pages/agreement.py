@@ -18,7 +18,7 @@ from objrel.app.formats import decimals, percent
 from objrel.app.state import arrival_params, keep_choice, remember_selection, remembered_selection
 from objrel.app.tables import decimal_columns, frame, percent_columns, table
 from objrel.app.widgets import page_sidebar, use_app_navigation
-from objrel.errors import NotAllowed
+from objrel.errors import NotAllowed, StoreBusy
 from objrel.review.agreement import pair_kappas, precision_summary
 from objrel.review.coefficients import COEFFICIENT_LABELS, COEFFICIENTS
 from objrel.review.my_work import my_work
@@ -64,7 +64,7 @@ def adjudication_form(d, run_id, relation, name_a, name_b, actor):
             return
         try:
             review.adjudicate(actor, store, run_id, d.sample_id, relation, verdict, reasons, note, validity)
-        except (ValueError, NotAllowed) as exc:
+        except (ValueError, NotAllowed, StoreBusy) as exc:    # busy: nothing saved, the form keeps the decision
             st.error(f"{plain(d.sample_id)}: {plain(exc)}")
             return
         st.session_state[FLASH_KEY] = (f"{captions.saved_call(run_id, relation, card.rel_path or d.sample_id, verdict)}"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from objrel.constants import TORCH_RUNTIME
-from objrel.store.kept import NoDelta, kept
+from objrel.store.kept import NoDelta, add_counts, kept
 from objrel.analysis.summary import summarize
 from objrel.progress import run_estimate
 from objrel.store import RunRecord, Store
@@ -102,11 +102,7 @@ def runs_that_tested_nothing(store: Store, runs: list[RunRecord] | None = None) 
     return out
 
 
-def _add(a: int, b: int, arguments: dict) -> int:
-    return a + b
-
-
-@kept(merge=_add)
+@kept(merge=add_counts)
 def sample_issue_total(store: Store, run_id: int, rows: tuple[int, int] | None = None) -> int:
     """How many samples ``objrel.engine.manage.sample_issues`` lists for ``run_id`` (kept per state of the run)."""
     return store.issue_total(run_id, rows)

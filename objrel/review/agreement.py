@@ -34,7 +34,7 @@ from objrel.review.sampling import review_sample_info
 from objrel.store import Store
 from objrel.store import reviews as review_rows
 from objrel.store.detections import is_detection_run
-from objrel.store.kept import NoDelta, kept
+from objrel.store.kept import NoDelta, add_counts, kept
 
 if TYPE_CHECKING:  # pandas is imported lazily: the review workers do not need it
     import pandas as pd
@@ -395,11 +395,7 @@ def _pct(k: int, n: int) -> float:
     return round(100.0 * k / n, 1) if n else math.nan
 
 
-def _add(a: int, b: int, arguments: dict) -> int:
-    return a + b
-
-
-@kept(merge=_add)
+@kept(merge=add_counts)
 def flagged_count(store: Store, run_id: int, relation: str, rows: tuple[int, int] | None = None) -> int:
     """How many inferences of ``run_id`` the primary ``relation`` vote flags (kept per state of the run).  A
     detection run's votes name units, not the sample rows ``rows`` counts, so it is counted whole."""

@@ -30,7 +30,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -303,6 +303,11 @@ def _in_slices(store: Store, run_id: int, stamp: str, compute: Callable, merge: 
     return value
 
 
+def add_counts(kept_count: int, more: int, arguments: dict) -> int:
+    """The ``merge`` of a count: kept + more."""
+    return kept_count + more
+
+
 def _grown(row: summaries.KeptRow | None, stamp: str) -> tuple[int, int] | None:
     """The sample rows (after, upto] a running run added since ``row`` was kept, when the kept result can be
     brought up to date with them: both states live, the run only grew.  None otherwise."""
@@ -463,14 +468,3 @@ def forget_process_copies() -> None:
     """Drop this process's copies of kept results (the store's rows stay)."""
     with _process_lock:
         _process.clear()
-
-
-def prepare(store: Store, functions: Sequence[tuple[Callable, tuple]]) -> list[float]:
-    """Compute (or find kept) each ``(kept function, arguments)``; the seconds each took.  Used after a run
-    finishes, so the first page view of its results reads them instead of computing them."""
-    out = []
-    for fn, args in functions:
-        t0 = time.perf_counter()
-        fn(store, *args)
-        out.append(time.perf_counter() - t0)
-    return out

@@ -31,6 +31,12 @@ RUN_STATUSES = ("pending", "running", "finished", "failed", "cancelled")
 ROWS_OF_CHUNK = 500
 
 
+def _has_issue():
+    """The condition of a sample ``Store.sample_issues`` lists: not tested, or with annotations dropped."""
+    dropped = func.coalesce(cast(S.samples.c.dropped, Text), "null")
+    return or_(S.samples.c.status != "tested", dropped.not_in(["null", "[]"]))
+
+
 def in_rows(column, rows: tuple[int, int] | None):
     """The condition that ``column`` (a sample row id) lies in ``rows`` = (after, upto]; always true for None.
     A run only ever adds sample rows, so the rows after a kept result's newest are what the run added since."""
@@ -323,9 +329,7 @@ class Store:
         ``{sample_id, status, skip_code, skip_reason, correct, dropped}`` each, by sample id; from the
         ``offset``-th such sample on, at most ``limit`` of them (all when None): the page is cut in the query."""
         cols = [S.samples.c[k] for k in ("sample_id", "status", "skip_code", "skip_reason", "correct", "dropped")]
-        dropped = func.coalesce(cast(S.samples.c.dropped, Text), "null")
-        q = (select(*cols).where(S.samples.c.run_id == int(run_id),
-                                 or_(S.samples.c.status != "tested", dropped.not_in(["null", "[]"])))
+        q = (select(*cols).where(S.samples.c.run_id == int(run_id), _has_issue())
              .order_by(S.samples.c.sample_id).offset(int(offset)))
         if limit is not None:
             q = q.limit(int(limit))
@@ -336,9 +340,7 @@ class Store:
     def issue_total(self, run_id: int, rows: tuple[int, int] | None = None) -> int:
         """How many samples ``sample_issues`` lists for ``run_id`` in all (of the sample rows in ``rows`` =
         (after, upto] when given)."""
-        dropped = func.coalesce(cast(S.samples.c.dropped, Text), "null")
-        q = select(func.count()).where(S.samples.c.run_id == int(run_id), in_rows(S.samples.c.id, rows),
-                                       or_(S.samples.c.status != "tested", dropped.not_in(["null", "[]"])))
+        q = select(func.count()).where(S.samples.c.run_id == int(run_id), in_rows(S.samples.c.id, rows), _has_issue())
         with self.engine.connect() as c:
             return int(c.execute(q).scalar())
 

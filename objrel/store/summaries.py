@@ -71,11 +71,3 @@ def keep(store: Store, run_id: int, name: str, stamp: str, payload: str, seconds
             c.execute(delete(t).where(t.c.id.in_(stale)))
 
     write(store, work, retry_on_integrity=True)
-
-
-def forget(store: Store, run_id: int) -> int:
-    """Drop every result kept for ``run_id`` (they are computed again when next asked); returns how many."""
-    def work(c) -> int:
-        return c.execute(delete(S.run_summaries).where(S.run_summaries.c.run_id == int(run_id))).rowcount
-
-    return write(store, work)

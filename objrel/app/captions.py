@@ -1,15 +1,14 @@
 """Captions and labels the pages build from data, as Streamlit markdown strings (no Streamlit import).
 
-User text (names, notes, labels, sample ids, run names) never reaches the markdown renderer as markup:
-every caption here passes it through ``plain``, which escapes each markdown character, so a note like
-``**urgent** [click](http://x) :red[!] $x$`` is shown as typed, links and colours not rendered.
+User text (names, notes, labels, sample ids, file names, run names) never reaches the markdown renderer as
+markup: every caption here passes it through ``objrel.app.text.plain``, so a note like
+``**urgent** [click](http://x) www.x.org :red[!] $x$`` is shown as typed, links and colours not rendered.
 """
 
 from __future__ import annotations
 
-import re
-
 from objrel.app.formats import MISSING, decimals, percent
+from objrel.app.text import plain  # noqa: F401  (the pages' captions escape with it; kept importable from here)
 
 # The reviewer's own call as the Review page names it.
 CALL_LABELS = {"tp": "True positive", "fp": "False positive", "uncertain": "Uncertain"}
@@ -17,19 +16,6 @@ NOT_JUDGED = "not yet"
 VERDICT_MARKS = {"violated": ":red[violated]", "holds": ":green[holds]"}
 SOURCE_KEY = "source"
 NO_RECORD = "no record"
-
-
-# Characters that start markup in Streamlit's markdown (emphasis, code, links and images, HTML and
-# autolinks, headings, tables, strikethrough, LaTeX, entities, colour directives), with ":" and "." so that
-# bare "http://..." and "www...." are not turned into links.  Line breaks are folded into spaces, so list
-# and heading markers can only come from the caption's own text, never from the user's.
-_MARKDOWN_CHARS = re.compile(r"([\\`*_{}\[\]<>#|~$&:.])")
-
-
-def plain(text) -> str:
-    """``text`` with every markdown character backslash-escaped, and line breaks as spaces: shown in a
-    markdown caption exactly as typed."""
-    return _MARKDOWN_CHARS.sub(r"\\\1", " ".join(str(text).split()))
 
 
 def store_caption(store) -> str:
@@ -97,12 +83,12 @@ def source_image_caption(detection: bool) -> str:
 def detection_thumb_caption(panel) -> str:
     """A detection mutant's thumbnail caption: key, outcome and IoU with the object."""
     iou = MISSING if panel.mutant_certainty is None else f"{panel.mutant_certainty:.2f}"
-    return f"{panel.key}: {panel.note} (IoU {iou})"
+    return f"{panel.key}: {plain(panel.note)} (IoU {iou})"
 
 
 def detection_source_caption(panel) -> str:
     """The caption under a detection source image: the panel's note and the outline colours."""
-    return f"source: {panel.note}; object gold, detections blue, compared record magenta"
+    return f"source: {plain(panel.note)}; object gold, detections blue, compared record magenta"
 
 
 INCORRECT_BADGE = ":red-badge[:material/error: incorrect inference]"
@@ -333,9 +319,10 @@ def card_problem(card) -> str:
 
 
 def card_mutant_caption(panel) -> str:
-    """A thumbnail caption (plain text): the mutation, its top label and the relation's verdict."""
+    """A thumbnail caption (an image caption is markdown): the mutation, its top label (a class name, shown as
+    plain text) and the relation's verdict."""
     top = panel.top[0][0] if panel.top else MISSING
-    return f"{panel.key}: {top}" + (f" ({panel.verdict})" if panel.verdict else "")
+    return f"{panel.key}: {plain(top)}" + (f" ({panel.verdict})" if panel.verdict else "")
 
 
 def decision_text(d) -> str:
@@ -362,10 +349,10 @@ def inspect_summary(result) -> str:
 def shortcut_summary(results: dict) -> str:
     """One line on a shortcut benchmark results file: run size, seeds, scenes, plan and step times."""
     cfg = results["config"]
-    times = ", ".join(f"{k} {v:.0f} s" for k, v in results["timings"].items())
+    times = ", ".join(f"{plain(k)} {v:.0f} s" for k, v in results["timings"].items())
     return (f"**{'Quick' if cfg['quick'] else 'Full'} run**: {len(results['seeds'])} seed(s), K = {cfg['n_classes']} "
             f"classes, rho = {cfg['rho']} vs 1/K, {cfg['n_train']} training / {cfg['n_test']} test scenes, "
-            f"plan `{cfg['plan']}`, {cfg.get('draws', 1)} counterfactual background(s) per other class's type. "
+            f"plan {plain(cfg['plan'])}, {cfg.get('draws', 1)} counterfactual background(s) per other class's type. "
             f"Times: {times}")
 
 

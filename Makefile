@@ -42,7 +42,7 @@ demo: setup
 
 run: demo
 	@echo "objrel: serving http://$(HOST):$(PORT) (store $(DEMO_STORE); bind elsewhere with make run HOST=0.0.0.0)"
-	OBJREL_STORE=$(DEMO_STORE) $(PY) -m streamlit run app.py --server.headless true --server.port $(PORT) \
+	OBJREL_STORE=$(DEMO_STORE) $(PY) -m streamlit run serve.py --server.headless true --server.port $(PORT) \
 		--server.address $(HOST) --server.fileWatcherType none --browser.gatherUsageStats false
 
 # Installs what the tests drive when missing: as root with apt-get, otherwise it stops with the command to run.

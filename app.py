@@ -1,9 +1,11 @@
-"""objrel's Streamlit app: `streamlit run app.py` (the store comes from $OBJREL_STORE)."""
+"""objrel's Streamlit app, served behind objrel's web gate by serve.py (`make run`, or `streamlit run serve.py`;
+the store comes from $OBJREL_STORE)."""
 
 import streamlit as st
 
 from objrel.app.icon import page_icon
 from objrel.app.style import apply_style
+from objrel.web.gate import serving
 
 # The icon is an image drawn here and served by this server: a ":material/...:" or emoji icon would make the
 # browser fetch the favicon from a font or emoji CDN.
@@ -34,5 +36,10 @@ PAGES = [
     st.Page("pages/users.py", title="Users", url_path="users", icon=":material/group:"),
     st.Page(overview_alias, title="Overview", url_path="overview", visibility="hidden"),
 ]
+if st.context.headers.get("host") and not serving():
+    # A browser reached app.py without the gate (`streamlit run app.py`): no origin check, no upload grants and no
+    # session cookie, so nothing is shown.
+    st.error("objrel serves its app with `make run` or `streamlit run serve.py`, which put its web gate in front.")
+    st.stop()
 apply_style()  # the app's CSS (narrow windows), once per run
 st.navigation(PAGES, position="top").run()

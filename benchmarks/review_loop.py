@@ -75,15 +75,17 @@ def free_port() -> int:
 
 
 def serve(tree: Path, db: Path, workdir: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` of ``tree`` on ``db`` from a folder of its own; returns the process and base URL."""
+    """`streamlit run serve.py` of ``tree`` (app.py where the tree has no serve.py) on ``db`` from a folder of
+    its own; returns the process and base URL."""
     cwd = workdir / "srv"
     cwd.mkdir(parents=True, exist_ok=True)
     shutil.copytree(tree / ".streamlit", cwd / ".streamlit", dirs_exist_ok=True)
     env = {**os.environ, "OBJREL_STORE": str(db), "PYTHONPATH": str(tree), "OBJREL_LIME_AHEAD": "1",
            "OBJREL_LOG_DIR": str(workdir / "logs")}
     port = free_port()
+    entry = tree / "serve.py" if (tree / "serve.py").exists() else tree / "app.py"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(tree / "app.py"), "--server.headless",
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(entry), "--server.headless",
                                  "true", "--server.port", str(port), "--server.address", "127.0.0.1",
                                  "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
                                 cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

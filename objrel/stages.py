@@ -38,9 +38,10 @@ TOP = "top"
 
 STAGES = (
     # errors, named constants, interval arithmetic, CSV-cell safety, the roles and action table with the one gate
-    # (``access``), and this table: the standard library only, so every stage can use them.
+    # (``access``), the caps on costly work (``work_queue``), and this table: the standard library only, so
+    # every stage can use them.
     Stage(BOTTOM, (ROOT, "objrel.errors", "objrel.constants", "objrel.intervals", "objrel.csvsafe",
-                   "objrel.access", "objrel.stages"), ()),
+                   "objrel.access", "objrel.work_queue", "objrel.stages"), ()),
     # samples, boxes, masks, detections as pure types; dataset loaders; uploads
     Stage(DATA, ("objrel.data",), (BOTTOM,)),
     # pure operators, plans, recipes
@@ -65,8 +66,8 @@ STAGES = (
     # DeepInspect and the planted-shortcut benchmark: they run engines and analyse what they stored
     Stage(STUDIES, ("objrel.studies",),
           (BOTTOM, DATA, MUTATIONS, MODELS, RELATIONS, STORE, PROGRESS, CONFIG, ENGINE, REVIEW, ANALYSIS)),
-    # the command line, the Streamlit helpers and the demo build: anything above
-    Stage(TOP, ("objrel.cli", "objrel.app", "objrel.demo", "objrel.__main__"),
+    # the command line, the Streamlit helpers, the web gate around the app and the demo build: anything above
+    Stage(TOP, ("objrel.cli", "objrel.app", "objrel.web", "objrel.demo", "objrel.__main__"),
           (BOTTOM, DATA, MUTATIONS, MODELS, RELATIONS, STORE, PROGRESS, CONFIG, ENGINE, REVIEW, ANALYSIS, STUDIES)),
 )
 

@@ -4,16 +4,17 @@ the store the app reads) and the reviewer sign-in box.
 Only drawing and session state live here; every figure comes from objrel functions.
 
 A password sign-in opens a lasting session (``objrel.review.sessions``): its random token goes to the browser in
-the ``COOKIE_NAME`` cookie, so a reload or a new tab is still signed in, and only the token's hash is stored.
-The cookie is read from the request (``st.context.cookies``) and written or cleared by extra-streamlit-components'
-CookieManager, a component that runs in the browser after the script: it is drawn on each run until it
-answers that the browser did it.  Every run checks the token against the store again, so a session ended
-elsewhere (sign-out in another tab, everywhere, a change of roles, expiry) signs this tab out at its next run.
+an HttpOnly cookie (``objrel.web.session_cookie``), so a reload or a new tab is still signed in, no page script
+can read or plant it, and only the token's hash is stored.  Streamlit's WebSocket cannot set a cookie, so the
+sign-in keeps the token under a one-time code (``objrel.web.handoff``) and draws a script that posts the code to
+the server, whose answer sets the cookie; sign-out draws one that asks the server to clear it.  The cookie is read
+from the request (``st.context.cookies``).  Every run checks the token against the store again, so a session
+ended elsewhere (sign-out in another tab, everywhere, a change of roles, expiry) signs this tab out at its next
+run, and ``fresh_actor`` checks it again inside a button's callback, before the callback acts.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 
 import streamlit as st
@@ -25,8 +26,6 @@ REVIEWER_KEY = "reviewer"
 # Session-state key of this browser session's sign-in client id, and the id's random bytes.
 CLIENT_KEY = "signin_client"
 CLIENT_ID_BYTES = 16
-# The browser cookie that carries the session token (path /, SameSite=Strict, Secure over https).
-COOKIE_NAME = "objrel_session"
 # Session-state keys: this tab's session token; a cookie token found ended (not looked up again); the cookie
 # write or clear still to be seen done in the browser; a note that the session ended (expired, or elsewhere).
 SESSION_KEY = "session_token"
@@ -37,14 +36,12 @@ ENDED_KEY = "session_ended_note"
 # sign-out that must also end the single sign-on login.
 SIGN_IN_ERROR_KEY = "signin_error"
 OIDC_LOGOUT_KEY = "signout_oidc"
-# Characters of the token's hash that name the cookie components of one session (never the token itself).
-COOKIE_TAG_CHARS = 12
-# A cleared cookie's expiry: long past.
-COOKIE_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-# Shown under "Signed in as" until the browser has answered that it holds the session cookie: the component that
-# writes it runs after the script, a second or two after the sign-in, and a reload before that signs the tab out.
-COOKIE_PENDING_TEXT = ("Saving your sign-in in this browser... (until this line goes, a reload asks you to sign in "
-                       "again)")
+# The page's request to the session cookie route: %(method)s and %(body)s are filled with constants and a
+# one-time code (URL-safe characters only, checked by ``handoff.well_formed``), never with anything a person typed.
+COOKIE_SCRIPT = """<script>
+fetch("%(path)s", {method: "%(method)s", body: %(body)s, credentials: "same-origin",
+                   headers: {"Content-Type": "text/plain"}});
+</script>"""
 
 
 def use_app_navigation() -> None:
@@ -88,11 +85,25 @@ def client_id() -> str:
     return cid
 
 
+def _page_scheme_host() -> tuple[str, str | None]:
+    """The scheme and host the browser asked this app at (http and no host outside a served request)."""
+    from urllib.parse import urlsplit
+
+    try:
+        url = st.context.url
+        parts = urlsplit(url) if isinstance(url, str) else None
+    except Exception:  # no request behind this run
+        parts = None
+    return (parts.scheme or "http", parts.netloc or None) if parts else ("http", None)
+
+
 def cookie_token() -> str | None:
     """The session token the browser sent with this session's connection (None without one).  The request's
-    cookies are those of the page load: a cookie written later shows here only after a reload."""
+    cookies are those of the page load: a cookie set later shows here only after a reload."""
+    from objrel.web.session_cookie import cookie_name
+
     try:
-        token = st.context.cookies.get(COOKIE_NAME)
+        token = st.context.cookies.get(cookie_name(*_page_scheme_host()))
     except Exception:  # no request behind this run
         return None
     return token if isinstance(token, str) and token else None  # a script test's stand-in request has no text
@@ -123,46 +134,38 @@ def _resume_session(store: Store) -> None:
 
 
 def _want_cookie(op: str, token: str) -> None:
-    """Ask the browser to hold ``token`` in the cookie (``op`` "set", at sign-in) or to drop it ("clear")."""
-    from objrel.review.sessions import SESSION_LIFETIME
+    """Ask the browser to hold ``token`` in the session cookie (``op`` "set", at sign-in: the token is kept under
+    a one-time code for the page to post) or to drop the cookie ("clear")."""
+    from objrel.web import handoff
 
-    expires = dt.datetime.now(dt.timezone.utc) + SESSION_LIFETIME if op == "set" else COOKIE_EPOCH
-    st.session_state[COOKIE_OP_KEY] = (op, token, expires.isoformat())
-
-
-def _https() -> bool:
-    try:
-        url = st.context.url
-    except Exception:
-        return False
-    return isinstance(url, str) and url.startswith("https://")
+    st.session_state[COOKIE_OP_KEY] = ("set", handoff.offer(token)) if op == "set" else ("clear", None)
 
 
 def _sync_cookie() -> None:
-    """Draw the cookie component while the write or clear asked for by ``_want_cookie`` is not yet done in the
-    browser.  The component does it after the script run and answers True, which reruns the script; the answer
-    is this widget's value in the session state, and once it is there the component is no longer drawn."""
+    """Draw the script that asks the server to set or clear the session cookie (``_want_cookie``).  A set is
+    drawn until the server has taken its code; a clear is drawn once."""
     op = st.session_state.get(COOKIE_OP_KEY)
     if not op:
         return
-    from objrel.review.sessions import SESSION_LIFETIME, token_hash
+    import json
 
-    kind, token, expires = op
-    tag = token_hash(token)[:COOKIE_TAG_CHARS]
-    done_key = f"objrel_cookie_{kind}_{tag}"
-    if st.session_state.get(done_key) is True:
+    from objrel.web import handoff
+    from objrel.web.session_cookie import ROUTE_PATH
+
+    kind, code = op
+    if kind == "set":
+        if handoff.claimed(code) or not handoff.well_formed(code):
+            st.session_state.pop(COOKIE_OP_KEY, None)
+            return
+        script = COOKIE_SCRIPT % {"path": ROUTE_PATH, "method": "POST", "body": json.dumps(code)}
+    else:
         st.session_state.pop(COOKIE_OP_KEY, None)
-        return
-    import extra_streamlit_components as stx
-
-    manager = stx.CookieManager(key=f"objrel_cookie_read_{kind}_{tag}")
-    value, max_age = (token, SESSION_LIFETIME.total_seconds()) if kind == "set" else ("", 0)
-    manager.set(COOKIE_NAME, value, key=done_key, path="/", expires_at=dt.datetime.fromisoformat(expires),
-                max_age=max_age, secure=_https() or None, same_site="strict")
+        script = COOKIE_SCRIPT % {"path": ROUTE_PATH, "method": "DELETE", "body": "null"}
+    st.html(script, unsafe_allow_javascript=True)
 
 
 def cookie_write_pending() -> bool:
-    """Whether the browser has yet to answer that it holds this tab's session cookie (asked at sign-in)."""
+    """Whether the page has yet to hand this tab's new session to the server for its cookie (asked at sign-in)."""
     op = st.session_state.get(COOKIE_OP_KEY)
     return bool(op) and op[0] == "set"
 
@@ -235,8 +238,6 @@ def sign_in_box(store: Store) -> str | None:
         if who:
             roles = review.roles_of(store, who)
             st.text(f"Signed in as {who} ({', '.join(roles) if roles else 'no role yet'})")
-            if cookie_write_pending():
-                st.caption(COOKIE_PENDING_TEXT)
             st.button("Sign out", key="signout_btn", on_click=_sign_out_pressed, args=(store, who, False))
             st.button("End all my sessions", key="signout_all_btn", on_click=_sign_out_pressed,
                       args=(store, who, True), help="Signs you out in every browser and tab")

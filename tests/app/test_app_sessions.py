@@ -48,23 +48,21 @@ def sign_in(name: str) -> AppTest:
     return at
 
 
-def test_a_sign_in_opens_a_session_and_asks_the_browser_to_keep_its_cookie(store):
+def test_a_sign_in_opens_a_session_and_hands_its_token_to_the_cookie_route_once(store):
+    from objrel.web import handoff
+
     at = sign_in("alice")
     token = at.session_state[W.SESSION_KEY]
     assert R.session_user(store, token) == "alice"
-    op, cookie_token, _ = at.session_state[W.COOKIE_OP_KEY]
-    assert (op, cookie_token) == ("set", token)
-
-
-def test_until_the_browser_holds_the_cookie_the_sidebar_says_a_reload_would_sign_out(store):
-    """The cookie is written by a component after the script run; a reload before it answered found no cookie
-    and showed the sign-in form with no warning (found in chromium: a reload 1-2 s after "Signed in as")."""
-    at = sign_in("alice")
-    assert W.COOKIE_PENDING_TEXT in [c.value for c in at.sidebar.caption]
-    at.session_state[W.COOKIE_OP_KEY] = None         # what _sync_cookie leaves once the browser answered
+    op, code = at.session_state[W.COOKIE_OP_KEY]
+    assert op == "set" and token not in code and handoff.well_formed(code)
+    scripts = [h.proto.body for h in at.get("html")]
+    assert any(code in body and "POST" in body for body in scripts)     # the page posts the code ...
+    assert not any(token in body for body in scripts)                   # ... never the token
+    assert handoff.take(code) == token and handoff.take(code) is None   # the route gets the token once
     at.run()
-    assert signed_in_as(at, "alice")
-    assert W.COOKIE_PENDING_TEXT not in [c.value for c in at.sidebar.caption]
+    assert W.COOKIE_OP_KEY not in at.session_state or not at.session_state[W.COOKIE_OP_KEY]
+    assert not any(code in h.proto.body for h in at.get("html"))        # taken: the script is no longer drawn
 
 
 def test_a_session_ended_elsewhere_signs_the_tab_out_at_its_next_run(store):

@@ -1,4 +1,5 @@
-"""The app as the browser tests serve it: `streamlit run app.py` in a folder of its own on a free port."""
+"""The app as the browser tests serve it: `streamlit run serve.py` (app.py behind objrel's web gate) in a folder
+of its own on a free port."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def serving(tmp_path: Path, store_url: str, data_roots: bool = False, env: dict 
     port = free_port()
     log_path = tmp_path / "streamlit.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "serve.py"),
                                  "--server.headless", "true", "--server.port", str(port), "--server.address",
                                  "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType",
                                  "none"], cwd=cwd, env=server_env, stdout=log, stderr=subprocess.STDOUT)

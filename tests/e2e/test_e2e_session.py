@@ -1,7 +1,8 @@
-"""A lasting sign-in in a real browser (Debian's chromium driven by Playwright against `streamlit run app.py`).
+"""A lasting sign-in in a real browser (Debian's chromium driven by Playwright against `streamlit run serve.py`).
 
-Alice signs in once: a reload and a new tab of the same browser are still signed in (the session cookie), the
-cookie holds a token the store does not (only its hash).  Signing out in one tab clears the cookie and ends the
+Alice signs in once: a reload and a new tab of the same browser are still signed in (the session cookie, which
+the server sets HttpOnly: the page's scripts never see it), the cookie holds a token the store does not (only
+its hash).  Signing out in one tab clears the cookie and ends the
 session, so the other tab is signed out at its next reload, and so is a copy of the old cookie in another
 browser.  An admin changing Alice's roles ends her sessions: her next reload shows her signed out.
 """
@@ -14,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from objrel import review
-from objrel.app.widgets import COOKIE_NAME, COOKIE_PENDING_TEXT
 from objrel.review import sessions
 from objrel.store import Store
+from objrel.web.session_cookie import COOKIE_NAME
 
 from tests.e2e.app_server import serving
 from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, passphrase, settled
@@ -87,10 +88,6 @@ def wait_for_cookie(context, present: bool) -> dict | None:
                          f"got {session_cookie(context)!r}")
 
 
-def cookie_frames_leave(page) -> None:
-    page.wait_for_function("!document.querySelector('iframe[src*=\"cookie_manager\"]')", timeout=TIMEOUT_MS)
-
-
 def store_bytes(db_file: Path) -> bytes:
     """Every byte of the SQLite store: the file and its write-ahead log."""
     return b"".join(p.read_bytes() for p in sorted(db_file.parent.glob(db_file.name + "*")))
@@ -108,10 +105,9 @@ def test_sign_in_survives_reload_and_new_tabs_and_sign_out_ends_it_everywhere(se
     tab1 = open_app(context, base)
     sign_in(tab1, "alice")                               # the first click signs in
     cookie = wait_for_cookie(context, present=True)
-    cookie_frames_leave(tab1)                            # the browser reported it back: the component is gone
-    # ... and the sidebar's line that a reload would still sign out goes with it
-    tab1.get_by_text(COOKIE_PENDING_TEXT).wait_for(state="detached", timeout=TIMEOUT_MS)
     assert cookie["path"] == "/" and cookie["sameSite"] == "Strict", cookie
+    assert cookie["httpOnly"] and cookie["secure"], cookie
+    assert cookie["value"] not in tab1.evaluate("document.cookie")  # no script of the page can read it
     assert cookie["expires"] > time.time() + sessions.SESSION_LIFETIME.total_seconds() - 600, cookie
     token = cookie["value"]
     assert review.session_user(store, token) == "alice"
@@ -127,14 +123,14 @@ def test_sign_in_survives_reload_and_new_tabs_and_sign_out_ends_it_everywhere(se
     tab2.get_by_role("button", name="Sign out", exact=True).click()
     expect_signed_out(tab2)
     wait_for_cookie(context, present=False)              # the cookie is cleared in the browser ...
-    cookie_frames_leave(tab2)
     assert review.session_user(store, token) is None     # ... and the session ended in the store
     reload(tab1)
     expect_signed_out(tab1)
 
     # The old cookie, copied into another browser, opens nothing.
     thief = browser.new_context()
-    thief.add_cookies([{"name": COOKIE_NAME, "value": token, "url": base}])
+    thief.add_cookies([{"name": COOKIE_NAME, "value": token, "url": base.replace("http:", "https:"), "secure": True,
+                       "httpOnly": True}])   # a copy as the server set it (host-only, secure, HttpOnly)
     expect_signed_out(open_app(thief, base))
     thief.close()
     context.close()

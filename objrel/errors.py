@@ -92,3 +92,10 @@ class InputFileError(AnnotationError, ValueError):
 class StoreBusy(ObjrelError):
     """A write found the store locked by other writers for longer than it waits (SQLite's busy timeout, or no
     free pooled connection in time): nothing of it was saved, and the same write may simply be tried again."""
+
+
+class WorkRefused(ObjrelError, ValueError):
+    """Costly work (a run, LIME, a report, a benchmark) was not started: a cap of the work queue is reached,
+    the same work already runs, or a visitor without an account asked for work that is not public
+    (``objrel.work_queue``).  Nothing was started; the same request may be made again later (a ValueError
+    too, as the refusal of a second quick benchmark always was)."""

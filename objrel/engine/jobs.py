@@ -25,6 +25,7 @@ from pathlib import Path
 from objrel.config import DetectionConfig, RunConfig
 from objrel.progress import estimate_text, format_duration, run_estimate, share
 from objrel import access as A
+from objrel import work_queue
 from objrel.access import Actor
 from objrel.store import RunRecord, Store, leases
 from objrel.store.leases import display_status, pid_alive  # noqa: F401  (pid_alive: the pages' liveness check)
@@ -73,8 +74,10 @@ def start_run(actor: Actor, store_url: str, config: RunConfig | DetectionConfig 
     resume run ``resume`` with its stored settings, in a new process; return once its run row exists.
 
     ``actor`` must hold the run-operator or admin role (NotAllowed otherwise).  A run that a live process
-    holds (``objrel.store.leases``) is not resumed (RunHeld).  No policy on the model or the data here:
-    the app starts runs through ``start_web_run``."""
+    holds (``objrel.store.leases``) is not resumed (RunHeld).  The process starts in a slot of the work queue
+    (``objrel.work_queue``), which it holds while it lives: with the server's or the actor's cap reached,
+    WorkRefused and nothing starts.  No policy on the model or the data here: the app starts runs through
+    ``start_web_run``."""
     if config is not None and resume is not None:
         raise ValueError("give a configuration for a new run or the id of a run to resume, not both")
     if resume is not None:
@@ -82,6 +85,14 @@ def start_run(actor: Actor, store_url: str, config: RunConfig | DetectionConfig 
         _refuse_held(store_url, int(resume))
     else:
         A.authorize(actor, A.START_RUN)
+    what = f"resuming run {int(resume)}" if resume is not None else "a new run"
+    with work_queue.admit(actor, work_queue.RUN, what) as ticket:
+        return _spawn_run(ticket, store_url, config, resume, timeout)
+
+
+def _spawn_run(ticket: work_queue.Ticket, store_url: str, config: RunConfig | DetectionConfig | None,
+               resume: int | None, timeout: float) -> Job:
+    """The run's process, started in ``ticket``'s slot; its Job once its run row exists."""
     work = _log_dir()
     stamp = f"{int(time.time() * 1000)}-{os.getpid()}"
     id_file = work / f"run-{stamp}.id"
@@ -98,6 +109,7 @@ def start_run(actor: Actor, store_url: str, config: RunConfig | DetectionConfig 
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True, cwd=os.getcwd())
+    ticket.attach(proc)
     deadline = time.time() + timeout
     while time.time() < deadline:
         if id_file.exists() and id_file.read_text().strip():

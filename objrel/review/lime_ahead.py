@@ -14,8 +14,10 @@ A job whose process died (its pid is gone on this host, or it has not beaten for
 reads as failed and may be started again; what it had explained stays cached and is not redone.
 
 The jobs form one queue per store on each host: at most ``max_processes()`` LIME processes (``$OBJREL_LIME_PROCESSES``,
-default :data:`DEFAULT_PROCESSES`) run at once, each 1.3-1.5 GB with its model.  A job started while the cap
-is reached waits, queued with no process; a process that finishes its jobs takes the waiting ones, oldest
+default :data:`DEFAULT_PROCESSES`) run at once, each 1.3-1.5 GB with its model, and a process starts only in a
+slot of the app's work queue (``objrel.work_queue``: the server's cap on costly work and the cap of the person
+who opened the sample), which it holds while it lives.  A job started while a cap is reached waits, queued
+with no process; a process that finishes its jobs takes the waiting ones, oldest
 first, and a reviewer opening a waiting sample starts a process when there is room.  A job the app starts is
 *tied* to the app's server: its process watches the server and, once the server is gone, puts its unfinished
 jobs back in the queue and ends (the next server's reviewers start them again).
@@ -258,7 +260,7 @@ def start_lime_jobs(actor: Actor, store: Store | str, samples, num_samples: int 
                    for rid, relation in wanted]
         new_ids = [row["id"] for row, new in claimed if new]
         if new_ids:
-            _dispatch(st, new_ids, num_samples, echo, tied)
+            _dispatch(actor, st, new_ids, num_samples, echo, tied)
         return [_status(review_jobs.job(st, row["id"]) if new else row) for row, new in claimed]
     finally:
         if own:
@@ -270,18 +272,31 @@ def start_lime_jobs(actor: Actor, store: Store | str, samples, num_samples: int 
 _dispatch_lock = threading.Lock()
 
 
-def _dispatch(store: Store, job_ids: list[int], num_samples: int, echo: bool, tied: bool) -> bool:
+def _dispatch(actor: Actor, store: Store, job_ids: list[int], num_samples: int, echo: bool, tied: bool) -> bool:
     """Start one process for the waiting jobs ``job_ids`` when fewer than ``max_processes()`` run on this
-    host; otherwise leave them waiting (a running process takes them when it is done).  True when a process
-    was started."""
+    host and the work queue (``objrel.work_queue``) gives ``actor`` a slot, which the process then holds;
+    otherwise leave them waiting (a running process takes them when it is done).  True when a process was
+    started."""
+    from objrel import work_queue
+    from objrel.errors import WorkRefused
+
     with _dispatch_lock:
         if len(live_processes(store)) >= max_processes():
             return False
-        _spawn(store, job_ids, num_samples, echo, tied)
-        return True
+        try:
+            ticket = work_queue.admit(actor, work_queue.LIME, "LIME ahead of the reviewers")
+        except WorkRefused:
+            return False
+        with ticket:
+            proc = _spawn(store, job_ids, num_samples, echo, tied)
+            if proc is not None:
+                ticket.attach(proc)
+        return proc is not None
 
 
-def _spawn(store: Store, job_ids: list[int], num_samples: int, echo: bool, tied: bool = False) -> None:
+def _spawn(store: Store, job_ids: list[int], num_samples: int, echo: bool,
+           tied: bool = False) -> subprocess.Popen | None:
+    """The process started for ``job_ids``, or None when it could not start (the jobs are then failed)."""
     cmd = [sys.executable, *CHILD_ARGS, "--samples", str(num_samples)]
     for job_id in job_ids:
         cmd += ["--job", str(job_id)]
@@ -306,10 +321,11 @@ def _spawn(store: Store, job_ids: list[int], num_samples: int, echo: bool, tied:
         for job_id in job_ids:
             review_jobs.finish_job(store, job_id, "failed",
                                    f"the LIME process could not start: {one_line_error(exc)}")
-        return
+        return None
     _reap(proc)
     for job_id in job_ids:
         review_jobs.take_job(store, job_id, proc.pid, this_host())
+    return proc
 
 
 def ensure_lime_job(actor: Actor, store: Store, run_id: int, relation: str,
@@ -331,7 +347,7 @@ def ensure_lime_job(actor: Actor, store: Store, run_id: int, relation: str,
     if row is None:
         return start_lime_job(actor, store, rid, relation, num_samples, tied=tied)
     A.authorize(actor, A.EXPLAIN, f"the {relation} review sample of run {rid}")
-    _dispatch(store, [row["id"]], num_samples, echo=False, tied=tied)
+    _dispatch(actor, store, [row["id"]], num_samples, echo=False, tied=tied)
     return _status(review_jobs.job(store, row["id"]))
 
 

@@ -38,23 +38,29 @@ def explain_pair(actor: Actor, store: Store, model, run_id: int, sample_id: str,
 
     ``actor`` must hold the reviewer, adjudicator or admin role (NotAllowed otherwise): LIME costs
     minutes of model time and writes its result to the store's cache.  With ``outline`` the target
-    region's contour is drawn over each overlay."""
+    region's contour is drawn over each overlay.  A pair not cached yet is computed in a slot of the work queue
+    (``objrel.work_queue``): with the server's or the actor's cap reached, WorkRefused and nothing computed."""
     A.authorize(actor, A.EXPLAIN, f"{sample_id!r} of run {int(run_id)}")
+    cached = cached_pair(store, run_id, sample_id, mutation_key, num_samples, side, outline)
+    if cached is not None:
+        return cached
+    from objrel import work_queue
     from objrel.review.explanations import explanation_for
 
     keys = (SOURCE_KEY, mutation_key)
     out = []
     t0 = time.perf_counter()
-    for done_images, key in enumerate(keys):
-        def report(done: int, total: int, key=key, before=done_images) -> None:
-            if progress is not None:
-                fraction = min(1.0, (before + done / max(total, 1)) / len(keys))
-                progress(fraction, f"LIME {key} {done}/{total}: "
-                                   f"{lime_eta_text(fraction, time.perf_counter() - t0)}")
+    with work_queue.admit(actor, work_queue.LIME, f"LIME of {sample_id!r} of run {int(run_id)}"):
+        for done_images, key in enumerate(keys):
+            def report(done: int, total: int, key=key, before=done_images) -> None:
+                if progress is not None:
+                    fraction = min(1.0, (before + done / max(total, 1)) / len(keys))
+                    progress(fraction, f"LIME {key} {done}/{total}: "
+                                       f"{lime_eta_text(fraction, time.perf_counter() - t0)}")
 
-        explanation = explanation_for(store, model, run_id, sample_id, key, num_samples=num_samples,
-                                      progress=report)
-        out.append(_drawn(store, run_id, sample_id, key, explanation, side, outline))
+            explanation = explanation_for(store, model, run_id, sample_id, key, num_samples=num_samples,
+                                          progress=report)
+            out.append(_drawn(store, run_id, sample_id, key, explanation, side, outline))
     return out
 
 

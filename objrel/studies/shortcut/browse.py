@@ -179,25 +179,33 @@ def quick_time_share(job: QuickJob, expected: tuple[float, float, bool], now_ts:
 
 def start_quick_benchmark(actor: Actor, root: Path | None = None) -> QuickJob:
     """Start ``objrel bench shortcut --quick`` in the quick folder as its own process, for run operators and
-    admins; refused (ValueError) while one is running there, so clicks never pile up processes.  The child is
-    reaped when it ends (no zombie under the app)."""
+    admins, in a slot of the work queue (``objrel.work_queue``) that the process holds while it lives.  One
+    quick benchmark per folder at a time: WorkRefused while one started here runs (clicks at the same moment
+    included, so they never pile up processes), ValueError while the folder's lock names a running one (started
+    by another server); WorkRefused too with the server's or the actor's cap reached.  The child is reaped when
+    it ends (no zombie under the app)."""
     import json
     import threading
     import time
 
+    from objrel import work_queue
+
     authorize(actor, START_BENCHMARK, "quick shortcut benchmark")
     root = results_root() if root is None else Path(root)
-    running = quick_job(actor, root)
-    if running is not None and running.state == RUNNING:
-        raise ValueError(f"a quick benchmark is already running (started by {running.started_by} "
-                         f"{time.time() - running.started_at:.0f} s ago); wait for it to finish")
-    out = root / QUICK_DIR
-    out.mkdir(parents=True, exist_ok=True)
-    from objrel.studies.shortcut.bench import start_quick   # the arms load torch: only when one starts
+    with work_queue.admit(actor, work_queue.BENCHMARK, "a quick shortcut benchmark",
+                          exclusive=f"quick benchmark in {root / QUICK_DIR}") as ticket:
+        running = quick_job(actor, root)
+        if running is not None and running.state == RUNNING:
+            raise ValueError(f"a quick benchmark is already running (started by {running.started_by} "
+                             f"{time.time() - running.started_at:.0f} s ago); wait for it to finish")
+        out = root / QUICK_DIR
+        out.mkdir(parents=True, exist_ok=True)
+        from objrel.studies.shortcut.bench import start_quick   # the arms load torch: only when one starts
 
-    proc = start_quick(out)
-    at = time.time()
-    _lock(root).write_text(json.dumps({"pid": proc.pid, "by": actor.name or "server", "at": at}))
+        proc = start_quick(out)
+        ticket.attach(proc)
+        at = time.time()
+        _lock(root).write_text(json.dumps({"pid": proc.pid, "by": actor.name or "server", "at": at}))
     threading.Thread(target=proc.wait, name="objrel-quick-reaper", daemon=True).start()
     return QuickJob(actor.name or "server", at, RUNNING)
 

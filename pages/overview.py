@@ -86,12 +86,18 @@ if finished:
     keep_choice("overview_report_run", next(iter(finished)), list(finished))
     pick = st.selectbox("Run", list(finished), format_func=lambda i: captions.run_label(finished[i]),
                         key="overview_report_run")
-    if st.button("Build the HTML report", key="overview_report_btn"):
-        from objrel.analysis.report import build_report
+    # One report per state of the run, built once for every session (objrel.analysis.shared_report): a session
+    # keeps no copy of its own.
+    from objrel.analysis.shared_report import ready_report, report_html
+    from objrel.errors import WorkRefused
 
+    if st.button("Build the HTML report", key="overview_report_btn"):
         with st.spinner("Building the report ..."):
-            st.session_state["overview_report_html"] = (pick, build_report(store, pick))
-    built = st.session_state.get("overview_report_html")
-    if built and built[0] == pick:
-        st.download_button("Download report (one self-contained HTML file)", built[1],
+            try:
+                report_html(actor, store, pick)
+            except WorkRefused as exc:
+                st.warning(captions.plain(exc))
+    built = ready_report(store, pick)
+    if built is not None:
+        st.download_button("Download report (one self-contained HTML file)", built,
                            file_name=f"objrel-run{pick}.html", mime="text/html", key="overview_report_dl")

@@ -15,10 +15,10 @@ from objrel.app.captions import plain
 from objrel.app.caches import cached_flagged, open_store
 from objrel.app.state import arrival_params, init_value, keep_choice, mark_own_event, remember_selection, \
     took_own_event
-from objrel.app.widgets import page_sidebar, signed_in, use_app_navigation
+from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import NotAllowed, ObjrelError, StoreBusy
 from objrel.review.lime_ahead import ensure_lime_job
-from objrel.review.roles import actor_of
+from objrel.app.current_actor import current_actor
 from objrel.review.my_work import my_work
 from objrel.review.queue import ALL_FLAGGED, QUEUE_LABELS, QUEUE_MODES, REVIEW_SAMPLE, ReviewLink, is_new_link, \
     link_params, open_queue, record_call
@@ -225,7 +225,7 @@ def judge(verdict: str, run_id: int, relation: str, sample_id: str, rel_path: st
             st.session_state[FLASH_KEY] = saved_line       # save stays in view beside the refusal
         return
     suffix = review_keys.item_suffix(run_id, relation, sample_id)      # the form's values as sent with the submit
-    now = actor_of(store, signed_in())
+    now = current_actor(store)     # the live session's account with its roles now (signed out: nobody)
     reasons = [r for i, r in enumerate(review.FP_REASONS)
                if st.session_state.get(f"{review_keys.REASON_KEY_PREFIX}{i}_{suffix}")]
     note = st.session_state.get(f"{review_keys.NOTE_KEY_PREFIX}{suffix}") or ""

@@ -13,6 +13,7 @@ from objrel import access
 from objrel.analysis.overview import run_history, runs_that_tested_nothing, sample_issue_total
 from objrel.app import captions, run_captions
 from objrel.app.caches import open_store
+from objrel.app.current_actor import current_actor, same_actor
 from objrel.app.state import init_value, keep_choice
 from objrel.app.tables import frame
 from objrel.app.widgets import page_sidebar, use_app_navigation
@@ -22,6 +23,7 @@ from objrel.engine.run_form import (CLASSIFIER, DETECTOR, MAX_DILATE_PX, MAX_SEE
                                     RunForm, base_config, choice_label, extra_operator_choices, root_choices,
                                     stored_config, task_of, web_models)
 from objrel.constants import RUNTIMES
+from objrel.errors import NotAllowed
 from objrel.mutations import PRESETS
 
 use_app_navigation()
@@ -49,6 +51,7 @@ by_id = {r.id: r for r in runs}
 # The folders the start form offers files from: the allowed roots, uploads narrowed to this store's own.
 roots = manage.form_roots(store)
 UPLOADED_KEY = "runs_just_uploaded"    # the name of the upload this run of the page stored
+CANCEL_NOTE_KEY = "runs_cancel_note"    # (done, text) the Cancel button's callback leaves for the next refresh
 
 
 def chosen_base():
@@ -236,9 +239,26 @@ def issues_section() -> None:
     frame(pd.DataFrame([asdict(r) for r in rows]), key="runs_issues_table")
 
 
+def cancel_pressed(run_id: int) -> None:
+    """The Cancel button's callback: the session and its roles are read again now (a callback runs before the
+    page checks them), so a signed-out or revoked run operator cancels nothing."""
+    try:
+        jobs.cancel(current_actor(store), store, run_id)
+        st.session_state[CANCEL_NOTE_KEY] = (True, f"Run {int(run_id)} will stop after its current chunk.")
+    except NotAllowed as exc:
+        st.session_state[CANCEL_NOTE_KEY] = (False, f"Run {int(run_id)} was not cancelled: {exc}")
+
+
 @st.fragment(run_every=2)
 def live():
-    """The progress lines and the history, from one read of the runs per refresh: both show the same numbers."""
+    """The progress lines and the history, from one read of the runs per refresh: both show the same numbers.
+    Each refresh reads the session again: once it has ended or lost its role, the whole page runs again (and
+    shows no operator's button)."""
+    if not same_actor(current_actor(store), actor):
+        st.rerun()
+    note = st.session_state.pop(CANCEL_NOTE_KEY, None)
+    if note is not None:
+        (st.success if note[0] else st.error)(captions.plain(note[1]))
     now = store.list_runs()
     if not now:
         st.info("No runs yet.")
@@ -248,8 +268,8 @@ def live():
             continue
         c1, c2 = st.columns([5, 1])
         c1.progress(jobs.progress_share(r), text=f"{captions.plain(captions.run_label(r))}: {jobs.progress_text(r)}")
-        if operator and jobs.can_cancel(r) and c2.button("Cancel", key=f"cancel_{r.id}"):
-            jobs.cancel(actor, store, r.id)
+        if operator and jobs.can_cancel(r):
+            c2.button("Cancel", key=f"cancel_{r.id}", on_click=cancel_pressed, args=(r.id,))
     for t in runs_that_tested_nothing(store, now):
         st.warning(run_captions.nothing_tested_text(t), icon=":material/warning:")
     frame(run_history(now), key="runs_table")

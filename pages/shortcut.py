@@ -11,6 +11,7 @@ import streamlit as st
 from objrel import access
 from objrel.app import captions, charts
 from objrel.app.caches import open_store
+from objrel.app.current_actor import current_actor
 from objrel.app.captions import plain
 from objrel.app.state import keep_choice
 from objrel.app.tables import chart, share_columns, table
@@ -27,7 +28,8 @@ use_app_navigation()
 
 FILE_KEY = "shortcut_results_file"
 
-actor = page_sidebar(open_store())
+store = open_store()
+actor = page_sidebar(store)
 # How long a quick benchmark takes: measured on the development machine, or the last one here (browse).
 expected = quick_expected_s(actor)
 st.title("Shortcut benchmark")
@@ -56,6 +58,8 @@ if access.permits(actor, access.START_BENCHMARK):
 
 @st.fragment(run_every=2)
 def job_status():
+    # the session is read again on every refresh: a signed-out or revoked run operator reads no more log lines
+    actor = current_actor(store)
     job = quick_job(actor)
     if job is None:
         return

@@ -100,13 +100,12 @@ def evidence(actor: Actor, store: Store, item: ReviewItem, relation: str, called
 
 
 def _save_evidence_choice(actor: Actor, store: Store) -> None:
+    from objrel.app.current_actor import current_actor
     from objrel.app.review_keys import EVIDENCE_KEY
-    from objrel.app.widgets import signed_in
-    from objrel.review.roles import actor_of
     from objrel.review.settings import EVIDENCE_PANEL, set_my_setting
 
     mark_own_event()
-    actor = actor_of(store, signed_in())     # the account's roles now, not as they were when the page was drawn
+    actor = current_actor(store)     # the live session's account with its roles now, not when the page was drawn
     choice = st.session_state.get(EVIDENCE_KEY)
     if choice is None or not access.permits(actor, access.JUDGE):
         return        # a panel closed, or an account without settings of its own: kept for this session only
@@ -227,10 +226,14 @@ def _lime_after_call(actor: Actor, store: Store) -> bool:
 
 
 def _save_lime_after_call(actor: Actor, store: Store) -> None:
+    from objrel.app.current_actor import current_actor
     from objrel.review.settings import LIME_AFTER_CALL, set_my_setting
 
     mark_own_event()
-    set_my_setting(actor, store, LIME_AFTER_CALL, bool(st.session_state["review_lime_after_call"]))
+    try:
+        set_my_setting(current_actor(store), store, LIME_AFTER_CALL, bool(st.session_state["review_lime_after_call"]))
+    except (ValueError, NotAllowed):   # signed out meanwhile: kept for this session only
+        pass
 
 
 def _lime_on_demand(actor: Actor, store: Store, item: ReviewItem, applied: list[str]) -> None:

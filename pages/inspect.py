@@ -12,10 +12,11 @@ import streamlit as st
 
 from objrel import access
 from objrel.app import captions, charts
-from objrel.app.captions import plain
+from objrel.app.text import plain
 from objrel.app.caches import inspect_file, inspect_upload, open_store, planted_result, ranked_tables
 from objrel.app.state import init_value, keep_choice, keep_number
 from objrel.app.tables import table
+from objrel.app.upload_box import upload_box
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import ObjrelError
 from objrel.studies.deepinspect import evaluation_table, example_images
@@ -62,8 +63,8 @@ try:
             st.info("Uploading a results file is for signed-in accounts (sidebar). The results folder and the "
                     "planted benchmark are open to everyone.")
             st.stop()
-        upload = st.file_uploader(f"Results file (JSON, at most {MAX_UPLOAD_MB} MB)", type=["json"],
-                                  key="inspect_upload")
+        upload = upload_box(actor, access.UPLOAD_RESULTS, f"Results file (JSON, at most {MAX_UPLOAD_MB} MB)",
+                            MAX_UPLOAD_MB * 1024 * 1024, type=["json"], key="inspect_upload")
         if upload is None:
             st.info("Upload a JSON file written by `objrel inspect --out`.")
             st.stop()
@@ -105,7 +106,7 @@ m[3].metric("Confusion flags", int(conf["flagged"].sum()), help="pairs with NAPV
 m[4].metric("Bias flags", int(bias["flagged"].sum()), help="pairs with avg_bias > mean + 1 std")
 if result.planted:
     for line, ranked in planted_lines(result):
-        (st.success if ranked else st.info)(line)
+        (st.success if ranked else st.info)(plain(line))
 
 # ---------------------------------------------------------------- heatmap
 
@@ -146,7 +147,7 @@ for col, name in zip(st.columns(len(pair.classes)), pair.classes):
             st.caption("no example images: an uploaded result, or one whose dataset lies outside the allowed "
                        "data folders, names files the server does not open")
         elif images:
-            st.image(images, width=EXAMPLE_PX, caption=[f"predicted {name}"] * len(images))
+            st.image(images, width=EXAMPLE_PX, caption=[f"predicted {plain(name)}"] * len(images))
         else:
             st.caption("no example images available (files moved, or none kept)")
 

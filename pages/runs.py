@@ -16,6 +16,8 @@ from objrel.app.caches import open_store
 from objrel.app.current_actor import current_actor, same_actor
 from objrel.app.state import init_value, keep_choice
 from objrel.app.tables import frame
+from objrel.app.text import plain
+from objrel.app.upload_box import upload_box
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.data import uploads
 from objrel.engine import jobs, manage
@@ -137,7 +139,7 @@ def start_form() -> None:
                 job = jobs.start_web_run(actor, store, config)
             st.success(f"Run {job.run_id} started in its own process; its progress shows below.")
         except Exception as exc:  # shown to the user, the page stays up
-            st.error(f"Could not start the run: {exc}")
+            st.error(f"Could not start the run: {plain(exc)}")
 
 
 def use_upload(up) -> None:
@@ -161,8 +163,10 @@ def upload_section() -> None:
     kind = st.radio("Upload", ("Dataset", "Weights"), horizontal=True, key="runs_up_kind")
     name = st.text_input("Name (letters, digits, _ . -)", key="runs_up_name")
     if kind == "Dataset":
-        ann = st.file_uploader("Annotations: COCO or manifest .json", type=["json"], key="runs_up_ann")
-        zipped = st.file_uploader("Images: a .zip", type=["zip"], key="runs_up_zip")
+        ann = upload_box(actor, access.UPLOAD_DATA, "Annotations: COCO or manifest .json",
+                         uploads.MAX_ANNOTATION_BYTES, type=["json"], key="runs_up_ann")
+        zipped = upload_box(actor, access.UPLOAD_DATA, "Images: a .zip", uploads.MAX_ZIP_BYTES, type=["zip"],
+                            key="runs_up_zip")
         if st.button("Upload dataset", key="runs_up_dataset_btn"):
             try:
                 if ann is None or zipped is None:
@@ -170,22 +174,23 @@ def upload_section() -> None:
                 up = manage.upload_dataset(actor, store, name, ann, zipped)
                 st.session_state[UPLOADED_KEY] = up.name
                 unused = (up.n_unpacked or 0) - up.n_files
-                st.success(f"Dataset {up.name} stored: {up.n_files} images, {up.n_samples} samples ({up.kind})"
+                st.success(f"Dataset {plain(up.name)} stored: {up.n_files} images, {up.n_samples} samples ({up.kind})"
                            + (f"; {unused} more images of the zip are named by no entry." if unused > 0 else "."))
             except Exception as exc:  # shown to the user, the page stays up
-                st.error(f"Upload refused: {exc}")
+                st.error(f"Upload refused: {plain(exc)}")
     else:
         arch = st.selectbox("Architecture (torchvision)", uploads.WEIGHT_ARCHITECTURES, key="runs_up_arch")
-        weights = st.file_uploader("Weights: a state dict (.pt, .pth)", type=["pt", "pth"], key="runs_up_weights")
+        weights = upload_box(actor, access.UPLOAD_WEIGHTS, "Weights: a state dict (.pt, .pth)",
+                             uploads.MAX_WEIGHTS_BYTES, type=["pt", "pth"], key="runs_up_weights")
         if st.button("Upload weights", key="runs_up_weights_btn"):
             try:
                 if weights is None:
                     raise ValueError("choose a weights file")
                 up = manage.upload_weights(actor, store, name, arch, weights)
                 st.session_state[UPLOADED_KEY] = up.name
-                st.success(f"Weights {up.name} stored for {up.architecture}.")
+                st.success(f"Weights {plain(up.name)} stored for {plain(up.architecture)}.")
             except Exception as exc:  # shown to the user, the page stays up
-                st.error(f"Upload refused: {exc}")
+                st.error(f"Upload refused: {plain(exc)}")
     stored = {u.name: u for u in manage.uploads(store)}
     just = st.session_state.pop(UPLOADED_KEY, None)
     if just in stored:
@@ -210,7 +215,7 @@ def manage_section() -> None:
             manage.rename_run(actor, store, pick, new_name)
             st.success(f"Run {pick} renamed.")
         except Exception as exc:  # shown to the user, the page stays up
-            st.error(f"Could not rename run {pick}: {exc}")
+            st.error(f"Could not rename run {pick}: {plain(exc)}")
     confirm = c2.text_input(f"Type {pick} to confirm deleting run {pick} with all its rows (judgments too)",
                             key="runs_delete_confirm")
     if c2.button("Delete run", key="runs_delete_btn"):
@@ -218,7 +223,7 @@ def manage_section() -> None:
             gone = manage.delete_run(actor, store, pick, confirm=confirm)
             st.success(f"Run {pick} deleted ({sum(gone.values())} rows).")
         except Exception as exc:  # shown to the user, the page stays up
-            st.error(f"Could not delete run {pick}: {exc}")
+            st.error(f"Could not delete run {pick}: {plain(exc)}")
 
 
 def issues_section() -> None:
@@ -285,7 +290,7 @@ def resume_section(stopped: dict) -> None:
             job = jobs.resume_web_run(actor, store, pick)
             st.success(f"Run {job.run_id} resumed in its own process; its progress shows below.")
         except Exception as exc:  # shown to the user, the page stays up
-            st.error(f"Could not resume run {pick}: {exc}")
+            st.error(f"Could not resume run {pick}: {plain(exc)}")
 
 
 # The page's order: the actions that start work first (a run, the data it needs), then what is going on (live

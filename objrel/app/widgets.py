@@ -188,6 +188,18 @@ def _sign_out(store: Store, who: str, everywhere: bool) -> None:
     if token or cookie:
         _want_cookie("clear", token or cookie)
     st.session_state.pop(REVIEWER_KEY, None)
+    _end_upload_grant()
+
+
+def _end_upload_grant() -> None:
+    """This browser session may upload no more (``objrel.web.upload_grants``) until a page grants it again."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    from objrel.web import upload_grants
+
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        upload_grants.revoke(ctx.session_id)
 
 
 def _sign_in(store: Store) -> None:

@@ -190,10 +190,6 @@ def admit(actor: Actor, kind: str, what: str, *, public: bool = False, exclusive
             raise WorkRefused(f"nothing started: {s.what} is already running (started by {s.person} "
                               f"{_age(time.time() - s.started_at)} ago); wait for it to finish")
         if not actor.server:
-            if len(slots) >= server_cap:
-                raise WorkRefused(f"nothing started: the server already runs {len(slots)} of the {server_cap} "
-                                  f"costly jobs it runs at once ({_counted(slots)}); {what} can start when "
-                                  "one of them ends")
             mine = [s for s in slots if s.person == person]
             if len(mine) >= person_cap:
                 who = "visitors without an account already run" if person == ANONYMOUS_PERSON \
@@ -201,6 +197,10 @@ def admit(actor: Actor, kind: str, what: str, *, public: bool = False, exclusive
                 raise WorkRefused(f"nothing started: {who} {len(mine)} of the {person_cap} costly jobs one "
                                   f"person may run at once ({_counted(mine)}); {what} can start when one of "
                                   "them ends")
+            if len(slots) >= server_cap:
+                raise WorkRefused(f"nothing started: the server already runs {len(slots)} of the {server_cap} "
+                                  f"costly jobs it runs at once ({_counted(slots)}); {what} can start when "
+                                  "one of them ends")
         key = next(_ids)
         _slots[key] = _Slot(kind, person, what, exclusive)
     return Ticket(key)

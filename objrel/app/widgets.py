@@ -177,7 +177,8 @@ def _sign_out(store: Store, who: str, everywhere: bool) -> None:
 
     token = st.session_state.pop(SESSION_KEY, None)
     cookie = cookie_token()
-    if everywhere:
+    if everywhere and (review.session_user(store, token) == who if token else signed_in() == who):
+        # the button was drawn for ``who``: it ends every session only while this tab's own is still live
         review.end_sessions(store, who, sessions.SIGN_OUT_EVERYWHERE)
     else:
         for t in {token, cookie} - {None}:

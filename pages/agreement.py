@@ -12,7 +12,7 @@ import streamlit as st
 
 from objrel import access, review
 from objrel.app import captions, review_panels
-from objrel.app.captions import plain
+from objrel.app.text import plain
 from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent
 from objrel.app.state import arrival_params, keep_choice, remember_selection, remembered_selection
@@ -236,7 +236,7 @@ name_b = c4.selectbox("Reviewer B", others, key="agreement_reviewer_b")
 try:
     view = review.pair_view(actor, store, run_id, relation, name_a, name_b)
 except NotAllowed as exc:
-    st.error(str(exc))
+    st.error(plain(exc))
     st.stop()
 ag, state = view.agreement, view.state
 waiting = sum(1 for d in view.disagreements if not d.resolved)

@@ -11,7 +11,7 @@ import streamlit as st
 from objrel.analysis import flag_tables as A
 from objrel.analysis import significance as S
 from objrel.app import captions, charts
-from objrel.app.captions import plain
+from objrel.app.text import plain
 from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent, pvalue
 from objrel.app.state import keep_choice
@@ -188,7 +188,7 @@ else:
     try:
         mc = S.paired_flags(store, run_a, run_b, relation)
     except A.NotAvailable as exc:
-        st.info(str(exc))
+        st.info(plain(exc))
     else:
         left, right = st.columns([3, 2])
         with left:
@@ -229,7 +229,7 @@ st.header("Accuracy without the unreliable answers")
 try:
     rel_acc = S.reliable_accuracy(store, run_ids, relation)
 except A.NotAvailable as exc:
-    st.info(str(exc))
+    st.info(plain(exc))
 else:
     chart(charts.reliable_accuracy_bars(rel_acc.table, labels), "explore_reliable", f"reliable_accuracy_{relation}")
     st.caption(f"Accuracy on all answers (original), on the answers {relation} flags (unreliable) and on the rest "
@@ -282,7 +282,7 @@ st.header("Accuracy and unreliable answers")
 try:
     corr = S.accuracy_violation_correlation(store, run_ids, relation)
 except A.NotAvailable as exc:
-    st.info(f"Correlation not available: {exc}.")
+    st.info(f"Correlation not available: {plain(exc)}.")
 else:
     chart(charts.accuracy_scatter(corr, relation), "explore_corr", f"accuracy_vs_{relation}")
     m1, m2, m3 = st.columns(3)

@@ -8,7 +8,7 @@ import streamlit as st
 
 from objrel.app import review_panels
 from objrel.app.caches import open_store
-from objrel.app.captions import plain
+from objrel.app.text import plain
 from objrel.app.state import remember_selection
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.review.my_work import SAMPLE_QUEUE, my_work

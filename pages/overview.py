@@ -10,6 +10,7 @@ from objrel.app import captions, run_captions
 from objrel.app.caches import cached_review_item, open_store
 from objrel.app.state import keep_choice
 from objrel.app.tables import frame
+from objrel.app.text import plain
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.review.queue import ALL_FLAGGED, link_params
 
@@ -23,7 +24,7 @@ st.caption("Does the model look at the object, or at the background? MR-1 corrup
 store = open_store()
 actor = page_sidebar(store)
 if actor.signed_in:
-    st.page_link("pages/my_work.py", label=f"My work: {actor.name}'s review queues and open disagreements",
+    st.page_link("pages/my_work.py", label=f"My work: {plain(actor.name)}'s review queues and open disagreements",
                  icon=":material/assignment_ind:")
 runs = run_history(store.list_runs())
 if runs.empty:
@@ -71,7 +72,7 @@ else:
         rel = ex["review_relation"]
         item = cached_review_item(store, ex["run_id"], ex["sample_id"], rel)
         mutant = item.violating_mutant(rel)
-        col.image(item.source.image, caption=f"{ex['image']} (run {ex['run_id']})", width="stretch")
+        col.image(item.source.image, caption=f"{plain(ex['image'])} (run {ex['run_id']})", width="stretch")
         col.image(mutant.image, caption=mutant.key, width="stretch")
         badge = captions.incorrect_badge(ex["correct"], item.is_detection)
         if badge:

@@ -11,7 +11,7 @@ import streamlit as st
 from objrel import access, review
 from objrel.analysis.overview import tested_runs
 from objrel.app import ahead, captions, review_keys, review_panels
-from objrel.app.captions import plain
+from objrel.app.text import plain
 from objrel.app.caches import cached_flagged, open_store
 from objrel.app.state import arrival_params, init_value, keep_choice, mark_own_event, remember_selection, \
     took_own_event

@@ -12,7 +12,7 @@ from objrel import access
 from objrel.app import captions, charts
 from objrel.app.caches import open_store
 from objrel.app.current_actor import current_actor
-from objrel.app.captions import plain
+from objrel.app.text import plain
 from objrel.app.state import keep_choice
 from objrel.app.tables import chart, share_columns, table
 from objrel.app.widgets import page_sidebar, use_app_navigation

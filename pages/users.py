@@ -9,6 +9,7 @@ import streamlit as st
 
 from objrel import access, review
 from objrel.app.caches import open_store
+from objrel.app.text import plain
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.engine.run_form import TASK_LABELS, TASKS, allow_model, web_models
 from objrel.errors import ConfigError, NotAllowed
@@ -50,9 +51,9 @@ if invited:
     try:
         account = review.invite(actor, store, name, passphrase, roles)
     except (ValueError, NotAllowed) as exc:
-        st.error(str(exc))
+        st.error(plain(exc))
     else:
-        done(f"Invited {account.name} ({', '.join(review.roles_of(store, account.name))}).")
+        done(f"Invited {plain(account.name)} ({', '.join(review.roles_of(store, account.name))}).")
 
 st.subheader("Change roles")
 names = [a["name"] for a in accounts]
@@ -68,14 +69,14 @@ if changed:
         now = (review.grant_roles(actor, store, target, role) if action == "grant"
                else review.revoke_role(actor, store, target, role))
     except (ValueError, KeyError, NotAllowed) as exc:
-        st.error(str(exc))
+        st.error(plain(exc))
     else:
         ended = ""
         if now != before and open_sessions:  # a change of roles ends the account's sessions (review.roles)
             ended = (" You are signed out: sign in again to act with your new roles." if target == actor.name else
                      f" Their {open_sessions} signed-in session{'s' if open_sessions > 1 else ''} ended: "
                      "they sign in again to act with the new roles.")
-        done(f"{target}: {', '.join(now) or 'no role'}.{ended}")
+        done(f"{plain(target)}: {', '.join(now) or 'no role'}.{ended}")
 
 st.subheader("Models the Runs page offers")
 with st.form("users_models"):
@@ -87,8 +88,8 @@ if added:
     try:
         allow_model(actor, store, task, model)
     except (ConfigError, NotAllowed) as exc:
-        st.error(str(exc))
+        st.error(plain(exc))
     else:
-        done(f"Registered {model.strip()} for {TASK_LABELS[task].lower()} runs.")
+        done(f"Registered {plain(model.strip())} for {TASK_LABELS[task].lower()} runs.")
 for t in TASKS:
     st.text(f"{TASK_LABELS[t]}: {', '.join(web_models(store, t))}")

@@ -1,11 +1,17 @@
 """The pages' plotly figures, built from the tables objrel computes (no Streamlit: the pages draw them
-with ``objrel.app.tables.chart``)."""
+with ``objrel.app.tables.chart``).
+
+Plotly draws a subset of HTML (links, line breaks, bold) in tick labels, legends, titles and hover text, so
+every name that comes from data or people (class names, run labels, model and detector names) passes through
+``objrel.app.text.plot_text`` before it reaches a figure: shown as typed, never as a tag."""
 
 from __future__ import annotations
 
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+
+from objrel.app.text import plot_text
 
 PERCENT_AXIS = ".0%"
 # Size-histogram bars: bins are 5 % wide; a bar 4.5 % wide leaves a gap, centred in its bin.
@@ -28,6 +34,11 @@ def _counts(flagged, total) -> list[str]:
 def _labels_outside(fig: go.Figure) -> go.Figure:
     fig.update_traces(textposition="outside", cliponaxis=False)
     return fig
+
+
+def _plot_texts(values) -> list[str]:
+    """Each of ``values`` as plotly shows it literally (``plot_text``)."""
+    return [plot_text(v) for v in values]
 
 
 def _facet_titles(fig: go.Figure) -> go.Figure:
@@ -80,6 +91,7 @@ def box_select_figure(image, size, box=None) -> go.Figure:
 
 def per_label_bars(labels: pd.DataFrame, stem: str, relation: str) -> go.Figure:
     """Share of each class's correct answers flagged (``stem`` is the relation's column stem)."""
+    labels = labels.assign(class_name=_plot_texts(labels["class_name"]))
     fig = px.bar(labels, x="class_name", y=f"{stem}_ratio", text=_counts(labels[stem], labels["correct"]),
                  labels={"class_name": "label", f"{stem}_ratio": f"share flagged ({relation})"})
     fig.update_layout(yaxis_tickformat=PERCENT_AXIS, xaxis={"categoryorder": "array",
@@ -112,7 +124,7 @@ def reliable_accuracy_bars(table: pd.DataFrame, run_labels: dict) -> go.Figure:
     """Original, unreliable and reliable accuracy per run (``run_labels``: run id -> label)."""
     long = table.melt(id_vars=["run", "model"], value_vars=["original", "unreliable_accuracy", "reliable_accuracy"],
                       var_name="subset", value_name="accuracy")
-    long["run"] = [run_labels[r] for r in long["run"]]
+    long["run"] = [plot_text(run_labels[r]) for r in long["run"]]
     long["subset"] = long["subset"].map(RELIABLE_SUBSETS)
     fig = px.bar(long, x="run", y="accuracy", color="subset", barmode="group", labels={"subset": "accuracy on"})
     fig.update_layout(yaxis_tickformat=PERCENT_AXIS)
@@ -132,7 +144,8 @@ def model_comparison_bars(comparison: pd.DataFrame, run_labels: dict) -> go.Figu
                   "mr2_ratio": (r["mr2"], r["correct"]), "both_ratio": (r["both"], r["correct"])}
         for col, name in MODEL_MEASURES.items():
             k, n = counts[col]
-            rows.append({"run": run_labels.get(int(r["run"]), str(r["run"])), "measure": name, "share": r[col],
+            rows.append({"run": plot_text(run_labels.get(int(r["run"]), str(r["run"]))), "measure": name,
+                         "share": r[col],
                          "count": f"{int(k)}/{int(n)}" if n else ""})
     long = pd.DataFrame(rows, columns=["run", "measure", "share", "count"])
     fig = px.bar(long, x="measure", y="share", color="run", barmode="group", text="count",
@@ -155,7 +168,7 @@ def mcnemar_bars(result) -> go.Figure:
 
 def accuracy_scatter(corr, relation: str) -> go.Figure:
     """Each run's accuracy against its flagged share, with the least-squares line of ``corr``."""
-    table = corr.table
+    table = corr.table.assign(model=_plot_texts(corr.table["model"]))
     fig = px.scatter(table, x="accuracy", y="ratio", hover_name="model", hover_data=["run"],
                      labels={"ratio": f"share of correct answers flagged ({relation})"})
     xs = [table["accuracy"].min(), table["accuracy"].max()]
@@ -170,6 +183,7 @@ def accuracy_scatter(corr, relation: str) -> go.Figure:
 
 def napvd_heatmap(frame: pd.DataFrame) -> go.Figure:
     """A heatmap of the NAPVD matrix (``frame``'s rows and columns are the classes)."""
+    frame = frame.set_axis(_plot_texts(frame.index), axis=0).set_axis(_plot_texts(frame.columns), axis=1)
     fig = px.imshow(frame, color_continuous_scale="Viridis_r", aspect="auto",
                     labels={"color": "NAPVD", "x": "", "y": ""})
     fig.update_layout(height=max(HEATMAP_MIN_HEIGHT, HEATMAP_ROW_PX * len(frame)))
@@ -207,6 +221,7 @@ def flag_ratio_bars(ratios: pd.DataFrame) -> go.Figure:
     """Flag ratios and the true reliant share per model: the mean over seeds where there is one."""
     is_mean = ratios["seed"].astype(str) == MEAN_SEED
     means = ratios[is_mean] if is_mean.any() else ratios
+    means = means.assign(model=_plot_texts(means["model"]))
     long = means.melt(id_vars=["model"], value_vars=["MR-1 ratio", "MR-2 ratio", "MR-1&2 ratio", "reliant (truth)"],
                       var_name="measure", value_name="share")
     fig = px.bar(long, x="measure", y="share", color="model", barmode="group",
@@ -220,7 +235,7 @@ def precision_recall_bars(scores: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for metric, colour in SCORE_COLOURS:
         v = scores[metric].astype(float)
-        fig.add_bar(name=metric, x=scores["detector"], y=v, marker_color=colour,
+        fig.add_bar(name=metric, x=_plot_texts(scores["detector"]), y=v, marker_color=colour,
                     error_y={"type": "data", "symmetric": False,
                              "array": (scores[f"{metric}_hi"].astype(float) - v).clip(lower=0),
                              "arrayminus": (v - scores[f"{metric}_lo"].astype(float)).clip(lower=0)})
@@ -256,6 +271,7 @@ ATTACK_SCENARIOS = {1: "1: object not recognised", 2: "2: label without object"}
 
 def attack_bars(attack: pd.DataFrame) -> go.Figure:
     """Grouped bars of the attack successes per scenario and strategy, one panel per model."""
-    named = attack.assign(scenario=attack["scenario"].map(ATTACK_SCENARIOS))
+    named = attack.assign(scenario=attack["scenario"].map(ATTACK_SCENARIOS), model=_plot_texts(attack["model"]),
+                          strategy=_plot_texts(attack["strategy"]))
     return _facet_titles(px.bar(named, x="scenario", y="successes", color="strategy", facet_col="model",
                                 barmode="group", text="successes"))

@@ -11,7 +11,7 @@ from objrel.app import captions, charts
 from objrel.app.caches import cached_lime_overlays, cached_size_bins, run_model
 from objrel import access
 from objrel.access import Actor
-from objrel.app.captions import plain
+from objrel.app.text import plain
 from objrel.app.formats import decimals, percent
 from objrel.app.state import init_value, mark_own_event
 from objrel.app.style import FIRST_SCREEN_KEY
@@ -33,7 +33,7 @@ CARD_COLUMNS = 6                # an adjudication card: the source and up to fiv
 def headline(item: ReviewItem, relation: str) -> None:
     """The item's metrics row: ground truth, object area, S_p, S_r and the relation's vote."""
     # Short labels and values (help says the rest): five metrics fit beside the sign-in sidebar at 1,400 px.
-    truth = ", ".join(item.ground_truth) or "-"
+    truth = plain(", ".join(item.ground_truth) or "-")    # class names from the data: value and tooltip are markdown
     m = st.columns([2, 1, 1, 1, 1.2])
     m[0].metric("Ground truth", truth, help=truth)
     m[1].metric("Object area", percent(item.area_ratio), help="Share of the image the target region covers.")
@@ -362,7 +362,7 @@ def box_retest(actor: Actor, store: Store, item: ReviewItem) -> None:
                 result = retest_with_box(actor, store, item.run_id, item.sample_id, box,
                                          model=run_model(store, item.run_id))
         except (ValueError, NotAllowed) as exc:
-            st.error(str(exc))
+            st.error(plain(exc))
             return
         for line in captions.retest_lines(result):
             st.write(line)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from objrel.app.captions import plain
+from objrel.app.text import plain
 
 # What a skip code most often means for a run that tested nothing, in the words a visitor acts on.
 SKIP_HINTS = {
@@ -18,12 +18,13 @@ def _counts(pairs) -> str:
 
 def nothing_tested_text(t) -> str:
     """``Run 7 (x) finished but tested nothing: 6 skipped (missing-file 6: ...)`` for an
-    ``objrel.analysis.overview.NothingTested``; markdown-safe."""
+    ``objrel.analysis.overview.NothingTested``; markdown-safe (the run's name, the one part people write, shown
+    as typed; skip codes and hints are the app's own words)."""
     parts = []
     if t.skipped:
         hint = SKIP_HINTS.get(t.skipped[0][0])
         parts.append(f"{t.n_skipped} skipped ({_counts(t.skipped)})" + (f"; most: {hint}" if hint else ""))
     if t.untested:
         parts.append(f"{t.n_untested} untested ({_counts(t.untested)})")
-    return plain(f"Run {t.run_id} ({t.name}) finished but tested nothing: {'; '.join(parts)}. The list of "
-                 "skipped and untested samples on the Runs page gives each one's reason.")
+    return (f"Run {t.run_id} ({plain(t.name)}) finished but tested nothing: {'; '.join(parts)}. The list of "
+            "skipped and untested samples on the Runs page gives each one's reason.")

@@ -173,7 +173,7 @@ def frame(df: pd.DataFrame, key: str, column_config: dict | None = None, budget_
 def static_table(df: pd.DataFrame, where=None) -> None:
     """``df`` as a plain HTML table (no grid, no scrolling, no sorting): light to draw where a page redraws
     often (the Review page's evidence).  Every missing value shows as ``MISSING``."""
-    from objrel.app.captions import plain
+    from objrel.app.text import plain
 
     df, _ = missing_numbers_as_text(df, None)
     shown = shown_missing(df).rename(columns=lambda c: COLUMN_LABELS.get(c, c))

@@ -110,7 +110,7 @@ def test_a_file_that_is_not_a_result_shows_an_error(monkeypatch, tmp_path):
     results.mkdir()
     (results / "other.json").write_text('{"images": []}')
     at = open_page(monkeypatch, results)
-    assert any("objrel-deepinspect" in e.value for e in at.error)
+    assert any("objrel-deepinspect" in e.value.replace("\\", "") for e in at.error)
     assert not any(str(tmp_path) in e.value for e in at.error)
 
 
@@ -183,7 +183,7 @@ def test_planted_benchmark_on_demand(monkeypatch, results_dir):
     assert any("Train and inspect" in i.value for i in at.info)                     # nothing trained yet
     at.button(key="inspect_planted_run").click().run()
     assert not at.exception, at.exception
-    lines = [s.value for s in at.success]
+    lines = [s.value.replace("\\", "").replace("\u2060", "") for s in at.success]   # as shown: escapes read
     assert any(line.startswith("planted confusion (disc, blush): rank 1 of 21") for line in lines), lines
     # the bias pair's rank for one seed differs between CPUs (tests/studies/test_deepinspect.py checks it over
     # three seeds); it is flagged every time

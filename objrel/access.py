@@ -7,6 +7,12 @@ calls ``authorize(actor, ACTION, target)`` before it does anything.  ``ACTIONS``
 policy: a page that hides a button is not a permission, and a test crawls every page as every role
 against this table (``tests/app/test_access_crawl.py``).
 
+The gate trusts only actors it issued: an ``Actor`` carries a mark that only ``issue_actor`` sets, and
+``issue_actor`` is handed once, at import, to the store's loader (``objrel.review.roles.actor_of``, which reads
+the account and its roles from the store).  An ``Actor(...)`` built anywhere else (a page, a caller naming
+whoever it likes, ``dataclasses.replace`` of an issued one) carries no mark, and ``authorize`` refuses it for
+every action that needs a role.  ``ANONYMOUS`` and ``SERVER`` (the shell operator) are issued here.
+
 This module is the bottom of the stage order: it imports nothing but ``objrel.errors`` and the standard
 library, so every stage can ask the gate.
 """
@@ -16,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from objrel.errors import NotAllowed
@@ -155,6 +162,9 @@ class Actor:
     name: str | None
     roles: frozenset[str] = frozenset()
     server: bool = False
+    # The gate's mark (``_ISSUED``) when ``issue_actor`` made this actor; never set by the constructor, never
+    # copied by ``dataclasses.replace``, not part of equality.
+    _mark: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "roles", frozenset(self.roles))
@@ -178,9 +188,45 @@ class Actor:
         """How messages name the actor: the quoted account name, "the server operator" or "nobody signed in"."""
         return repr(self.name) if self.name else ("the server operator" if self.server else "nobody signed in")
 
+    @property
+    def issued(self) -> bool:
+        """True when the gate issued this actor (``issue_actor``): only such an actor may do what needs a role."""
+        return self._mark is _ISSUED
 
-ANONYMOUS = Actor(None)
-SERVER = Actor("server", frozenset(ROLES), server=True)
+    def __reduce__(self):
+        # a copy in another process could not carry the mark: it travels as a plain (unissued) actor
+        return (Actor, (self.name, self.roles, self.server))
+
+
+# The mark of an issued actor: this object, which nothing outside this module holds.
+_ISSUED = object()
+# Who may issue actors: the one module that loads accounts from the store.
+ACTOR_LOADER = "objrel.review.roles"
+_loader_claimed = False
+_claim_lock = threading.Lock()
+
+
+def _issue(name: str | None, roles: Iterable[str] = (), server: bool = False) -> Actor:
+    actor = Actor(name, frozenset(roles), server)
+    object.__setattr__(actor, "_mark", _ISSUED)
+    return actor
+
+
+def claim_actor_loader(module: str) -> Callable[[str, Iterable[str]], Actor]:
+    """Hand ``module`` (it must be ``ACTOR_LOADER``) the function that issues actors the gate trusts:
+    ``issue(name, roles) -> Actor``.  Claimed once per process, at the loader's import; RuntimeError for any
+    other claimant or a second claim, so no other code can come by it."""
+    global _loader_claimed
+    with _claim_lock:
+        if module != ACTOR_LOADER or _loader_claimed:
+            raise RuntimeError(f"actors the gate trusts are issued only by {ACTOR_LOADER} (once, at its import); "
+                               f"{module!r} asked{' after it' if _loader_claimed else ''}")
+        _loader_claimed = True
+    return lambda name, roles: _issue(name, roles)
+
+
+ANONYMOUS = _issue(None)
+SERVER = _issue("server", ROLES, server=True)
 
 
 @dataclass(frozen=True)
@@ -211,9 +257,20 @@ def _as_target(target: Target | str | None) -> Target:
     return Target(target) if isinstance(target, str) else (target or Target())
 
 
+# Why an actor the gate did not issue is refused.
+NOT_ISSUED = ("this account and its roles were not read from the store, and only accounts and roles the store "
+              "holds are trusted, never a name and roles stated by the caller")
+
+
 def _refusal(actor: Actor, r: Rule, target: Target) -> str | None:
     """None when ``r`` lets ``actor`` act on ``target``; else why not: ``""`` for want of a role that permits
-    it (NotAllowed words that itself), or the reason the actor is excluded from this target."""
+    it (NotAllowed words that itself), ``NOT_ISSUED`` for an actor the gate did not issue, or the reason the
+    actor is excluded from this target."""
+    if r.public:
+        return None if actor.name is None or actor.name not in target.excluded else (
+            target.excluded_because or "they are a party to it")
+    if not actor.issued:
+        return NOT_ISSUED
     if r.roles and not actor.holds(r.roles) and not (target.owner is not None and target.owner == actor.name):
         return ""
     if actor.name is not None and actor.name in target.excluded:
@@ -225,7 +282,9 @@ def authorize(actor: Actor, action: str, target: Target | str | None = None) -> 
     """Let ``actor`` do ``action`` on ``target``, or raise NotAllowed saying who, what and why.
 
     ``actor`` must be an ``Actor`` (a bare name is refused: roles come from the store, never from the
-    caller's word).  Returns the actor, so callers can write ``who = authorize(actor, ...).name``."""
+    caller's word), and, for any action that needs a role, one the gate issued (``Actor.issued``: loaded
+    from the store by ``objrel.review.roles.actor_of``, or ``SERVER``); any other is refused.  Returns the
+    actor, so callers can write ``who = authorize(actor, ...).name``."""
     if not isinstance(actor, Actor):
         raise TypeError(f"authorize needs an objrel.access.Actor as its first argument; got {type(actor).__name__}")
     r, target = rule(action), _as_target(target)

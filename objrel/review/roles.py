@@ -3,6 +3,9 @@
 An account holds any of ``objrel.access.ROLES`` (several at once).  What each role permits is declared in
 ``objrel.access.ACTIONS`` and checked by ``objrel.access.authorize``; this module reads and changes the
 stored roles (``objrel.store.accounts``) and turns a signed-in name into the ``Actor`` the gate checks.
+It is the only place such actors are made: it claims the gate's issuer at import
+(``objrel.access.claim_actor_loader``), and ``actor_of`` issues an actor only for an account the store holds,
+with the roles the store holds for it; the gate refuses actors built any other way.
 
 Every change of an account's roles ends that account's sign-in sessions (``objrel.review.sessions``, because
 ``role-change``): whoever holds them signs in again and starts afresh with the new roles.  A grant of roles the
@@ -42,12 +45,16 @@ def roles_of(store: Store, who: str | None) -> tuple[str, ...]:
     return account_rows.roles(store, who)
 
 
+# Issues the actors the gate trusts; this module alone holds it (claimed once, here).
+_issue = A.claim_actor_loader(__name__)
+
+
 def actor_of(store: Store, who: str | None) -> Actor:
     """The actor the signed-in name ``who`` acts as, with the roles the store holds for it now; a visitor
     (``objrel.access.ANONYMOUS``) for None or a name with no account."""
     if not isinstance(who, str) or not who or not account_rows.reviewer(store, who):
         return A.ANONYMOUS
-    return Actor(who, frozenset(account_rows.roles(store, who)))
+    return _issue(who, frozenset(account_rows.roles(store, who)))
 
 
 def _changed(store: Store, name: str, change: Callable[[], tuple[str, ...]]) -> tuple[str, ...]:

@@ -144,15 +144,17 @@ def _hostile_result(tmp_path, results_dir) -> bytes:
 def test_an_uploaded_result_opens_no_server_file(monkeypatch, tmp_path, results_dir):
     """F2: a signed-in account uploads a result naming server paths: it is shown, but no file it names is read;
     a visitor cannot upload at all (F6)."""
-    from objrel.access import ANONYMOUS, Actor
+    from objrel.access import ANONYMOUS
     from objrel.errors import NotAllowed
     from objrel.studies.deepinspect import example_images
     from objrel.studies.deepinspect.browse import examples_allowed, read_upload
 
+    from tests.stored_actors import stored_actor
+
     data = _hostile_result(tmp_path, results_dir)
     with pytest.raises(NotAllowed, match="nobody signed in may not upload a results file"):
         read_upload(ANONYMOUS, "evil.json", data)
-    result = read_upload(Actor("rita", {"reviewer"}), "evil.json", data)
+    result = read_upload(stored_actor(tmp_path / "accounts.db", "rita", "reviewer"), "evil.json", data)
     assert not examples_allowed(result, roots=(results_dir.parent.resolve(),))
     assert example_images(result, result.class_names[0], 4) != []      # what main showed: the server's files
     at = open_page(monkeypatch, results_dir, inspect_source="Upload")
@@ -160,13 +162,15 @@ def test_an_uploaded_result_opens_no_server_file(monkeypatch, tmp_path, results_
     assert any("signed-in accounts" in i.value for i in at.info)
 
 
-def test_training_needs_the_operator_role(monkeypatch, results_dir):
+def test_training_needs_the_operator_role(monkeypatch, tmp_path, results_dir):
     """F16: visitors and reviewers cannot make the app train."""
-    from objrel.access import ANONYMOUS, Actor
+    from objrel.access import ANONYMOUS
     from objrel.errors import NotAllowed
     from objrel.studies.deepinspect.browse import train_planted
 
-    for who in (ANONYMOUS, Actor("rita", {"reviewer"})):
+    from tests.stored_actors import stored_actor
+
+    for who in (ANONYMOUS, stored_actor(tmp_path / "accounts.db", "rita", "reviewer")):
         with pytest.raises(NotAllowed, match="may not train and inspect the planted benchmark"):
             train_planted(who, 0)
     at = open_page(monkeypatch, results_dir, inspect_source="Planted benchmark")
@@ -242,11 +246,12 @@ def test_a_result_whose_parts_disagree_is_refused_in_one_line(tmp_path, results_
     """A hand-made result with fewer names than classes, or a matrix of the wrong shape, is refused when it is
     read (one ValueError line), not deep inside the ranking with a traceback; an upload may rank at most
     MAX_UPLOAD_CLASSES classes."""
-    from objrel.access import Actor
     from objrel.studies.deepinspect.browse import MAX_UPLOAD_CLASSES, read_upload
 
+    from tests.stored_actors import stored_actor
+
     raw = json.loads((results_dir / "colours.json").read_text())
-    rita = Actor("rita", {"reviewer"})
+    rita = stored_actor(tmp_path / "accounts.db", "rita", "reviewer")
     short = {**raw, "class_names": raw["class_names"][:-1]}
     with pytest.raises(ValueError, match=r"lists 3 class indices but 2 class_names"):
         read_upload(rita, "short.json", json.dumps(short).encode())

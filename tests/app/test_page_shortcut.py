@@ -136,21 +136,23 @@ def test_starting_a_quick_benchmark_needs_the_role_and_one_at_a_time(tmp_path):
     start while one runs is refused; the child is reaped when it ends (no zombie)."""
     import json
 
-    from objrel.access import ANONYMOUS, Actor
+    from objrel.access import ANONYMOUS
     from objrel.errors import NotAllowed
     from objrel.studies.shortcut.browse import RUNNING, quick_job, start_quick_benchmark
 
-    root = tmp_path / "elsewhere"
-    for who in (ANONYMOUS, Actor("rita", {"reviewer"}), Actor("adam", {"adjudicator"})):
+    from tests.stored_actors import stored_actor
+
+    root, accounts = tmp_path / "elsewhere", tmp_path / "accounts.db"
+    for who in (ANONYMOUS, stored_actor(accounts, "rita", "reviewer"), stored_actor(accounts, "adam", "adjudicator")):
         with pytest.raises(NotAllowed, match="may not start a benchmark"):
             start_quick_benchmark(who, root)
     assert not root.exists()
-    job = start_quick_benchmark(Actor("olga", {"run-operator"}), root)
+    job = start_quick_benchmark(stored_actor(accounts, "olga", "run-operator"), root)
     pid = json.loads((root / "quick" / "quick.lock").read_text())["pid"]
     try:
         assert job.state == RUNNING and job.started_by == "olga"
         with pytest.raises(ValueError, match=r"already running \(started by olga"):
-            start_quick_benchmark(Actor("root", {"admin"}), root)
+            start_quick_benchmark(stored_actor(accounts, "root", "admin"), root)
     finally:
         os.kill(pid, signal.SIGTERM)
     deadline = time.time() + 20

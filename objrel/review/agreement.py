@@ -8,6 +8,12 @@ agreed items are *computed on read*, never stored, so a reviewer who changes a c
 never leave a stale consensus behind; an adjudication always wins.  ``precision_table`` counts
 the decided calls of the drawn items per run.  Aggregates of two reviewers' calls (``consensus``,
 ``precision_table``) count only closed review samples, so review stays blind until then.
+
+Blindness follows the draw.  Every view of two reviewers' calls (``agreement``, ``validity_agreement``,
+``disagreements``, ``pair_view``, ``pair_kappas`` and calibration built on them) is over the items of the drawn
+review sample only: a flagged item outside the draw can still be judged, so showing its calls would tell a
+reviewer the other's call before her own.  And a party to a sample (anyone who judged one of its items) never
+sees another reviewer's calls on it while it is open, whatever other roles she holds (``blind_target``).
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ from objrel.review.coefficients import (KAPPA_CI_LEVEL, KAPPA_SE_COHEN1960, KAPP
                                         KAPPA_SE_METHODS, LANDIS_KOCH_BANDS, POOR_BAND, UNDEFINED_BAND,
                                         AgreementCoefficients, Kappa, agreement_coefficients, cohen_kappa,
                                         landis_koch_band)
-from objrel.review.judgments import (INVALID, VALIDITY, Judgment, check_call, check_validity, check_relation,
-                                     check_run_id, check_sample_id, iso, judgments)
+from objrel.review.judgments import (INVALID, PARTY_OF_OPEN_SAMPLE, VALIDITY, Judgment,  # noqa: F401
+                                     blind_target, check_call, check_relation, check_run_id, check_sample_id,
+                                     check_validity, closed_sample, iso, judgments)
 from objrel.review.sampling import review_sample_info
 from objrel.store import Store
 from objrel.store import reviews as review_rows
@@ -165,14 +172,27 @@ def _two_reviewers(reviewer_a: str, reviewer_b: str) -> tuple[str, str]:
     return a, b
 
 
+def drawn_items(store: Store, run_id: int, relation: str) -> tuple[str, ...]:
+    """The items of the drawn review sample of (``run_id``, ``relation``), in draw order; none before a draw."""
+    draw = review_sample_info(store, run_id, relation)
+    return tuple(draw.sample_ids) if draw else ()
+
+
+def _drawn_calls(store: Store, run_id: int, relation: str, reviewer: str) -> dict[str, Judgment]:
+    """``reviewer``'s calls on the drawn items only, by sample id."""
+    drawn = set(drawn_items(store, run_id, relation))
+    return {j.sample_id: j for j in judgments(store, run_id, relation, reviewer=reviewer) if j.sample_id in drawn}
+
+
 def agreement(store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str) -> Agreement:
-    """Cohen's kappa of two reviewers' verdicts over the items both judged (any flagged item,
-    drawn or not); ``kappa`` is None when they have no item in common."""
+    """Cohen's kappa of two reviewers' verdicts over the drawn items both judged (never an item outside the
+    review sample, which may still be judged blind); ``kappa`` is None when they have no such item in common,
+    and n_a / n_b count their calls on drawn items."""
     rid = check_run_id(run_id)
     relation = check_relation(relation)
     a, b = _two_reviewers(reviewer_a, reviewer_b)
-    ja = {j.sample_id: j.verdict for j in judgments(store, rid, relation, reviewer=a)}
-    jb = {j.sample_id: j.verdict for j in judgments(store, rid, relation, reviewer=b)}
+    ja = {sid: j.verdict for sid, j in _drawn_calls(store, rid, relation, a).items()}
+    jb = {sid: j.verdict for sid, j in _drawn_calls(store, rid, relation, b).items()}
     both = sorted(ja.keys() & jb.keys())
     pairs = tuple((s, ja[s], jb[s]) for s in both)
     kappa = cohen_kappa([p[1] for p in pairs], [p[2] for p in pairs]) if pairs else None
@@ -182,13 +202,13 @@ def agreement(store: Store, run_id: int, relation: str, reviewer_a: str, reviewe
 
 def validity_agreement(store: Store, run_id: int, relation: str, reviewer_a: str,
                        reviewer_b: str) -> AgreementCoefficients:
-    """Kappa, AC1 and PABAK of two reviewers' validity calls (``VALIDITY``) over the items both gave one
-    (any flagged item, drawn or not, like ``agreement``); n = 0, every coefficient undefined, when none."""
+    """Kappa, AC1 and PABAK of two reviewers' validity calls (``VALIDITY``) over the drawn items both gave one
+    (like ``agreement``); n = 0, every coefficient undefined, when none."""
     rid = check_run_id(run_id)
     relation = check_relation(relation)
     a, b = _two_reviewers(reviewer_a, reviewer_b)
-    va = {j.sample_id: j.validity for j in judgments(store, rid, relation, reviewer=a) if j.validity is not None}
-    vb = {j.sample_id: j.validity for j in judgments(store, rid, relation, reviewer=b) if j.validity is not None}
+    va = {s: j.validity for s, j in _drawn_calls(store, rid, relation, a).items() if j.validity is not None}
+    vb = {s: j.validity for s, j in _drawn_calls(store, rid, relation, b).items() if j.validity is not None}
     both = sorted(va.keys() & vb.keys())
     return agreement_coefficients([va[s] for s in both], [vb[s] for s in both], categories=VALIDITY)
 
@@ -202,17 +222,15 @@ def disagreements(store: Store, run_id: int, relation: str, reviewer_a: str, rev
     them fp, different reasons (``kind='reasons'``); with ``include_validity`` also items they called alike
     but whose mutant both judged, differently (``kind='validity'``; these are not adjudicated: the verdict
     is agreed).  Resolved ones carry the adjudication.
-    Ordered by draw position (items outside the draw last), then sample id."""
+    Only items of the drawn review sample, in draw order (an item outside the draw may still be judged blind)."""
     rid = check_run_id(run_id)
     relation = check_relation(relation)
     a, b = _two_reviewers(reviewer_a, reviewer_b)
-    ja = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=a)}
-    jb = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=b)}
+    ja, jb = _drawn_calls(store, rid, relation, a), _drawn_calls(store, rid, relation, b)
     adj = review_rows.adjudications(store, rid, relation)
-    draw = review_sample_info(store, rid, relation)
-    pos = {sid: i for i, sid in enumerate(draw.sample_ids)} if draw else {}
+    pos = {sid: i for i, sid in enumerate(drawn_items(store, rid, relation))}
     out = []
-    for sid in sorted(ja.keys() & jb.keys(), key=lambda s: (pos.get(s, math.inf), s)):
+    for sid in sorted(ja.keys() & jb.keys(), key=lambda s: (pos[s], s)):
         x, y = ja[sid], jb[sid]
         if x.verdict != y.verdict:
             kind = VERDICT_DISAGREEMENT
@@ -249,7 +267,7 @@ class SampleState:
     @property
     def closed(self) -> bool:
         """True when enough reviewers judged every item of the drawn review sample."""
-        return self.drawn > 0 and len(self.closed_by) >= review_rows.CLOSING_REVIEWERS
+        return closed_sample(self.drawn, len(self.closed_by))
 
 
 def sample_state(store: Store, run_id: int, relation: str) -> SampleState:
@@ -271,10 +289,12 @@ class PairView:
 
 
 def pair_view(actor: Actor, store: Store, run_id: int, relation: str, reviewer_a: str, reviewer_b: str) -> PairView:
-    """Two reviewers' calls, kappa details and disagreements, for ``actor`` (the signed-in account),
-    who must hold the adjudicator or admin role: a reviewer never sees another reviewer's calls here.
+    """Two reviewers' calls, kappa details and disagreements over the drawn items, for ``actor`` (the
+    signed-in account), who must hold the adjudicator or admin role and must not be a party to the sample
+    while it is open (``blind_target``): a reviewer never sees another reviewer's calls here.
     Raises NotAllowed otherwise."""
-    A.authorize(actor, A.SEE_CALLS, f"the calls of {reviewer_a} and {reviewer_b}")
+    A.authorize(actor, A.SEE_CALLS, blind_target(store, run_id, relation,
+                                                 f"the calls of {reviewer_a} and {reviewer_b}"))
     return PairView(agreement(store, run_id, relation, reviewer_a, reviewer_b),
                     tuple(disagreements(store, run_id, relation, reviewer_a, reviewer_b)),
                     sample_state(store, run_id, relation))
@@ -505,14 +525,17 @@ def precision_summary(table: pd.DataFrame, kappas: dict[int, float | None] | Non
 
 def pair_kappas(actor: Actor, store: Store, runs: Iterable, relation: str) -> dict[int, float | None] | None:
     """Cohen's kappa of each judged run (``judged_runs``) for ``relation``, between its first two reviewers by
-    name (the pair the Agreement page opens with), for an ``actor`` who may see reviewer pairs (adjudicators and
-    admins); None for anyone else: review stays blind.  A run with fewer than two reviewers is left out."""
+    name (the pair the Agreement page opens with), over the drawn items, for an ``actor`` who may see reviewer
+    pairs (adjudicators and admins); None for anyone else: review stays blind.  A run with fewer than two
+    reviewers is left out, and so is a run whose open sample ``actor`` is a party to (``blind_target``)."""
     if not A.permits(actor, A.SEE_CALLS):
         return None
     A.authorize(actor, A.SEE_CALLS, "kappa of each judged run")
     out: dict[int, float | None] = {}
     for run in runs:
         names = run.reviewers_of(relation)
+        if actor.name in names and not sample_state(store, run.run_id, relation).closed:
+            continue
         if len(names) >= MIN_CONSENSUS_REVIEWERS:
             k = agreement(store, run.run_id, relation, names[0], names[1]).kappa
             out[run.run_id] = None if k is None else k.kappa

@@ -3,7 +3,8 @@
 Review is blind until both reviewers have judged every drawn item (``agreement.sample_state``).  From then
 on each of them may see the pair's agreement (kappa, Gwet's AC1, PABAK with the prevalence), every item they
 called differently with both calls (verdict, reasons, note, validity) and the adjudication, or that it is not
-adjudicated yet.  Adjudicators and admins see the same for any closed sample.  The gate
+adjudicated yet, all over the items of the drawn sample only (a flagged item outside the draw can still be
+judged blind, so no call on it is shown).  Adjudicators and admins see the same for any closed sample.  The gate
 (``objrel.access.SEE_CALIBRATION``) decides; a reviewer who did not close the sample is refused.
 """
 

@@ -2,7 +2,9 @@
 
 Who gets which rows (the gate's ``EXPORT_JUDGMENTS``, then ``SEE_CALLS``):
 
-* adjudicators, admins and the server operator (``objrel judgments export``): every call;
+* adjudicators, admins and the server operator (``objrel judgments export``): every call, except on a run and
+  relation they judged themselves: a party to a review sample gets a reviewer's rows there, whatever other
+  roles she holds (``objrel.review.agreement.blind_target``);
 * a reviewer: their own calls everywhere, and on a review sample they closed (judged every drawn item, with
   the sample closed) the calls of the other reviewers who closed it too, which calibration shows them anyway.
   A sample that is still open shows a reviewer nothing of anyone else: no other call and no adjudication,
@@ -70,10 +72,12 @@ def _visible(actor: Actor, store: Store, run_id: int, relation: str, full: bool,
     """(reviewers whose calls ``actor`` may export, None for all; the items on which other reviewers' calls and
     the adjudications may be shown, None for all).  ``mine``: the items ``actor`` has judged.
 
-    A reviewer who closed the review sample sees the other closers' calls and the adjudications only on items
-    of the drawn sample that they judged themselves (what calibration shows them): never on a flagged item
-    outside the sample that they may still judge blind.  Anyone else sees only their own calls."""
-    if full:
+    ``full`` (an adjudicator or admin) sees everything unless they judged an item here: a party gets what a
+    reviewer gets.  A reviewer who closed the review sample sees the other closers' calls and the
+    adjudications only on items of the drawn sample that they judged themselves (what calibration shows them):
+    never on a flagged item outside the sample that they may still judge blind.  Anyone else sees only their
+    own calls."""
+    if full and not mine:
         return None, None
     state = sample_state(store, run_id, relation)
     if state.closed and actor.name in state.closed_by:

@@ -245,13 +245,42 @@ class JudgmentVersion:
         return d
 
 
+# Why a party to an open sample may not see the other calls on it.
+PARTY_OF_OPEN_SAMPLE = ("they judge this review sample, which is still open: a party never sees another "
+                        "reviewer's calls on it before it closes, whatever other roles they hold")
+
+
+def closed_sample(drawn: int, closers: int) -> bool:
+    """True when a review sample of ``drawn`` items is closed: ``review_rows.CLOSING_REVIEWERS`` reviewers
+    (``closers``) have each judged every drawn item.  Until then review stays blind."""
+    return drawn > 0 and closers >= review_rows.CLOSING_REVIEWERS
+
+
+def parties(store: Store, run_id: int, relation: str) -> frozenset[str]:
+    """The reviewers who judged at least one item of (``run_id``, ``relation``): the parties to its review."""
+    return frozenset(j.reviewer for j in judgments(store, run_id, relation))
+
+
+def blind_target(store: Store, run_id: int, relation: str, what: str) -> Target:
+    """The gate's target for seeing other reviewers' calls on (``run_id``, ``relation``): while its review
+    sample is open, every party to it is excluded (``PARTY_OF_OPEN_SAMPLE``), whatever roles they hold."""
+    rid, relation = check_run_id(run_id), check_relation(relation)
+    draw = review_rows.review_sample(store, rid, relation)
+    drawn = len(draw["sample_ids"]) if draw else 0
+    closed = closed_sample(drawn, len(review_rows.closing_reviewers(store, rid, relation)))
+    return Target(what, excluded=frozenset() if closed else parties(store, rid, relation),
+                  excluded_because=PARTY_OF_OPEN_SAMPLE)
+
+
 def judgment_history(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str,
                      reviewer: str) -> list[JudgmentVersion]:
     """Every version of ``reviewer``'s call on one item, oldest first.  ``actor`` sees their own
-    history; another reviewer's only as an adjudicator or admin (NotAllowed otherwise)."""
+    history; another reviewer's only as an adjudicator or admin who is not a party to the run's open review
+    sample of ``relation`` (a party never sees another's calls before it closes; NotAllowed otherwise)."""
     rid, relation, sample_id = check_run_id(run_id), check_relation(relation), check_sample_id(sample_id)
     who = check_name(reviewer)
-    A.authorize(actor, A.SEE_CALLS, Target(f"{who}'s calls", owner=who))
+    A.authorize(actor, A.SEE_CALLS, Target(f"{who}'s calls", owner=who) if who == actor.name else
+                blind_target(store, rid, relation, f"{who}'s calls"))
     return [JudgmentVersion(int(r["version"]), r["verdict"], tuple(r["reasons"] or ()), r["note"],
                             bool(r["after_close"]), utc(r["created_at"]), r.get("validity"))
             for r in review_rows.judgment_versions(store, rid, sample_id, relation, who)]

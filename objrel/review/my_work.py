@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 from objrel import access as A
 from objrel import review
 from objrel.access import Actor
+from objrel.review.agreement import drawn_items
 from objrel.store import Store
 from objrel.store.reviews import adjudications
 
@@ -122,10 +123,14 @@ def _disputes(actor: Actor, store: Store, runs) -> list[DisputeWork]:
     out = []
     for judged in review.judged_runs(store):
         for relation in judged.relations:
+            if actor.name in judged.reviewers_of(relation) and not review.sample_state(
+                    store, judged.run_id, relation).closed:
+                continue     # a party to an open sample sees no other calls on it (review.blind_target)
+            drawn = set(drawn_items(store, judged.run_id, relation))   # blindness follows the draw
             by_item: dict[str, list] = defaultdict(list)
             for j in review.judgments(store, judged.run_id, relation):
                 # an adjudicator never decides items they judged themselves: their own calls are not their work
-                if j.reviewer != actor.name:
+                if j.reviewer != actor.name and j.sample_id in drawn:
                     by_item[j.sample_id].append(j)
             disputed = {sid for sid, calls in by_item.items() if _disputed(calls)}
             if not disputed:

@@ -448,6 +448,8 @@ def test_agreement_over_items_both_judged(two_reviewers):
     rid = make_run(store, mr1=sids)
     _store_calls(store, rid, sids[:10], CALLS_A, CALLS_B)
     R.record_judgment(actor_of(store, "alice"), store, rid, sids[10], "MR-1", "uncertain")  # only alice: not in kappa
+    assert R.agreement(store, rid, "MR-1", "alice", "bob").n_both == 0        # nothing drawn: no pair to compare
+    assert len(R.draw_review_sample(SERVER, store, rid, "MR-1")) == 12        # all twelve are drawn
     ag = R.agreement(store, rid, "MR-1", "alice", "bob")
     assert (ag.n_a, ag.n_b, ag.n_both) == (11, 10, 10)
     assert ag.kappa.kappa == pytest.approx(0.583333, abs=1e-6) and ag.kappa.band == "moderate"
@@ -765,11 +767,13 @@ def test_two_reviewers_in_separate_processes_lose_no_write(tmp_path):
             assert (b.verdict, b.reasons) == ("fp", ("multiple-objects",))
     carol = [got[(sid, "carol")] for sid in ids("s", N_RACE)]
     assert all(j.verdict in ("tp", "fp") for j in carol)
-    ag = R.agreement(store, rid, "MR-1", "alice", "bob")
+    # kappa of every item (R.agreement counts a drawn review sample only, and nothing was drawn here):
     # 50 items (i % 3 == 0) both uncertain, 100 items tp vs fp: p_o = 50/150 = 1/3;
     # marginals alice (tp 2/3, fp 0, unc 1/3), bob (tp 0, fp 2/3, unc 1/3): p_e = 1/9;
     # kappa = (1/3 - 1/9) / (8/9) = 0.25
-    assert ag.n_both == N_ITEMS and ag.kappa.kappa == pytest.approx(0.25)
+    sids = ids("s", N_ITEMS)
+    kappa = R.cohen_kappa([got[(s, "alice")].verdict for s in sids], [got[(s, "bob")].verdict for s in sids])
+    assert kappa.kappa == pytest.approx(0.25)
 
 
 # ---------------------------------------------------------------- the same on PostgreSQL

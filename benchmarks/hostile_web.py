@@ -1,0 +1,595 @@
+"""Hostile web visits: the benchmark's web section (``benchmarks/hostile.py`` registers these kinds).
+
+Every kind is one attack on a served app (``streamlit run serve.py``: app.py behind objrel's web gate), made the
+way an attacker makes it: Debian's chromium driven by Playwright, raw HTTP and WebSocket requests, pages served
+from another port of the same host, or (for the review's blindness and the gate's actor check, which a page only
+relays) the library calls a page makes.  A kind's status is OK only when the app held:
+
+    OK        the attack was made and the app held: no script ran, no link was made, the request was refused,
+              the cap refused the work beyond it, the call was not saved, the server's memory stayed put
+    BREACHED  the attack worked (a script ran, a link or element was injected, a cap or a gate let it through,
+              a call from a signed-out tab was saved, a server path was shown)
+    CRASH     the attack could not be made or judged: the server or the browser failed, a payload never
+              reached any page (an attack that shows nothing proves nothing), a probe raised
+
+Payloads (``X1``-``X3``) sit in every field a dataset, a run operator or a reviewer writes: COCO image ids, file
+names and category names (the model's class names too), the run's name, reviewers' notes, an adjudicator's note
+and account names.  Each payload carries its own tag (``window.__pwned_<tag>=1``, a link to
+``<tag>.evil.example``), so one crawl of every page as every role judges every kind at once: the kind of tag
+``t`` is BREACHED when ``window.__pwned_t`` is set, an ``<a>`` points at ``t.evil.example``, or an element with
+an event-handler attribute naming ``t`` is in a page, and OK when none is and the payload's text showed on at
+least one page.
+
+One server, one chromium and one crawl serve every kind of a run (``world()``; ``close()`` ends them); the
+library kinds run in child processes (``--probe NAME DIR``).  The web section takes about five minutes on two
+cores.
+"""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+OK, CRASH, BREACHED = "OK", "CRASH", "BREACHED"
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# As tests/e2e/test_e2e_browser.py launches it.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+# Seconds the server has to answer its health check, a page to draw, a probe child to end.
+START_TIMEOUT_S = 90
+PAGE_TIMEOUT_MS = 60_000
+PROBE_TIMEOUT_S = 180
+WIDTH, HEIGHT = 1400, 1000
+MB = 1024 * 1024
+# E1: three anonymous 150 MB uploads; the server's resident memory may move by at most 50 MB.
+UPLOAD_MB, UPLOADS, RSS_SLACK_MB = 150, 3, 50
+# What objrel.app.text puts where an autolink would start: invisible, removed before text is compared.
+WORD_JOINER = "\u2060"
+EVIL = "evil.example"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    answer: str
+
+
+KINDS: dict[str, Callable] = {}
+
+
+def kind(name: str):
+    def deco(fn):
+        if name in KINDS:
+            raise ValueError(f"web kind {name!r} registered twice")
+        KINDS[name] = fn
+        return fn
+    return deco
+
+
+def held(ok: bool, answer: str) -> Verdict:
+    return Verdict(OK if ok else BREACHED, answer)
+
+
+def passphrase(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "-", name) + "-long-passphrase"
+
+
+# ---------------------------------------------------------------- payloads, each with its own tag
+
+def img(tag: str) -> str:
+    return f'<img src=x onerror="window.__pwned_{tag}=1">'
+
+
+def script(tag: str) -> str:
+    return f"<script>window.__pwned_{tag}=1</script>"
+
+
+def svg(tag: str) -> str:           # script without a "/" (a file name holds none)
+    return f"<svg onload=window.__pwned_{tag}=1>"
+
+
+def md_link(tag: str) -> str:
+    return f"[click](http://{tag}.{EVIL}/x)"
+
+
+def md_link_no_slash(tag: str) -> str:
+    return f"[click](http:{tag}.{EVIL})"
+
+
+def bare_url(tag: str) -> str:
+    return f"http://{tag}.{EVIL}/y"
+
+
+def www(tag: str) -> str:
+    return f"www.{tag}.{EVIL}"
+
+
+def email(tag: str) -> str:
+    return f"x@{tag}.{EVIL}"
+
+
+def plot_link(tag: str) -> str:
+    return f'<a href="http://{tag}.{EVIL}/p">p</a>'
+
+
+def js_url(tag: str) -> str:
+    return f"javascript:window.__pwned_{tag}=1"
+
+
+# (kind suffix, field words, tag, payload maker); the tag names the field and the payload, nothing else
+# shares it.  Sample ids take any text; file names no "/"; account names only letters, digits, ". _ - @".
+SAMPLE_IDS = [("img", "sid1", img), ("script", "sid2", script), ("md-link", "sid3", md_link),
+              ("bare-url", "sid4", bare_url), ("www", "sid5", www), ("email", "sid6", email),
+              ("js-url", "sid7", js_url)]
+FILE_NAMES = [("img", "file1", img), ("svg", "file2", svg), ("md-link", "file3", md_link_no_slash),
+              ("www", "file4", www), ("email", "file5", email)]
+# The model's three classes (red, green, blue) and the dataset's categories.
+CATEGORY_PARTS = [[("plot-link", "cat1", plot_link), ("md-link", "cat2", md_link), ("img", "cat3", img)],
+                  [("www", "cat4", www), ("script", "cat5", script)],
+                  [("bare-url", "cat6", bare_url)]]
+RUN_NAME_PARTS = [("md-link", "run1", md_link), ("plot-link", "run2", plot_link), ("www", "run3", www),
+                  ("img", "run4", img), ("script", "run5", script)]
+NOTE_PARTS = [("md-link", "note1", md_link), ("bare-url", "note2", bare_url), ("www", "note3", www),
+              ("email", "note4", email), ("img", "note5", img), ("script", "note6", script)]
+DECISION_PARTS = [("plot-link", "dec1", plot_link), ("md-link", "dec2", md_link), ("www", "dec3", www),
+                  ("img", "dec4", img)]
+ACCOUNT_PARTS = [("www", "acct1", www), ("email", "acct2", email)]
+
+
+def _joined(parts) -> str:
+    return " ".join(make(tag) for _, tag, make in parts)
+
+
+CLASSES = [_joined(p) for p in CATEGORY_PARTS]
+RUN_NAME = _joined(RUN_NAME_PARTS)
+NOTE = _joined(NOTE_PARTS) + " **b** :red[x] $x$"
+DECISION_NOTE = "decided: " + _joined(DECISION_PARTS)
+# Account names have at most 40 characters: one payload each.
+REVIEWER_A, REVIEWER_B = (make(tag) for _, tag, make in ACCOUNT_PARTS)
+ADJUDICATOR, RUN_OPERATOR, ADMIN = "carol", "olga", "adam"
+# S3: a reviewer with nothing judged yet; S4: the account whose name an anonymous visitor guesses at;
+# B2/E1: a reviewer who may not upload.
+FRESH_REVIEWER, GUESSED, PLAIN_REVIEWER = "rita", "sam", "rex"
+RELATION = "MR-2"
+
+
+def flagged_items() -> list[tuple[str, str]]:
+    """(image id, file name) of the flagged items: each id one payload, the first file names one each."""
+    out = []
+    for i, (_, tag, make) in enumerate(SAMPLE_IDS):
+        fname = f"f{i} {FILE_NAMES[i][2](FILE_NAMES[i][1])}.png" if i < len(FILE_NAMES) else f"f{i}.png"
+        out.append((make(tag), fname))
+    return out
+
+
+def payload_model():
+    """The colour model of tests/fixtures with payload class names (a ``py:`` factory: ``hostile_web``)."""
+    from objrel.models import CallableClassifier
+
+    sys.path.insert(0, str(ROOT))
+    from tests.fixtures.colour_model import dominant_colour_probs
+
+    return CallableClassifier(dominant_colour_probs, CLASSES, name="dominant-colour")
+
+
+MODEL_SPEC = "py:hostile_web:payload_model"
+
+
+def write_dataset(root: Path) -> Path:
+    """The COCO file and its images: flagged items are a greenish patch annotated as the first class on a red
+    field (the model says that class because of the field: MR-1 and MR-2 flag it); two clean items a large red
+    object on a dark blue field."""
+    import numpy as np
+    from PIL import Image
+
+    root.mkdir(parents=True, exist_ok=True)
+    flagged = flagged_items()
+    images, anns = [], []
+    for i, (image_id, file_name) in enumerate(flagged + [("c1", "c1.png"), ("c2", "c2.png")], start=1):
+        a = np.zeros((40, 48, 3), np.uint8)
+        if i <= len(flagged):
+            a[:] = (240 + i % 10, 0, 0)
+            a[10:30, 12:32] = (100, 150 + i, 100)
+            box = [12, 10, 20, 20]
+        else:
+            a[:] = (20, 20, 120)
+            a[4:36, 6:42] = (220, 20, 20)
+            box = [6, 4, 36, 32]
+        Image.fromarray(a).save(root / file_name)
+        images.append({"id": image_id, "file_name": file_name, "width": 48, "height": 40})
+        anns.append({"id": i, "image_id": image_id, "category_id": 1, "bbox": box})
+    path = root / "annotations.json"
+    path.write_text(json.dumps({"images": images, "annotations": anns,
+                                "categories": [{"id": k + 1, "name": n} for k, n in enumerate(CLASSES)]}))
+    return path
+
+
+def run_payload_model(store, ann: Path, name: str) -> int:
+    from objrel.config import RunConfig
+    from objrel.engine.classify import Engine
+
+    return Engine(store, RunConfig(model=MODEL_SPEC, dataset=str(ann), plan="colours3", name=name),
+                  model=payload_model()).execute().run_id
+
+
+def build_world(base: Path) -> tuple[str, int]:
+    """The store (``base/app.db``): the payload run, the accounts, two reviewers' calls on the drawn MR-2
+    sample (they disagree on two items, with payload notes), one disagreement decided with a payload note.
+    Returns ``(store url, run id)``."""
+    from objrel import review as R
+    from objrel.access import SERVER
+    from objrel.review.roles import actor_of
+    from objrel.store import Store
+
+    ann = write_dataset(base / "data")
+    store = Store(base / "app.db")
+    rid = run_payload_model(store, ann, RUN_NAME)
+    for name, roles in ((REVIEWER_A, [R.REVIEWER]), (REVIEWER_B, [R.REVIEWER]), (ADJUDICATOR, [R.ADJUDICATOR]),
+                        (RUN_OPERATOR, [R.RUN_OPERATOR]), (ADMIN, [R.ADMIN]), (FRESH_REVIEWER, [R.REVIEWER]),
+                        (GUESSED, [R.REVIEWER]), (PLAIN_REVIEWER, [R.REVIEWER])):
+        R.create_reviewer(store, name, passphrase(name), roles=roles)
+    drawn = R.draw_review_sample(SERVER, store, rid, RELATION)
+    for i, sid in enumerate(drawn):
+        for who in (REVIEWER_A, REVIEWER_B):
+            disagree = i < 2 and who == REVIEWER_B
+            R.record_judgment(actor_of(store, who), store, rid, sid, RELATION, "fp" if disagree else "tp",
+                              ["other"] if disagree else (), NOTE if i < 2 else None)
+    R.adjudicate(actor_of(store, ADJUDICATOR), store, rid, drawn[0], RELATION, "tp", [], DECISION_NOTE)
+    url = store.url
+    store.dispose()
+    return url, rid
+
+
+# ---------------------------------------------------------------- the served app
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """``streamlit run serve.py`` in a folder of its own (uploads land in its var/uploads)."""
+
+    proc: subprocess.Popen
+    port: int
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def rss_mb(self) -> float:
+        """The server process's resident memory now."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError(f"no VmRSS for the server's process {self.proc.pid}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.alive():
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def serve(base: Path, store_url: str) -> Server:
+    from objrel.engine import run_form
+
+    cwd = base / "srv"
+    (cwd / "var" / "uploads").mkdir(parents=True)
+    shutil.copytree(ROOT / ".streamlit", cwd / ".streamlit")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OBJREL_")}
+    env.update({"OBJREL_STORE": store_url, "OBJREL_LOG_DIR": str(base / "logs"),
+                "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT), str(BENCH)])),
+                run_form.DATA_ROOTS_ENV: os.pathsep.join([str(run_form.DEMO_ASSETS), str(cwd / "var" / "uploads")])})
+    port = free_port()
+    log = base / "streamlit.log"
+    # the app as it is served: behind objrel's web gate where the checkout has one (serve.py), else app.py itself
+    entry = ROOT / "serve.py" if (ROOT / "serve.py").exists() else ROOT / "app.py"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(entry),
+                                 "--server.headless", "true", "--server.port", str(port), "--server.address",
+                                 "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType",
+                                 "none"], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    server = Server(proc, port, log)
+    deadline = time.time() + START_TIMEOUT_S
+    while time.time() < deadline:
+        if not server.alive():
+            break
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/_stcore/health")
+            if conn.getresponse().status == 200:
+                return server
+        except OSError:
+            time.sleep(0.3)
+    server.stop()
+    raise RuntimeError("streamlit did not start: " + log.read_text()[-2000:])
+
+
+@dataclass
+class World:
+    """One store, one server, one chromium for every web kind of a run."""
+
+    base: Path
+    store_url: str
+    run_id: int
+    server: Server
+    pw: object
+    browser: object
+    crawled: dict | None = None
+    extra: list = field(default_factory=list)
+
+    def store(self):
+        from objrel.store import Store
+
+        return Store(self.store_url)
+
+    def context(self):
+        return self.browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+
+
+_world: World | None = None
+_world_failed: list[str] = []
+
+
+def world() -> World:
+    """The run's world, built on first use (a world that failed to build is not tried again)."""
+    global _world
+    if _world_failed:
+        raise RuntimeError(f"the served app could not be set up: {_world_failed[0]}")
+    if _world is None:
+        try:
+            _world = _build()
+        except Exception as exc:
+            _world_failed.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+            raise
+    return _world
+
+
+def _build() -> World:
+    from playwright.sync_api import sync_playwright
+
+    base = Path(tempfile.mkdtemp(prefix="objrel-hostile-web-"))
+    url, rid = build_world(base)
+    server = serve(base, url)
+    pw = sync_playwright().start()
+    try:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    except Exception:
+        pw.stop()
+        server.stop()
+        raise
+    return World(base, url, rid, server, pw, browser)
+
+
+def close() -> None:
+    """End the world's browser and server and remove its folder."""
+    global _world
+    w, _world = _world, None
+    if w is None:
+        return
+    for step in (w.browser.close, w.pw.stop, w.server.stop):
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - closing what may already be gone
+            pass
+    for proc in w.extra:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    shutil.rmtree(w.base, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- driving pages
+
+def settled(page) -> None:
+    """Wait until the script run is over: no element is stale, no status widget shows."""
+    page.wait_for_function("document.querySelectorAll('[data-stale=\"true\"]').length === 0 && "
+                           "!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(400)
+
+
+def open_app(context, base: str, path: str = ""):
+    page = context.new_page()
+    page.goto(f"{base}/{path}")
+    page.get_by_label("Name").wait_for(timeout=PAGE_TIMEOUT_MS)
+    settled(page)
+    return page
+
+
+def sign_in(page, name: str, secret: str | None = None) -> None:
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("Passphrase").fill(secret or passphrase(name))
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.get_by_text(f"Signed in as {name}").wait_for(timeout=PAGE_TIMEOUT_MS)
+    settled(page)
+
+
+def nav(page, path: str, attempts: int = 3) -> None:
+    """Go to a page through the app's top bar (the session, and its sign-in, carries over)."""
+    link = (page.locator("a", has_text=re.compile(r"Overview$")).first if not path
+            else page.locator(f'a[href$="/{path}"]').first)
+    for attempt in range(attempts):
+        settled(page)
+        link.click()
+        try:
+            if path:
+                page.wait_for_url(re.compile(rf"/{path}(\?|$)"), timeout=15_000)
+            break
+        except Exception:
+            if attempt == attempts - 1:
+                raise
+    page.locator("h1").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    settled(page)
+
+
+# ---------------------------------------------------------------- X1-X3: the crawl
+
+# Every page of the top bar: (title, url path).
+PAGES = [("Overview", ""), ("My work", "my-work"), ("Explore", "explore"), ("Review", "review"),
+         ("Agreement", "agreement"), ("Runs", "runs"), ("Inspect", "inspect"), ("Shortcut", "shortcut"),
+         ("Users", "users")]
+ROLES = {"anonymous": None, "reviewer": REVIEWER_A, "adjudicator": ADJUDICATOR, "run operator": RUN_OPERATOR,
+         "admin": ADMIN}
+TAG = r"([a-z]+[0-9]+)"
+# Everything the crawl reads in one frame: the __pwned_* globals set, every link's target (HTML href, SVG href /
+# xlink:href), the event-handler attributes and injected <script> texts that name a tag, and the text.
+PROBE = """() => ({
+  pwned: Object.keys(window).filter(k => k.startsWith('__pwned')),
+  links: Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href') || a.getAttribute('xlink:href')
+                                                          || (a.href && a.href.baseVal) || String(a.href || '')),
+  handlers: Array.from(document.querySelectorAll('*')).flatMap(e => Array.from(e.attributes)
+      .filter(a => a.name.startsWith('on') && a.value.includes('__pwned')).map(a => e.tagName + ' ' + a.value)),
+  scripts: Array.from(document.querySelectorAll('script')).map(s => s.textContent)
+      .filter(t => t.includes('__pwned')),
+  text: document.body ? document.body.textContent : '',
+})"""
+
+
+@dataclass(frozen=True)
+class Crawl:
+    """What the crawl saw: per tag, the places (role / page) where it ran, linked or was injected, and where
+    its text showed; ``errors``: pages that could not be visited."""
+
+    breaches: dict
+    shown: dict
+    errors: tuple
+
+
+def _link_tags(href: str) -> set[str]:
+    """The tags a link's target carries as an attack: a ``javascript:`` URL, or a host under ``evil.example``
+    (a link of the app's own, to one of its pages with a payload in its query, is none)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(href.strip())
+        scheme = parts.scheme.lower()
+        if scheme == "javascript":
+            return _tags_in(href) or {"javascript"}
+        if scheme == "mailto":
+            host = parts.path.rsplit("@", 1)[-1]
+        elif scheme in ("http", "https"):
+            host = parts.hostname or parts.path.lstrip("/").split("/")[0]
+        else:
+            host = parts.hostname or ""
+    except ValueError:
+        return set()
+    host = host.lower()
+    return set(re.findall(TAG + r"\." + re.escape(EVIL) + "$", host)) or ({"evil"} if host.endswith(EVIL) else set())
+
+
+def _tags_in(text: str) -> set[str]:
+    found = set(re.findall(r"__pwned_" + TAG, text))
+    found |= set(re.findall(TAG + r"\." + re.escape(EVIL), text.lower()))
+    return found
+
+
+# Roles that also open the Review page on each flagged item by its URL (the item's id and file name in full).
+ITEM_ROLES = ("adjudicator",)
+
+
+def _read(page, where: str, breaches: dict, shown: dict) -> None:
+    """Probe every frame of ``page`` (at ``where``) into ``breaches`` and ``shown`` (tag -> places)."""
+    for frame in page.frames:
+        try:
+            found = frame.evaluate(PROBE)
+        except Exception:  # noqa: BLE001 - a frame gone while read: read the others
+            continue
+        for key in found["pwned"]:
+            breaches.setdefault(key[len("__pwned_"):], []).append(f"script ran on {where}")
+        for href in found["links"]:
+            for tag in _link_tags(href):
+                breaches.setdefault(tag, []).append(f"link to {href} on {where}")
+        for h in found["handlers"] + found["scripts"]:
+            for tag in _tags_in(h):
+                breaches.setdefault(tag, []).append(f"injected {h[:40]!r} on {where}")
+        for tag in _tags_in(found["text"].replace(WORD_JOINER, "")):
+            shown.setdefault(tag, []).append(where)
+
+
+def crawl() -> Crawl:
+    """Visit every page of the top bar as every role, each in a browser context of its own (once per run)."""
+    from urllib.parse import urlencode
+
+    w = world()
+    if w.crawled is None:
+        breaches: dict[str, list[str]] = {}
+        shown: dict[str, list[str]] = {}
+        errors = []
+        for role, name in ROLES.items():
+            context = w.context()
+            try:
+                page = open_app(context, w.server.base)
+                if name:
+                    sign_in(page, name)
+                for title, path in PAGES:
+                    try:
+                        nav(page, path)
+                    except Exception as exc:  # noqa: BLE001 - said in the verdicts of the kinds it touches
+                        errors.append(f"{role}/{title}: {type(exc).__name__}")
+                    _read(page, f"{role}/{title}", breaches, shown)
+                if role in ITEM_ROLES:
+                    for n, (sid, _) in enumerate(flagged_items(), start=1):
+                        query = urlencode({"run": w.run_id, "relation": RELATION, "item": sid, "queue": "all"})
+                        try:
+                            page.goto(f"{w.server.base}/review?{query}")
+                            page.locator("h1").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+                            settled(page)
+                        except Exception as exc:  # noqa: BLE001
+                            errors.append(f"{role}/Review item {n}: {type(exc).__name__}")
+                        _read(page, f"{role}/Review item {n}", breaches, shown)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"{role}: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}")
+            finally:
+                context.close()
+        w.crawled = Crawl(breaches, shown, tuple(errors))
+    return w.crawled
+
+
+def crawl_kind(tag: str, field_words: str, payload: str):
+    def judge(ctx) -> Verdict:
+        c = crawl()
+        if tag in c.breaches:
+            return Verdict(BREACHED, f"{payload} in a {field_words}: " + "; ".join(sorted(set(c.breaches[tag]))[:3]))
+        pages = sorted(set(c.shown.get(tag, ())))
+        if not pages:
+            why = f" (pages not visited: {', '.join(c.errors[:3])})" if c.errors else ""
+            return Verdict(CRASH, f"{payload} in a {field_words} showed on no page: the attack was not made{why}")
+        return Verdict(OK, f"shown as text on {len(pages)} pages ({', '.join(pages[:3])}...), never ran or linked")
+    return judge
+
+
+CRAWL_FIELDS = [("sample-id", "COCO image id", SAMPLE_IDS), ("file-name", "COCO file name", FILE_NAMES),
+                ("category", "category (class) name", [p for parts in CATEGORY_PARTS for p in parts]),
+                ("run-name", "run name", RUN_NAME_PARTS), ("note", "reviewer's note", NOTE_PARTS),
+                ("decision-note", "adjudicator's note", DECISION_PARTS), ("account-name", "account name",
+                                                                          ACCOUNT_PARTS)]
+for _field, _words, _parts in CRAWL_FIELDS:
+    for _payload, _tag, _make in _parts:
+        _x = "x1" if _payload in ("img", "script", "svg", "js-url") else "x2" if "link" in _payload else "x3"
+        kind(f"web-{_x}-{_payload}-in-{_field}")(crawl_kind(_tag, _words, _make(_tag)))

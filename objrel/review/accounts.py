@@ -6,13 +6,17 @@ must use a narrow ASCII set (so a Cyrillic look-alike or a zero-width character 
 another account); names are unique ignoring case, enforced by a unique index in the store.  An
 OIDC account is keyed by the provider's stable subject and can never take over a name.
 
-Sign-in is throttled per typed name: after ``THROTTLE_AFTER_FAILURES`` failures within
-``FAILURE_WINDOW_S`` each further try waits ``THROTTLE_BASE_S`` doubling per failure, at most
-``THROTTLE_MAX_S``; a throttled try is answered without hashing.  Each try is counted (stored as a
-failure until it succeeds) in the transaction that checks the count, before any hashing, so guesses
-sent at the same moment count too.  A client (the app's browser session) that failed on a name is
-also slowed by its own failures on further tries at that name; a name nobody failed on is tried at
-once.  At most ``HASH_SLOTS`` scrypt hashes run at once in a process.  The rows live in
+Sign-in is throttled per (client, typed name) and per client, so no one can lock another person out: the
+client is the app's random id of a browser session (``LOCAL_CLIENT`` for the CLI).  After
+``THROTTLE_AFTER_FAILURES`` failures of one client at one name within ``FAILURE_WINDOW_S`` its further tries at
+that name wait ``THROTTLE_BASE_S``, doubling per failure, at most ``THROTTLE_MAX_S``; a client with
+``CLIENT_THROTTLE_AFTER_FAILURES`` failures at any names waits the same way at every name.  A client that never
+failed at a name tries it at once, whatever strangers sent: the right passphrase from a fresh session is never
+refused because others guessed.  Only a guess spread over ``NAME_THROTTLE_AFTER_CLIENTS`` distinct clients
+throttles the name itself, for everyone, from then on (a wait doubling per further client).  A throttled try is
+answered without hashing.  Each try is counted (stored as a failure until it succeeds) in the transaction that
+checks the count, before any hashing, so guesses sent at the same moment count too; a success forgets that
+client's failures at that name.  At most ``HASH_SLOTS`` scrypt hashes run at once in a process.  The rows live in
 ``objrel.store.accounts``.
 """
 
@@ -74,9 +78,14 @@ _NAME_RE = re.compile(rf"[{NAME_EDGE_CHARS}](?:[{NAME_EDGE_CHARS} ]*[{NAME_EDGE_
 _NAME_CHAR_RE = re.compile(rf"[{NAME_EDGE_CHARS} ]")
 
 # Sign-in throttling: failures older than the window are forgotten; after THROTTLE_AFTER_FAILURES
-# failures of one name (or from one client, at a name it failed on) the next try must wait THROTTLE_BASE_S
-# after the last failure, doubling with every further failure, never more than THROTTLE_MAX_S.
+# failures of one client at one name the next try must wait THROTTLE_BASE_S after the last failure, doubling
+# with every further failure, never more than THROTTLE_MAX_S.
 THROTTLE_AFTER_FAILURES = 3
+# A client with this many failures at any names waits the same way at every name (spraying names).
+CLIENT_THROTTLE_AFTER_FAILURES = 20
+# A name is throttled for everyone only once this many distinct clients failed at it in the window (a spread
+# guess); below that, others' failures never make a client that has not failed at the name wait.
+NAME_THROTTLE_AFTER_CLIENTS = 20
 THROTTLE_BASE_S = 1.0
 THROTTLE_MAX_S = 60.0
 FAILURE_WINDOW_S = 3600.0
@@ -231,13 +240,14 @@ class SignIn:
         return "Unknown name or wrong passphrase."
 
 
-def throttle_wait(failures: list[dt.datetime], now_ts: dt.datetime) -> float:
+def throttle_wait(failures: list[dt.datetime], now_ts: dt.datetime, after: int | None = None) -> float:
     """Seconds still to wait after ``failures`` (times, oldest first, all inside the window): none before
-    ``THROTTLE_AFTER_FAILURES``; then ``THROTTLE_BASE_S`` after the last failure, doubling per further
-    failure, at most ``THROTTLE_MAX_S``."""
-    if len(failures) < THROTTLE_AFTER_FAILURES:
+    ``after`` of them (default ``THROTTLE_AFTER_FAILURES``); then ``THROTTLE_BASE_S`` after the last failure,
+    doubling per further failure, at most ``THROTTLE_MAX_S``."""
+    after = THROTTLE_AFTER_FAILURES if after is None else after
+    if len(failures) < after:
         return 0.0
-    delay = min(THROTTLE_MAX_S, THROTTLE_BASE_S * 2 ** (len(failures) - THROTTLE_AFTER_FAILURES))
+    delay = min(THROTTLE_MAX_S, THROTTLE_BASE_S * 2 ** min(64, len(failures) - after))
     return max(0.0, delay - (now_ts - failures[-1]).total_seconds())
 
 
@@ -253,19 +263,24 @@ def _aware(ts: dt.datetime) -> dt.datetime:
 _DUMMY_HASH: str | None = None
 
 
-def sign_in_wait(by_name: list[dt.datetime], by_client: list[tuple[str, dt.datetime]], key: str,
-                 now_ts: dt.datetime) -> float:
-    """Seconds a try of the name ``key`` must wait, from the recent failures of that name (``by_name``, times
-    oldest first, from anyone) and of the asking client (``by_client``: (name key, time), oldest first).
+def sign_in_wait(by_name: list[tuple[str, dt.datetime]], by_client: list[tuple[str, dt.datetime]], key: str,
+                 client: str, now_ts: dt.datetime) -> float:
+    """Seconds a try of the name ``key`` from ``client`` must wait, from the recent failures at that name
+    (``by_name``: (client, time), oldest first, from anyone) and of the asking client (``by_client``: (name key,
+    time), oldest first).
 
-    The name's own failures throttle it (``throttle_wait``).  The client's failures only slow its further
-    tries at names it has already failed on: a name it never failed on is tried at once, whatever else the
-    client (or anyone sharing its address) did, so a stranger guessing made-up names never makes a real
-    user wait; the hash gate (``HASH_SLOTS``) bounds the work such guessing costs."""
-    wait = throttle_wait([_aware(t) for t in by_name], now_ts)
-    if any(k == key for k, _ in by_client):
-        wait = max(wait, throttle_wait([_aware(t) for _, t in by_client], now_ts))
-    return wait
+    The client's own failures at this name throttle it (``THROTTLE_AFTER_FAILURES``), and its failures at any
+    names once there are ``CLIENT_THROTTLE_AFTER_FAILURES``.  Other clients' failures count only once
+    ``NAME_THROTTLE_AFTER_CLIENTS`` distinct clients failed at the name: until then a client that has not failed
+    at it is never made to wait, so a stranger's guesses cannot lock the rightful owner out."""
+    pair = [_aware(t) for c, t in by_name if c == client]
+    wait = throttle_wait(pair, now_ts)
+    wait = max(wait, throttle_wait([_aware(t) for _, t in by_client], now_ts, CLIENT_THROTTLE_AFTER_FAILURES))
+    first_failures: dict[str, dt.datetime] = {}
+    for c, t in by_name:
+        first_failures.setdefault(c, _aware(t))
+    spread = sorted(first_failures.values())
+    return max(wait, throttle_wait(spread, now_ts, NAME_THROTTLE_AFTER_CLIENTS))
 
 
 def verify_reviewer(store: Store, name: str, passphrase: str, client: str = LOCAL_CLIENT) -> SignIn:
@@ -277,7 +292,7 @@ def verify_reviewer(store: Store, name: str, passphrase: str, client: str = LOCA
     (``sign_in_wait``) is refused with ``wait_s`` before any hashing.  Otherwise the try is stored as a
     failure *before* the passphrase is hashed, in the transaction that counted the earlier ones, so
     tries sent at the same moment count each other and at most ``THROTTLE_AFTER_FAILURES`` of them are
-    checked; a success forgets the name's failures.
+    checked; a success forgets this client's failures at the name (a stranger's stay counted).
     """
     global _DUMMY_HASH
     if not isinstance(name, str) or not isinstance(passphrase, str):
@@ -288,7 +303,8 @@ def verify_reviewer(store: Store, name: str, passphrase: str, client: str = LOCA
     now_ts = _now()
     since = now_ts - dt.timedelta(seconds=FAILURE_WINDOW_S)
     reservation, wait = account_rows.reserve_sign_in(
-        store, key, client, since, now_ts, lambda by_name, by_client: sign_in_wait(by_name, by_client, key, now_ts))
+        store, key, client, since, now_ts,
+        lambda by_name, by_client: sign_in_wait(by_name, by_client, key, client, now_ts))
     if reservation is None:
         return SignIn(False, wait_s=wait)
     row = account_rows.reviewer_by_key(store, typed) if typed else None
@@ -306,7 +322,7 @@ def verify_reviewer(store: Store, name: str, passphrase: str, client: str = LOCA
     if not ok:
         account_rows.record_sign_in_failure(store, reservation, _now())
         return SignIn(False)
-    account_rows.clear_sign_in_failures(store, key)
+    account_rows.clear_sign_in_failures(store, key, client)
     return SignIn(True, name=row["name"])
 
 

@@ -209,14 +209,14 @@ def _lock_failures(c: Connection) -> None:
 
 
 def reserve_sign_in(store: Store, name_key: str, client: str, since: dt.datetime, at: dt.datetime,
-                    wait_for: Callable[[list[dt.datetime], list[tuple[str, dt.datetime]]], float]
+                    wait_for: Callable[[list[tuple[str, dt.datetime]], list[tuple[str, dt.datetime]]], float]
                     ) -> tuple[int | None, float]:
     """Count and reserve one sign-in try of ``name_key`` (the casefolded typed name) from ``client`` atomically.
 
     In one transaction that no other reservation can interleave with: the failures after ``since`` are read
-    (times of ``name_key``'s, oldest first, and ``(name_key, time)`` of ``client``'s), and ``wait_for(by_name,
-    by_client)`` says how long the try must wait.  When it must wait, nothing is stored and ``(None, wait)``
-    comes back; otherwise a failure row dated ``at`` is stored *before* the passphrase is checked and
+    (``(client, time)`` of ``name_key``'s, oldest first, and ``(name_key, time)`` of ``client``'s), and
+    ``wait_for(by_name, by_client)`` says how long the try must wait.  When it must wait, nothing is stored and
+    ``(None, wait)`` comes back; otherwise a failure row dated ``at`` is stored *before* the passphrase is checked and
     ``(its id, 0.0)`` comes back, so tries sent at the same moment count each other.  The caller settles it:
     ``record_sign_in_failure`` (it stays a failure) or ``clear_sign_in_failures`` (a success)."""
     t = S.sign_in_failures
@@ -225,7 +225,8 @@ def reserve_sign_in(store: Store, name_key: str, client: str, since: dt.datetime
         _lock_failures(c)
         own = c.execute(insert(t).values(name_key=name_key, client=client, at=at)).inserted_primary_key[0]
         others = (t.c.id != own, t.c.at > since)
-        by_name = list(c.execute(select(t.c.at).where(t.c.name_key == name_key, *others).order_by(t.c.at)).scalars())
+        by_name = [(k, ts) for k, ts in c.execute(select(t.c.client, t.c.at).where(t.c.name_key == name_key, *others)
+                                                 .order_by(t.c.at))]
         by_client = [(k, ts) for k, ts in c.execute(select(t.c.name_key, t.c.at).where(t.c.client == client, *others)
                                                    .order_by(t.c.at))]
         wait = wait_for(by_name, by_client)
@@ -249,12 +250,12 @@ def record_sign_in_failure(store: Store, reservation: int, at: dt.datetime) -> N
     write(store, lambda c: c.execute(update(t).where(t.c.id == reservation).values(at=at)))
 
 
-def clear_sign_in_failures(store: Store, name_key: str) -> None:
-    """Forget the failures of ``name_key`` (after its successful sign-in; the try's own reservation with them).
-    A client's failures on other names stay: signing in to one's own account must not reset the guessing of
-    others'."""
+def clear_sign_in_failures(store: Store, name_key: str, client: str) -> None:
+    """Forget ``client``'s failures at ``name_key`` (after its successful sign-in; the try's own reservation
+    with them).  Other clients' failures at the name stay counted (a success must not reset a stranger's
+    guessing), and so do ``client``'s failures at other names."""
     t = S.sign_in_failures
-    write(store, lambda c: c.execute(delete(t).where(t.c.name_key == name_key)))
+    write(store, lambda c: c.execute(delete(t).where(t.c.name_key == name_key, t.c.client == client)))
 
 
 # ---------------------------------------------------------------- models an admin allows the app to run

@@ -20,6 +20,13 @@ A dataset kind puts ``GOOD_PER_SET`` good samples beside the hostile one and run
     CRASH       a traceback, a non-zero exit without a one-line message, a killed process, a hang
     LOST        a good sample beside the hostile one did not end as a tested/untested row
     UNREPORTED  objrel went on without saying anything (an accepted bomb, an unescaped CSV formula, ...)
+    BREACHED    (the web section) an attack on the served app worked: a script ran, a link was made, a gate or a
+                cap let it through
+
+The web section (``benchmarks/hostile_web.py``, kinds named ``web-...``) attacks a served app (``streamlit run
+serve.py``) with Debian's chromium, raw HTTP and WebSocket requests and the library calls a page makes; its
+kinds share one server and one browser, run first, one at a time in this process (Playwright's browser belongs
+to the thread that started it) and before the caps are set (chromium reserves more address space than 4 GiB).
 
 One line per kind, then ``hostile: N kinds, N reported, N crashes, N lost, peak RSS X MB``; the exit status
 is 1 unless every kind is OK.
@@ -69,7 +76,7 @@ COLOUR_MODEL = "py:tests.fixtures.colour_model:factory"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Width of the answer column in the per-kind lines.
 ANSWER_WIDTH = 96
-OK, CRASH, LOST, UNREPORTED = "OK", "CRASH", "LOST", "UNREPORTED"
+OK, CRASH, LOST, UNREPORTED, BREACHED = "OK", "CRASH", "LOST", "UNREPORTED", "BREACHED"
 MARKER = "pwned-by-hostile-weights"
 
 
@@ -539,6 +546,36 @@ def _(ctx: Ctx) -> Verdict:
 
 # --- whole annotation files
 
+# E5: boxes on one image, and the most memory the run of that file may take (a run of the goods alone takes
+# about 300 MB; the annotation file itself is about 80 MB of text).
+MANY_BOXES = 1_000_000
+MANY_BOXES_PEAK_MB = 1024
+
+
+@kind("coco-1e6-boxes-one-image")
+def _(ctx: Ctx) -> Verdict:
+    """E5: a COCO file with a million boxes on one image beside the goods: that image must end as a skipped row
+    with a reason (or the file refused in one line), the goods tested, the run's peak memory bounded."""
+    gi, ga, good = good_images(ctx.dir)
+    H.good_png(ctx.dir / "crowded.png", "blue")
+    path = ctx.dir / "annotations.json"
+    text = json.dumps(H.coco(gi + [H.coco_image(1, "crowded.png")], []))   # written around the boxes
+    cut = text.index('"annotations": [') + len('"annotations": [')
+    x, y, w, h = H.OBJECT_XYWH
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text[:cut] + ", ".join(json.dumps(a) for a in ga))
+        for i in range(MANY_BOXES):
+            f.write(f', {{"id": {i + 1}, "image_id": 1, "category_id": 1, "bbox": [{x}, {y}, {w}, {h}], '
+                    f'"iscrowd": 0}}')
+        f.write(text[cut:])
+    res = run_dataset(ctx, path, good)
+    verdict = judge(res, refusal_ok=True)
+    peak = res.proc.maxrss_mb
+    if verdict.status == OK and peak > MANY_BOXES_PEAK_MB:
+        return Verdict(UNREPORTED, f"run peak RSS {peak:.0f} MB > {MANY_BOXES_PEAK_MB} MB: {verdict.answer}")
+    return Verdict(verdict.status, f"{verdict.answer} (run peak RSS {peak:.0f} MB)")
+
+
 def file_refusal_kind(name: str, text_or_bytes, fmt: str | None = None, suffix: str = ".json"):
     """The whole annotation file is hostile: a one-line refusal, or the run goes on without losing a good sample."""
     @kind(name)
@@ -1004,6 +1041,14 @@ def run_probe(name: str, folder: str) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- the web section
+
+import hostile_web as W  # noqa: E402
+
+for _name, _fn in W.KINDS.items():
+    kind(_name)(_fn)
+
+
 # ---------------------------------------------------------------- main
 
 def run_kind(name: str, base: Path) -> tuple[Verdict, Ctx]:
@@ -1034,19 +1079,29 @@ def main(argv=None) -> int:
     unknown = [n for n in names if n not in KINDS]
     if unknown:
         ap.error(f"unknown kinds {unknown}; see --list")
-    limit_resources()
     t0 = time.perf_counter()
     base = Path(args.keep or tempfile.mkdtemp(prefix="objrel-hostile-")).resolve()
     base.mkdir(parents=True, exist_ok=True)
+    web = [n for n in names if n in W.KINDS]
+    rest = [n for n in names if n not in W.KINDS]
+    width = max(len(n) for n in names)
+    results = []
+
+    def report(n: str, verdict: Verdict, ctx: Ctx) -> None:
+        results.append((n, verdict, ctx))
+        print(f"{n:<{width}}  {short(verdict.answer):<{ANSWER_WIDTH}}  {verdict.status}", flush=True)
+
     try:
+        try:
+            for n in web:                    # in this thread, before the caps: see the docstring
+                report(n, *run_kind(n, base))
+        finally:
+            W.close()
+        limit_resources()
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = [pool.submit(run_kind, n, base) for n in names]
-            results = []
-            width = max(len(n) for n in names)
-            for n, f in zip(names, futures):
-                verdict, ctx = f.result()
-                results.append((n, verdict, ctx))
-                print(f"{n:<{width}}  {short(verdict.answer):<{ANSWER_WIDTH}}  {verdict.status}", flush=True)
+            futures = [pool.submit(run_kind, n, base) for n in rest]
+            for n, f in zip(rest, futures):
+                report(n, *f.result())
     finally:
         if not args.keep:
             for p in base.rglob("*"):
@@ -1060,7 +1115,7 @@ def main(argv=None) -> int:
     peak = max([p.maxrss_mb for _, _, c in results for p in c.procs] +
                [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024])
     print(f"({time.perf_counter() - t0:.0f} s, {sum(len(c.procs) for _, _, c in results)} processes, "
-          f"{count(UNREPORTED)} unreported)", file=sys.stderr, flush=True)
+          f"{count(UNREPORTED)} unreported, {count(BREACHED)} breached)", file=sys.stderr, flush=True)
     print(f"hostile: {len(results)} kinds, {count(OK)} reported, {count(CRASH)} crashes, {count(LOST)} lost, "
           f"peak RSS {peak:.0f} MB")
     return 0 if count(OK) == len(results) else 1

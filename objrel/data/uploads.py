@@ -67,6 +67,8 @@ def annotation_file(name: str) -> str:
     unrelated uploads look like one dataset in comparisons)."""
     return f"{name}.json"
 IMAGES_DIR = "images"
+# How messages name the uploads root (a visitor never reads its server path).
+UPLOADS_FOLDER = "the uploads folder"
 WEIGHTS_FILE = "weights.pt"
 SPOOLED_ZIP = "images.zip"   # the uploaded zip on disk while it is checked and unpacked (then removed)
 INFO_FILE = "upload.json"
@@ -263,11 +265,20 @@ def annotation_kind(data) -> str:
                       "'categories') nor an objrel manifest (a list of {'path': ..., 'objects': [...]} entries)")
 
 
+def _named(message: str, names: dict[Path, str]) -> str:
+    """``message`` with every path of ``names`` (as given and resolved; the longest first, so a file inside a
+    folder is named before the folder) replaced by the name a visitor knows it by: no server path is shown."""
+    pairs = {str(p): n for p, n in names.items()} | {str(Path(p).resolve()): n for p, n in names.items()}
+    for path in sorted(pairs, key=len, reverse=True):
+        message = message.replace(path, pairs[path])
+    return message
+
+
 def _staging(root: Path, name: str) -> tuple[Path, Path]:
     root.mkdir(parents=True, exist_ok=True)
     final = root / name
     if final.exists():
-        raise UploadError(f"an upload named {name!r} already exists in {root}; choose another name")
+        raise UploadError(f"an upload named {name!r} already exists in the uploads folder; choose another name")
     return Path(tempfile.mkdtemp(prefix=f".incoming-{name}-", dir=root)), final
 
 
@@ -307,7 +318,7 @@ def add_dataset(root: str | Path, name: str, annotation, images_zip) -> Upload:
             dataset = loader(ann, staging / IMAGES_DIR, name=name)
         except ObjrelError as exc:
             # The loader names the file by its server path; the visitor sees the upload's own names.
-            shown = str(exc).replace(str(ann.resolve()), annotation_file(name)).replace(str(staging.resolve()), name)
+            shown = _named(str(exc), {ann: annotation_file(name), staging: name, root: UPLOADS_FOLDER})
             raise UploadError(f"the {kind} annotation file does not load: {shown}") from exc
         n = len(dataset.samples)
         if not n:
@@ -362,7 +373,7 @@ def add_weights(root: str | Path, name: str, architecture: str, weights, check: 
         try:
             check(path, architecture)
         except (ObjrelError, FileNotFoundError) as exc:
-            shown = str(exc).replace(str(path), WEIGHTS_FILE).replace(str(staging), name)
+            shown = _named(str(exc), {path: WEIGHTS_FILE, staging: name, root: UPLOADS_FOLDER})
             raise UploadError(f"the weights file is refused: {shown}") from exc
         _commit(staging, final, {"kind": WEIGHTS, "architecture": architecture, "files": 1})
     except BaseException:

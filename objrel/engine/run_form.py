@@ -3,6 +3,13 @@
 The form shows the settings both tasks share (the model or detector, data, plan, vote, seed, limit,
 name) plus one task-specific switch; every other setting (multi-label threshold, IoU threshold,
 batch size, ...) comes from the run it starts from, or from the task's defaults.  No Streamlit here.
+
+The web policy (``check_web_config``, and ``RunForm.to_config`` for the form's own values): a value the form
+does not offer starts nothing.  Each form field must be one of the form's choices or inside its bounds
+(``RunForm.check``), whatever the browser sent; of the settings the form does not show, a base run may bring
+only ``WEB_INHERITED`` ones (what describes its data and its decisions), and every other one (``compile``,
+``device``, ``engine``, ``workers``, and any setting added later) must keep the task's default.  Refusals
+name files by their place under the allowed folders, never by a server path.
 """
 
 from __future__ import annotations
@@ -132,12 +139,34 @@ def choice_label(path: str, roots: tuple[Path, ...] | None = None) -> str:
 
 
 def _inside_roots(what: str, value: str | None, roots: tuple[Path, ...]) -> None:
+    """ConfigError unless ``value`` lies inside one of ``roots``; the message names the roots by their folder
+    names and the value by its file name only (a visitor never reads a server path)."""
     if value is None:
         return
     path = Path(value).expanduser().resolve()
     if not any(path == r or r in path.parents for r in roots):
-        raise ConfigError(f"the {what} must lie inside an allowed folder ({', '.join(map(str, roots))}; set "
-                          f"{DATA_ROOTS_ENV} to change them); got {value!r}")
+        names = ", ".join(sorted({UPLOADS_DIR.name if r.name == UPLOADS_DIR.name else r.name for r in roots}))
+        raise ConfigError(f"the {what} must lie inside an allowed folder ({names}); got {Path(value).name!r}, "
+                          "which lies elsewhere: pick it from the form's list or upload it")
+
+
+# Settings the form does not show that a base run may bring along (what describes its data and its decisions);
+# every other setting the form does not show must keep the task's default from the web (``check_web_config``).
+WEB_INHERITED = ("task", "threshold", "fmt", "padding", "synset_mapping", "lazy", "batch_size", "score_threshold",
+                 "labels", "iou_threshold", "regions_from")
+# The config fields the form sets (``RunForm.to_config``), for either task.
+FORM_FIELDS = ("model", "detector", "weights", "dataset", "images", "plan", "operators", "vote_k", "dilate",
+               "test_all", "detected_only", "seed", "limit", "name", "runtime")
+
+
+def _pinned_changes(config: AnyConfig) -> list[str]:
+    """``field=value`` of every setting that neither the form sets nor a base run may bring, where it differs
+    from the task's default."""
+    import dataclasses
+
+    default = default_config(task_of(config))
+    return [f"{f.name}={getattr(config, f.name)!r}" for f in dataclasses.fields(config)
+            if f.name not in FORM_FIELDS + WEB_INHERITED and getattr(config, f.name) != getattr(default, f.name)]
 
 
 def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
@@ -172,6 +201,10 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
     _inside_roots("synset mapping", config.synset_mapping, roots)
     # what the form does not show cannot come in through a base run's settings either: the app runs on this
     # machine, one process per run, with batches no larger than the form would offer
+    pinned = _pinned_changes(config)
+    if pinned:
+        raise ConfigError(f"the web app starts runs only with settings its form offers; got {', '.join(pinned)} "
+                          "(from the run it starts from?). Start such runs with the objrel command on the server")
     if getattr(config, "engine", "local") != "local":
         raise ConfigError(f"the web app runs on this machine only (engine local); got engine={config.engine!r}. "
                           "Start Ray runs with the objrel command")
@@ -267,9 +300,44 @@ class RunForm:
                    detected_only=config.detected_only if detection else False, seed=config.seed,
                    limit=config.limit, runtime=getattr(config, "runtime", AUTO_RUNTIME))
 
+    def check(self) -> RunForm:
+        """The form itself when every field holds a value the form offers (a choice of its lists, a number
+        inside its bounds, text as text); ConfigError naming the first field that does not, what was expected
+        and what came (a tampered form starts nothing)."""
+        from objrel.mutations import PRESETS
+
+        def refuse(field: str, expected: str) -> ConfigError:
+            return ConfigError(f"the form's {field} must be {expected}; got {getattr(self, field)!r}. "
+                               "Nothing was started")
+
+        if self.task not in TASKS:
+            raise ConfigError(f"task must be one of {TASKS}, got {self.task!r}")
+        for name in ("model", "weights", "dataset", "images", "plan", "name", "runtime"):
+            if not isinstance(getattr(self, name), str):
+                raise refuse(name, "text")
+        if self.plan and self.plan not in PRESETS:
+            raise refuse("plan", f"one of {', '.join(PRESETS)}")
+        if self.runtime not in RUNTIMES:
+            raise ConfigError(f"runtime must be one of {RUNTIMES}, got {self.runtime!r}")
+        offered = extra_operator_choices()
+        if not isinstance(self.operators, (tuple, list)) or any(o not in offered for o in self.operators):
+            raise refuse("operators", f"a list of {', '.join(offered)}")
+        for name, low, high in (("vote_k", 1, MAX_VOTE_K), ("dilate", 0, MAX_DILATE_PX), ("seed", 0, MAX_SEED),
+                                ("limit", 0, None)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None
+                                                                                        and value > high):
+                raise refuse(name, f"a whole number from {low}" + (f" to {high}" if high is not None else " up"))
+        for name in ("test_all", "detected_only"):
+            if not isinstance(getattr(self, name), bool):
+                raise refuse(name, "on or off")
+        return self
+
     def to_config(self, base: AnyConfig | None = None) -> AnyConfig:
         """The run's configuration: these fields over ``base`` (when it is a run of the same task) or the
-        task's defaults.  Raises ConfigError for a missing model or dataset or an invalid setting."""
+        task's defaults.  Raises ConfigError for a field the form does not offer (``check``), a missing model
+        or dataset or an invalid setting."""
+        self.check()
         start = base_config(self.task, base)
         model = self.model.strip()
         if not model:

@@ -406,6 +406,8 @@ def crawl_page(world: World, base: Path, page: str, role: str, monkeypatch) -> C
 
 
 def actor_for(role: str):
+    """The role's account as the action table sees it (for reading the table; the gate trusts only actors
+    loaded from the store, which the pages use)."""
     account, roles = ROLE_ACCOUNTS[role]
     return A.Actor(account, frozenset(roles))
 
@@ -526,8 +528,8 @@ def check_step(crawl: Crawl, step: Step, v: Verdicts) -> None:
     # an adjudicator sees every call; a reviewer who closed a review sample sees the other closer's calls as
     # calibration (make_world: alice and bob close every drawn sample)
     closers = {"alice", OTHER_REVIEWER}
-    may_see = {name for name in NOTES if A.permits(actor, A.SEE_CALLS, A.Target(owner=name))
-               or (actor.name in closers and A.permits(actor, A.SEE_CALIBRATION))}
+    may_see = {name for name in NOTES if table_permits(crawl.role, A.SEE_CALLS, A.Target(owner=name))
+               or (actor.name in closers and table_permits(crawl.role, A.SEE_CALIBRATION, A.Target()))}
     for name, note in NOTES.items():
         if note in step.shown and name not in may_see:
             v.hole(step, f"shows {name}'s note on the disagreement ({note!r})")

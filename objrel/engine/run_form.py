@@ -201,10 +201,6 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
     _inside_roots("synset mapping", config.synset_mapping, roots)
     # what the form does not show cannot come in through a base run's settings either: the app runs on this
     # machine, one process per run, with batches no larger than the form would offer
-    pinned = _pinned_changes(config)
-    if pinned:
-        raise ConfigError(f"the web app starts runs only with settings its form offers; got {', '.join(pinned)} "
-                          "(from the run it starts from?). Start such runs with the objrel command on the server")
     if getattr(config, "engine", "local") != "local":
         raise ConfigError(f"the web app runs on this machine only (engine local); got engine={config.engine!r}. "
                           "Start Ray runs with the objrel command")
@@ -213,6 +209,10 @@ def check_web_config(store: Store, config: AnyConfig) -> AnyConfig:
                           "Start GPU runs with the objrel command")
     if config.batch_size > MAX_WEB_BATCH:
         raise ConfigError(f"batch_size must be at most {MAX_WEB_BATCH} from the web app; got {config.batch_size}")
+    pinned = _pinned_changes(config)
+    if pinned:
+        raise ConfigError(f"the web app starts runs only with settings its form offers; got {', '.join(pinned)} "
+                          "(from the run it starts from?). Start such runs with the objrel command on the server")
     return config
 
 

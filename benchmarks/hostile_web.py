@@ -593,3 +593,375 @@ for _field, _words, _parts in CRAWL_FIELDS:
     for _payload, _tag, _make in _parts:
         _x = "x1" if _payload in ("img", "script", "svg", "js-url") else "x2" if "link" in _payload else "x3"
         kind(f"web-{_x}-{_payload}-in-{_field}")(crawl_kind(_tag, _words, _make(_tag)))
+
+
+# ---------------------------------------------------------------- sessions of the served app
+
+def session_of(context, path: str = "", name: str | None = None):
+    """A page of the app in ``context`` (signed in as ``name`` when given, then on ``path``), its browser
+    session id (from Streamlit's first message) and its XSRF cookie."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    w = world()
+    page = context.new_page()
+    found: list[str] = []
+
+    def frames(ws):
+        def on_frame(payload):
+            if isinstance(payload, bytes):
+                msg = ForwardMsg.FromString(payload)
+                if msg.HasField("new_session") and msg.new_session.initialize.session_id:
+                    found.append(msg.new_session.initialize.session_id)
+        ws.on("framereceived", on_frame)
+
+    page.on("websocket", frames)
+    page.goto(w.server.base)
+    page.get_by_label("Name").wait_for(timeout=PAGE_TIMEOUT_MS)
+    settled(page)
+    if name:
+        sign_in(page, name)
+    if path:
+        nav(page, path)
+    xsrf = next((c["value"] for c in context.cookies() if c["name"] == "_streamlit_xsrf"), "")
+    if not found:
+        raise RuntimeError("no browser session id in Streamlit's messages")
+    return page, found[-1], xsrf
+
+
+def put_upload(port: int, session_id: str, xsrf: str, n_bytes: int, serial: int, declared: int | None = None):
+    """PUT one multipart file of ``n_bytes`` to Streamlit's upload endpoint (declaring ``declared`` bytes when
+    given); its HTTP status, or the error that ended it (the server answered early and closed)."""
+    boundary = "objrelboundary"
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big{serial}.zip\"\r\n"
+            f"Content-Type: application/zip\r\n\r\n").encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.putrequest("PUT", f"/_stcore/upload_file/{session_id}/file-{serial}")
+        conn.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+        conn.putheader("Content-Length", str(declared if declared is not None else len(head) + n_bytes + len(tail)))
+        conn.putheader("X-Xsrftoken", xsrf)
+        conn.putheader("Cookie", f"_streamlit_xsrf={xsrf}")
+        conn.putheader("Origin", f"http://127.0.0.1:{port}")
+        conn.endheaders()
+        conn.send(head)
+        chunk = b"\0" * MB
+        for _ in range(n_bytes // MB):
+            conn.send(chunk)
+        conn.send(tail)
+        return conn.getresponse().status
+    except OSError as exc:
+        try:
+            return conn.getresponse().status
+        except Exception:  # noqa: BLE001 - the connection is gone: what ended it is the answer
+            return type(exc).__name__
+    finally:
+        conn.close()
+
+
+def uploads_kind(who: str | None, path: str, words: str):
+    def judge(ctx) -> Verdict:
+        w = world()
+        context = w.context()
+        try:
+            _, sid, xsrf = session_of(context, path, who)
+            before = w.server.rss_mb()
+            answers = [put_upload(w.server.port, sid, xsrf, UPLOAD_MB * MB, i) for i in range(UPLOADS)]
+            time.sleep(1.0)
+            after = w.server.rss_mb()
+        finally:
+            context.close()
+        taken = [a for a in answers if a == 200 or a == 204]
+        grew = after - before
+        text = (f"{UPLOADS} x {UPLOAD_MB} MB from {words}: answers {answers}, server RSS {before:.0f} -> "
+                f"{after:.0f} MB")
+        return held(not taken and grew <= RSS_SLACK_MB, text)
+    return judge
+
+
+kind("web-e1-anonymous-3x150MB-uploads")(uploads_kind(None, "", "an anonymous browser session"))
+kind("web-e1-reviewer-3x150MB-uploads")(uploads_kind(PLAIN_REVIEWER, "review",
+                                                     "a signed-in reviewer (who may not upload)"))
+
+
+@kind("web-e1-operator-upload-past-its-grant")
+def _(ctx) -> Verdict:
+    """A run operator on the Runs page (granted uploads up to objrel's limit) declares a file past it."""
+    w = world()
+    context = w.context()
+    try:
+        _, sid, xsrf = session_of(context, "runs", RUN_OPERATOR)
+        declared = 64 * 1024 * MB
+        before = w.server.rss_mb()
+        answer = put_upload(w.server.port, sid, xsrf, 8 * MB, 0, declared=declared)
+        after = w.server.rss_mb()
+    finally:
+        context.close()
+    return held(answer not in (200, 204) and after - before <= RSS_SLACK_MB,
+                f"a 64 GiB declared upload from the run operator's Runs page: answer {answer}, "
+                f"server RSS {before:.0f} -> {after:.0f} MB")
+
+
+# ---------------------------------------------------------------- S1, S2, S5: the web gate
+
+def other_port_page(html: str):
+    """Serve ``html`` from another port of the same host (the attacker's page); returns (url, stop)."""
+    body = html.encode("utf-8")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the http.server name)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    import threading
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+    def stop():
+        srv.shutdown()
+        srv.server_close()
+    return f"http://127.0.0.1:{srv.server_address[1]}/", stop
+
+
+def session_cookies(context) -> list[dict]:
+    return [c for c in context.cookies() if "objrel_session" in c["name"] and c["value"]]
+
+
+WEBSOCKET_PROBE = """<!doctype html><title>elsewhere</title><script>
+window.result = "pending";
+const ws = new WebSocket("ws://127.0.0.1:%(port)s/_stcore/stream", ["streamlit"]);
+ws.onopen = () => { window.result = "opened"; ws.close(); };
+ws.onclose = (e) => { if (window.result === "pending") window.result = "refused"; };
+ws.onerror = () => { if (window.result === "pending") window.result = "refused"; };
+</script>"""
+
+
+@kind("web-s1-cross-port-websocket-with-admins-cookie")
+def _(ctx) -> Verdict:
+    w = world()
+    context = w.context()
+    try:
+        open_app(context, w.server.base)
+        sign_in(context.pages[0], ADMIN)
+        url, stop = other_port_page(WEBSOCKET_PROBE % {"port": w.server.port})
+        try:
+            page = context.new_page()
+            page.goto(url)
+            page.wait_for_function("window.result !== 'pending'", timeout=PAGE_TIMEOUT_MS)
+            result = page.evaluate("window.result")
+        finally:
+            stop()
+    finally:
+        context.close()
+    return held(result == "refused", f"a page on another port opened Streamlit's WebSocket: {result}")
+
+
+READ_COOKIE = """<!doctype html><title>elsewhere</title><script>window.seen = document.cookie;</script>"""
+
+
+@kind("web-s2-page-on-another-port-reads-the-session-cookie")
+def _(ctx) -> Verdict:
+    from objrel import review
+
+    w = world()
+    context = w.context()
+    try:
+        page = open_app(context, w.server.base)
+        sign_in(page, ADMIN)
+        in_app = page.evaluate("document.cookie")
+        url, stop = other_port_page(READ_COOKIE)
+        try:
+            other = context.new_page()
+            other.goto(url)
+            seen = other.evaluate("window.seen")
+        finally:
+            stop()
+        store = w.store()
+        live = [c["value"] for c in session_cookies(context) if review.session_user(store, c["value"])]
+        store.dispose()
+    finally:
+        context.close()
+    leaked = [t for t in live if t in seen or t in in_app]
+    if not live:
+        return Verdict(CRASH, "the signed-in browser holds no session cookie to steal")
+    return held(not leaked and "objrel_session" not in seen + in_app,
+                f"document.cookie on the app: {len(in_app)} chars, on another port: {len(seen)} chars; "
+                f"session token among them: {bool(leaked)}")
+
+
+PLANT = """<!doctype html><title>elsewhere</title><script>
+document.cookie = "__Host-Http-objrel_session=%(token)s; Path=/; Secure; SameSite=Strict";
+document.cookie = "objrel_session=%(token)s; Path=/; SameSite=Strict";
+window.done = true;
+</script>"""
+
+
+@kind("web-s2-page-on-another-port-plants-a-session-cookie")
+def _(ctx) -> Verdict:
+    from objrel import review
+
+    w = world()
+    store = w.store()
+    token = review.start_session(store, ADMIN)
+    store.dispose()
+    context = w.context()
+    try:
+        url, stop = other_port_page(PLANT % {"token": token})
+        try:
+            page = context.new_page()
+            page.goto(url)
+            page.wait_for_function("window.done === true", timeout=PAGE_TIMEOUT_MS)
+        finally:
+            stop()
+        page = open_app(context, w.server.base)
+        signed = page.get_by_text(f"Signed in as {ADMIN}").count()
+    finally:
+        context.close()
+    return held(signed == 0, "the visitor opening the app after the planting page is "
+                + ("signed in as the planted admin" if signed else "not signed in"))
+
+
+def _status(port: int, method: str, path: str, headers: dict) -> int | str:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(method, path, headers=headers)
+        return conn.getresponse().status
+    except OSError as exc:
+        return type(exc).__name__
+    finally:
+        conn.close()
+
+
+@kind("web-s5-rebinding-host-http")
+def _(ctx) -> Verdict:
+    w = world()
+    host = {"Host": f"rebound.example:{w.server.port}"}
+    answers = {p: _status(w.server.port, "GET", p, host) for p in ("/", "/_stcore/health", "/_stcore/host-config")}
+    own = _status(w.server.port, "GET", "/_stcore/health", {"Host": f"127.0.0.1:{w.server.port}"})
+    if own != 200:
+        return Verdict(CRASH, f"the app's own host name got {own}")
+    return held(all(a != 200 for a in answers.values()), f"Host rebound.example: {answers}")
+
+
+@kind("web-s5-rebinding-host-websocket")
+def _(ctx) -> Verdict:
+    import base64
+
+    w = world()
+    key = base64.b64encode(os.urandom(16)).decode()
+    headers = {"Host": f"rebound.example:{w.server.port}", "Origin": f"http://rebound.example:{w.server.port}",
+               "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Key": key,
+               "Sec-WebSocket-Version": "13", "Sec-WebSocket-Protocol": "streamlit"}
+    answer = _status(w.server.port, "GET", "/_stcore/stream", headers)
+    return held(answer != 101, f"a WebSocket handshake for Host rebound.example: {answer}")
+
+
+# ---------------------------------------------------------------- S3, S4, R1: sessions that ended
+
+@kind("web-s3-open-tab-saves-no-call-after-end-all-sessions")
+def _(ctx) -> Verdict:
+    from objrel import review
+
+    w = world()
+    context = w.context()
+    try:
+        page = open_app(context, w.server.base)
+        sign_in(page, FRESH_REVIEWER)
+        nav(page, "review")
+        button = page.get_by_role("button", name="True positive")
+        button.first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        other = context.new_page()                   # a second tab of the same browser
+        other.goto(w.server.base)
+        other.get_by_text(f"Signed in as {FRESH_REVIEWER}").wait_for(timeout=PAGE_TIMEOUT_MS)
+        settled(other)
+        other.get_by_role("button", name="End all my sessions").click()
+        other.get_by_label("Passphrase").wait_for(timeout=PAGE_TIMEOUT_MS)
+        store = w.store()
+        live = review.live_sessions(store, FRESH_REVIEWER)
+        if button.count():
+            button.first.click(timeout=10_000)
+            page.wait_for_timeout(3000)
+        calls = [j for j in review.judgments(store, w.run_id) if j.reviewer == FRESH_REVIEWER]
+        store.dispose()
+    finally:
+        context.close()
+    if live:
+        return Verdict(CRASH, f"'End all my sessions' left {live} sessions live: the attack was not set up")
+    return held(not calls, f"the first tab's call after 'End all my sessions': {len(calls)} saved")
+
+
+@kind("web-s4-anonymous-failed-sign-ins-lock-no-name-out")
+def _(ctx) -> Verdict:
+    from objrel.review.accounts import THROTTLE_AFTER_FAILURES
+
+    w = world()
+    attacker, owner = w.context(), w.context()
+    try:
+        page = open_app(attacker, w.server.base)
+        for _ in range(THROTTLE_AFTER_FAILURES + 3):
+            page.get_by_label("Name").fill(GUESSED)
+            page.get_by_label("Passphrase").fill("a-wrong-guess-of-the-passphrase")
+            page.get_by_role("button", name="Sign in", exact=True).click()
+            settled(page)
+        mine = open_app(owner, w.server.base)
+        mine.get_by_label("Name").fill(GUESSED)
+        mine.get_by_label("Passphrase").fill(passphrase(GUESSED))
+        mine.get_by_role("button", name="Sign in", exact=True).click()
+        mine.wait_for_function(f"document.body.innerText.includes('Signed in as {GUESSED}') || "
+                               "document.body.innerText.includes('Too many failed') || "
+                               "document.body.innerText.includes('wrong passphrase')", timeout=PAGE_TIMEOUT_MS)
+        text = " ".join(mine.inner_text("body").split())
+        ok = f"Signed in as {GUESSED}" in text
+        text = "signed in at once" if ok else re.sub(r".*?((Too many|Unknown name)[^.]*\.).*", r"\1", text)[:100]
+    finally:
+        attacker.close()
+        owner.close()
+    return held(ok, f"after {THROTTLE_AFTER_FAILURES + 3} anonymous failed sign-ins as {GUESSED!r}, its owner: "
+                    f"{text}")
+
+
+@kind("web-r1-signed-out-operators-runs-page-cancels-nothing")
+def _(ctx) -> Verdict:
+    import datetime as dt
+
+    from objrel.review import sessions
+
+    w = world()
+    store = w.store()
+    holder = subprocess.Popen(["sleep", "600"])        # the run's live process, as the Runs page sees it
+    w.extra.append(holder)
+    record = store.get_run(w.run_id)
+    t0 = dt.datetime.now(dt.timezone.utc)
+    store.update_run(w.run_id, status="running", pid=holder.pid, started_at=t0, heartbeat_at=t0)
+    context = w.context()
+    try:
+        page = open_app(context, w.server.base)
+        sign_in(page, RUN_OPERATOR)
+        nav(page, "runs")
+        cancel = page.get_by_role("button", name="Cancel", exact=True)
+        cancel.first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        settled(page)
+        ended = sessions.end_sessions(store, RUN_OPERATOR, sessions.SIGN_OUT_EVERYWHERE)
+        page.wait_for_timeout(5000)                     # the page's history refreshes every 2 s on its own
+        offered = cancel.count() > 0
+        if offered:
+            cancel.first.click(timeout=5000)
+            page.wait_for_timeout(4000)
+        asked = store.cancel_requested(w.run_id)
+    finally:
+        context.close()
+        store.update_run(w.run_id, status=record.status, pid=record.pid, started_at=record.started_at,
+                         heartbeat_at=record.heartbeat_at, cancel_requested=False)
+        store.dispose()
+        holder.kill()
+        holder.wait()
+    if not ended:
+        return Verdict(CRASH, "the run operator had no session to end: the attack was not set up")
+    return held(not asked, f"after a sign-out elsewhere: Cancel still offered {offered}, run asked to stop {asked}")

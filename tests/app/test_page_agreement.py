@@ -93,7 +93,7 @@ def test_adjudicator_sees_hand_computed_kappa_and_the_calls(judged_store):
     confusion = table_with(at, "bob: tp")
     assert confusion.loc["alice: tp", "bob: tp"] == 5 and confusion.loc["alice: tp", "bob: fp"] == 1
     assert confusion.loc["alice: fp", "bob: tp"] == 1 and confusion.loc["alice: fp", "bob: fp"] == 3
-    assert any("closed" in c.value and "alice, bob" in c.value for c in at.caption)
+    assert any("closed" in c.value and "alice, bob" in c.value.replace("\\", "") for c in at.caption)
     # the compact precision table carries the kappa for an adjudicator
     summary = table_with(at, "95% CI").iloc[0]
     assert summary["kappa"] == pytest.approx(0.28 / 0.48)
@@ -155,7 +155,8 @@ def test_notes_are_shown_as_typed_not_as_markdown(judged_store):
                       "**urgent** [see](http://evil.example) :red[x]")
     at = run_page("carol")
     shown = " ".join(m.value for m in at.markdown)
-    assert "\\*\\*urgent\\*\\* \\[see\\](http\\://evil\\.example) \\:red\\[x\\]" in shown
+    # every markdown character escaped, and a word joiner before ":" so that no autolink forms
+    assert "\\*\\*urgent\\*\\* \\[see\\]\\(http\u2060\\:\\/\\/evil\\.example\\) \u2060\\:red\\[x\\]" in shown
     assert "[see](http" not in shown
 
 

@@ -18,7 +18,8 @@ from pycocotools.coco import COCO
 
 from objrel.constants import MAX_ANNOTATION_FILE_BYTES
 from objrel.errors import AnnotationError, BadSampleError
-from objrel.data.bounded import parse_json
+from objrel.data import box_limits
+from objrel.data.bounded import parse_json, read_limited
 from objrel.data.dataset import Dataset
 from objrel.data.locate import ImageFinder
 from objrel.data.region import clip_objects
@@ -27,8 +28,12 @@ from objrel.data.sample import Sample, TargetObject
 
 def _read_json(path: Path) -> dict:
     """The parsed file; ``InputFileError`` (an ``AnnotationError``) when it is missing, over
-    ``MAX_ANNOTATION_FILE_BYTES`` or ``MAX_NESTING_DEPTH``, or not JSON."""
-    return parse_json(path, f"annotation file {path}", MAX_ANNOTATION_FILE_BYTES)
+    ``MAX_ANNOTATION_FILE_BYTES`` or ``MAX_NESTING_DEPTH``, or not JSON; ``AnnotationError`` when its bytes
+    already show more than ``MAX_BOXES_TOTAL`` boxes (refused before it is parsed into memory)."""
+    what = f"annotation file {path.name}"
+    raw = read_limited(path, what, MAX_ANNOTATION_FILE_BYTES)
+    box_limits.check_total(box_limits.count_box_keys(raw), what)
+    return parse_json(raw, what, MAX_ANNOTATION_FILE_BYTES)
 
 
 def _check_schema(data: dict, path: Path) -> None:
@@ -100,6 +105,8 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
         )
     data.setdefault("annotations", [])
     data.setdefault("categories", [])
+    if isinstance(data["annotations"], list):
+        box_limits.check_total(len(data["annotations"]), f"annotation file {ann_path.name}")
     _check_schema(data, ann_path)
     coco = COCO()
     coco.dataset = data
@@ -132,6 +139,9 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
         try:
             rel, found = finder.locate(rel)
             image_path = str(found)
+            n_boxes = len(anns_by_image.get(img.get("id"), ()))
+            if n_boxes > box_limits.MAX_BOXES_PER_IMAGE:
+                raise BadSampleError(box_limits.TOO_MANY_BOXES, box_limits.per_image_reason(n_boxes))
             for ann in anns_by_image.get(img.get("id"), []):
                 cid = ann.get("category_id")
                 if cid not in cats:

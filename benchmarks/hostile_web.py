@@ -965,3 +965,485 @@ def _(ctx) -> Verdict:
     if not ended:
         return Verdict(CRASH, "the run operator had no session to end: the attack was not set up")
     return held(not asked, f"after a sign-out elsewhere: Cancel still offered {offered}, run asked to stop {asked}")
+
+
+# ---------------------------------------------------------------- library kinds, each in a child process
+
+PROBES: dict[str, Callable[[Path], tuple[bool, str]]] = {}
+# LIME samples per explanation: enough for LIME to fit, few enough for the colour model to answer at once.
+FEW = 20
+# Seconds a probe's held work waits for the requests made beside it.
+HOLD_S = 60
+
+
+def probe_kind(name: str):
+    """Register ``fn(folder) -> (held, answer)`` as the kind ``name``, run in a child process."""
+    def deco(fn):
+        PROBES[name] = fn
+
+        @kind(name)
+        def judge(ctx) -> Verdict:
+            folder = Path(ctx.dir) if ctx is not None else Path(tempfile.mkdtemp(prefix="objrel-web-probe-"))
+            folder.mkdir(parents=True, exist_ok=True)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("OBJREL_")}
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT), str(BENCH)]))
+            try:
+                done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--probe", name, str(folder)],
+                                      cwd=folder, env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                                      stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                return Verdict(CRASH, f"hung: killed after {PROBE_TIMEOUT_S} s")
+            lines = [s for s in done.stdout.splitlines() if s.startswith("{")]
+            if done.returncode != 0 or not lines:
+                tail = [s for s in done.stderr.strip().splitlines() if s.strip()]
+                return Verdict(CRASH, f"exit {done.returncode}: {tail[-1] if tail else 'no answer'}")
+            out = json.loads(lines[-1])
+            return held(out["held"], out["answer"])
+        return fn
+    return deco
+
+
+def run_probe(name: str, folder: str) -> int:
+    """Child side: run probe ``name`` in ``folder`` and print ``{"held": ..., "answer": ...}``."""
+    os.chdir(folder)
+    ok, answer = PROBES[name](Path(folder))
+    print(json.dumps({"held": bool(ok), "answer": answer}), flush=True)
+    return 0
+
+
+def _attempt(call):
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - the probe looks at what came back either way
+        return exc
+
+
+def _account(store, name: str, roles):
+    """The actor of account ``name`` with ``roles``, loaded from the store as the app loads it (made without a
+    passphrase: a provider's subject)."""
+    from objrel.review.accounts import ensure_oidc_reviewer
+    from objrel.review.roles import actor_of, grant_as_operator
+
+    ensure_oidc_reviewer(store, name, f"hostile-subject-{name}")
+    grant_as_operator(store, name, roles)
+    return actor_of(store, name)
+
+
+def _payload_run(d: Path):
+    """A store in ``d`` with one payload-model run; ``(store, run id)``."""
+    from objrel.store import Store
+
+    store = Store(d / "probe.db")
+    return store, run_payload_model(store, write_dataset(d / "data"), "probe run")
+
+
+def _flagged_ids(store, rid: int) -> list[str]:
+    from objrel.review.lime_ahead import ahead_keys
+
+    return [sid for sid, _ in flagged_items() if ahead_keys(store, rid, sid, RELATION)]
+
+
+def _lime_at_once(d: Path, people: list[str]) -> tuple[int, int, int]:
+    """Each of ``people`` asks for LIME of another flagged item at the same moment; the admitted ones hold
+    their slot until every request has been answered.  Returns (asked, computing at once, refused)."""
+    import threading
+
+    from objrel import review as R
+    from objrel.review.lime_ahead import ahead_keys
+    from objrel.review.lime_pair import explain_pair
+
+    store, rid = _payload_run(d)
+    actors = {n: _account(store, n, [R.REVIEWER]) for n in set(people)}
+    sids = _flagged_ids(store, rid)
+    model = payload_model()
+    computing, answered, release = set(), [], threading.Event()
+    lock = threading.Lock()
+
+    def ask(i: int, who: str) -> None:
+        sid = sids[i % len(sids)]
+
+        def hold(share, text):
+            with lock:
+                computing.add(i)
+            release.wait(HOLD_S)
+
+        out = _attempt(lambda: explain_pair(actors[who], store, model, rid, sid, ahead_keys(store, rid, sid,
+                                                                                              RELATION)[1],
+                                            FEW + i, progress=hold))
+        with lock:
+            answered.append((i, out))
+
+    threads = [threading.Thread(target=ask, args=(i, who)) for i, who in enumerate(people)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + HOLD_S
+    while time.time() < deadline:
+        with lock:
+            if len(computing | {i for i, _ in answered}) == len(people):
+                break
+        time.sleep(0.05)
+    at_once = len(computing)
+    release.set()
+    for t in threads:
+        t.join(HOLD_S)
+    refused = sum(1 for _, out in answered if isinstance(out, Exception) and "nothing started" in str(out))
+    return len(people), at_once, refused
+
+
+@probe_kind("web-e2-one-reviewer-6-lime-at-once")
+def _(d: Path):
+    from objrel import work_queue
+
+    asked, at_once, refused = _lime_at_once(d, ["alice"] * 6)
+    cap = work_queue.max_per_person()
+    return (0 < at_once <= cap and refused == asked - at_once,
+            f"{asked} LIME requests of one reviewer at once: {at_once} computed at once, {refused} refused "
+            f"(cap per person {cap})")
+
+
+@probe_kind("web-e2-three-reviewers-9-lime-at-once")
+def _(d: Path):
+    from objrel import work_queue
+
+    asked, at_once, refused = _lime_at_once(d, ["alice", "bob", "cora"] * 3)
+    cap = work_queue.max_work()
+    return (0 < at_once <= cap and refused == asked - at_once,
+            f"{asked} LIME requests of three reviewers at once: {at_once} computed at once, {refused} refused "
+            f"(server cap {cap})")
+
+
+@probe_kind("web-e2-lime-ahead-beyond-the-servers-cap")
+def _(d: Path):
+    import threading
+
+    from objrel import review as R
+    from objrel.access import SERVER
+    from objrel.review.lime_ahead import LIME_KIND, ahead_keys, start_lime_job
+    from objrel.review.lime_pair import explain_pair
+    from objrel.store import review_jobs
+
+    os.environ["OBJREL_MAX_WORK"] = "1"            # this server runs one costly job at a time
+    store, rid = _payload_run(d)
+    alice, bob = _account(store, "alice", [R.REVIEWER]), _account(store, "bob", [R.REVIEWER])
+    R.draw_review_sample(SERVER, store, rid, RELATION)
+    sid = _flagged_ids(store, rid)[0]
+    inside, go_on = threading.Event(), threading.Event()
+    worker = threading.Thread(target=lambda: _attempt(lambda: explain_pair(
+        alice, store, payload_model(), rid, sid, ahead_keys(store, rid, sid, RELATION)[1], FEW,
+        progress=lambda *a: (inside.set(), go_on.wait(HOLD_S)))))
+    worker.start()
+    started = []
+    try:
+        if not inside.wait(HOLD_S):
+            return False, "the LIME holding the server's slot never began: the attack was not set up"
+        ahead = _attempt(lambda: start_lime_job(bob, store, rid, RELATION, num_samples=FEW, tied=True))
+        row = review_jobs.latest_job(store, LIME_KIND, rid, RELATION)
+        if row is not None and row["pid"] is not None:
+            started.append(int(row["pid"]))
+    finally:
+        go_on.set()
+        worker.join(HOLD_S)
+        for pid in started:
+            try:
+                os.kill(pid, 15)
+            except ProcessLookupError:
+                pass
+    return (not started, f"LIME ahead with the server's one slot taken: {getattr(ahead, 'status', ahead)!s:.80}; "
+                         f"processes started: {len(started)}")
+
+
+REPORT_SESSIONS = 10
+
+
+@probe_kind("web-e3-ten-anonymous-report-builds-at-once")
+def _(d: Path):
+    import threading
+
+    import objrel.analysis.report as report_module
+    from objrel.access import ANONYMOUS
+    from objrel.analysis.shared_report import report_html
+
+    store, rid = _payload_run(d)
+    real, built = report_module.build_report, []
+
+    def counted(*args, **kwargs):      # the real build, counted
+        built.append(1)
+        return real(*args, **kwargs)
+
+    report_module.build_report = counted
+    gate, got = threading.Barrier(REPORT_SESSIONS), [None] * REPORT_SESSIONS
+
+    def ask(i: int) -> None:
+        gate.wait()
+        got[i] = _attempt(lambda: report_html(ANONYMOUS, store, rid))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(REPORT_SESSIONS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(PROBE_TIMEOUT_S)
+    served = [g for g in got if isinstance(g, str)]
+    copies = len({id(g) for g in served})
+    return (len(built) == 1 and copies <= 1,
+            f"{REPORT_SESSIONS} anonymous report requests at once: {len(built)} builds, {len(served)} served, "
+            f"{copies} distinct copies in memory")
+
+
+def _bench_pids(root: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"objrel.studies.shortcut.bench" in cmd and any(str(root).encode() in c for c in cmd):
+                found.append(int(entry.name))
+    return found
+
+
+@probe_kind("web-e4-three-quick-benchmark-starts-at-once")
+def _(d: Path):
+    import threading
+
+    from objrel import review as R
+    from objrel.store import Store
+    from objrel.studies.shortcut.browse import start_quick_benchmark
+
+    olga = _account(Store(d / "accounts.db"), "olga", [R.RUN_OPERATOR])
+    root = d / "shortcut"
+    gate, outcomes = threading.Barrier(3), [None] * 3
+
+    def start(i: int) -> None:
+        gate.wait()
+        outcomes[i] = _attempt(lambda: start_quick_benchmark(olga, root))
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(HOLD_S)
+    time.sleep(1.0)
+    pids = _bench_pids(root)
+    for pid in pids:                   # the benchmarks themselves are not the point: ended by their ids
+        os.kill(pid, 15)
+    refused = sum(isinstance(o, Exception) for o in outcomes)
+    return len(pids) <= 1 and refused == 2, f"3 starts at once: {len(pids)} benchmark processes, {refused} refused"
+
+
+# ---------------------------------------------------------------- B1, B2: blindness
+
+SECRET_NOTE = "bob's-secret-note"
+
+
+def _blind_world(d: Path, alice_roles, drawn: int = 3, alice_judges: int | None = None):
+    """A run whose MR-2 review sample is its first ``drawn`` flagged items; alice (``alice_roles``) judges the
+    first ``alice_judges`` of them (all by default) tp, bob all of them, fp with ``SECRET_NOTE`` on the first;
+    with every drawn item judged by both, both also judge the first undrawn flagged item differently.
+    Returns (store, run id, alice, drawn ids, undrawn id)."""
+    from objrel import review as R
+    from objrel.store import reviews as review_rows
+
+    store, rid = _payload_run(d)
+    alice, bob = _account(store, "alice", alice_roles), _account(store, "bob", [R.REVIEWER])
+    review_rows.store_review_sample(store, rid, RELATION, 0, lambda population: population[:drawn], replace=False)
+    ids = list(R.draw_review_sample(alice, store, rid, RELATION))
+    undrawn = next(s for s in _flagged_ids(store, rid) if s not in ids)
+    for i, sid in enumerate(ids):
+        R.record_judgment(bob, store, rid, sid, RELATION, "fp" if i == 0 else "tp", ["other"] if i == 0 else (),
+                          SECRET_NOTE if i == 0 else None)
+        if alice_judges is None or i < alice_judges:
+            R.record_judgment(alice, store, rid, sid, RELATION, "tp", (), None)
+    if alice_judges is None:
+        R.record_judgment(bob, store, rid, undrawn, RELATION, "fp", ["other"], SECRET_NOTE)
+        R.record_judgment(alice, store, rid, undrawn, RELATION, "tp", (), None)
+    return store, rid, alice, ids, undrawn
+
+
+@probe_kind("web-b1-calibration-over-an-undrawn-item")
+def _(d: Path):
+    from objrel import review as R
+    from objrel.review.calibration import calibration
+
+    store, rid, alice, ids, undrawn = _blind_world(d, [R.REVIEWER])
+    cal = calibration(alice, store, rid, RELATION)
+    items = [x.sample_id for x in cal.disagreements]
+    shown = undrawn in items or SECRET_NOTE in repr([x for x in cal.disagreements if x.sample_id == undrawn])
+    return not shown, f"alice's calibration lists {len(items)} disagreements; bob's call on the undrawn item " + (
+        "among them" if shown else "not among them")
+
+
+@probe_kind("web-b1-export-of-an-undrawn-item")
+def _(d: Path):
+    from objrel import review as R
+    from objrel.review.export import judgment_export
+
+    store, rid, alice, ids, undrawn = _blind_world(d, [R.REVIEWER])
+    rows = judgment_export(alice, store, [rid], RELATION)
+    seen = [r for r in rows if "bob" in repr(r) and undrawn in repr(r)]
+    return not seen, f"alice's export: {len(rows)} rows, {len(seen)} of bob's call on the undrawn item"
+
+
+def _b2(d: Path, second_role: str, look) -> tuple[bool, str]:
+    """alice holds the reviewer role and ``second_role`` and still judges the open sample; ``look(alice,
+    store, rid, item)`` is what she asks; held when nothing she gets holds bob's call."""
+    from objrel import review as R
+
+    store, rid, alice, ids, _ = _blind_world(d, [R.REVIEWER, second_role], alice_judges=1)
+    got = _attempt(lambda: look(alice, store, rid, ids[0]))
+    text = repr(got)
+    leaked = SECRET_NOTE in text or "'fp'" in text or "verdict='fp'" in text
+    what = f"refused: {type(got).__name__}" if isinstance(got, Exception) else f"answered {text[:60]}"
+    return not leaked, f"a party to the open sample who also holds {second_role}: {what}"
+
+
+@probe_kind("web-b2-adjudicator-party-pair-view")
+def _(d: Path):
+    from objrel.review.agreement import pair_view
+
+    return _b2(d, "adjudicator", lambda a, s, r, item: pair_view(a, s, r, RELATION, "alice", "bob"))
+
+
+@probe_kind("web-b2-admin-party-pair-view")
+def _(d: Path):
+    from objrel.review.agreement import pair_view
+
+    return _b2(d, "admin", lambda a, s, r, item: pair_view(a, s, r, RELATION, "alice", "bob"))
+
+
+@probe_kind("web-b2-adjudicator-party-judgment-history")
+def _(d: Path):
+    from objrel.review.judgments import judgment_history
+
+    return _b2(d, "adjudicator", lambda a, s, r, item: judgment_history(a, s, r, item, RELATION, "bob"))
+
+
+@probe_kind("web-b2-adjudicator-party-export")
+def _(d: Path):
+    from objrel.review.export import judgment_export
+
+    return _b2(d, "adjudicator", lambda a, s, r, item: [x for x in judgment_export(a, s, [r], RELATION)
+                                                        if "bob" in repr(x)])
+
+
+@probe_kind("web-b2-admin-party-my-work-disputes")
+def _(d: Path):
+    from objrel.review.my_work import my_work
+
+    def look(a, s, r, item):
+        disputes = my_work(a, s).disputes
+        return [f"verdict='fp' {x}" for x in disputes if x.run_id == r]   # any dispute of her open sample
+    return _b2(d, "admin", look)
+
+
+# ---------------------------------------------------------------- R2: actors not loaded from the store
+
+def _r2(d: Path, forge) -> tuple[bool, str]:
+    from objrel import review as R
+    from objrel.store import Store
+
+    store = Store(d / "accounts.db")
+    actor = forge(_account(store, "rex", [R.REVIEWER]))
+    got = _attempt(lambda: R.invite(actor, store, "mallory", "mallory-long-passphrase", [R.ADMIN]))
+    made = any(a["name"] == "mallory" for a in R.list_accounts(store))
+    return not made, f"invite by {actor!r}: " + ("the admin account was made" if made else
+                                                 f"refused ({type(got).__name__})")
+
+
+@probe_kind("web-r2-actor-built-by-the-caller")
+def _(d: Path):
+    from objrel.access import ADMIN as ADMIN_ROLE, Actor
+
+    return _r2(d, lambda rex: Actor("rex", frozenset({ADMIN_ROLE})))
+
+
+@probe_kind("web-r2-loaded-actor-with-roles-replaced")
+def _(d: Path):
+    import dataclasses
+
+    from objrel.access import ADMIN as ADMIN_ROLE
+
+    return _r2(d, lambda rex: dataclasses.replace(rex, roles=frozenset({ADMIN_ROLE})))
+
+
+# ---------------------------------------------------------------- W1: no server path in a message
+
+def _paths_in(text: str, d: Path) -> list[str]:
+    """Server paths named in ``text``: the probe's folder, the checkout, any absolute path of this machine."""
+    found = [p for p in {str(d), str(d.resolve()), str(ROOT)} if p in text]
+    return found + re.findall(r"(?<![\w.:/])/(?:tmp|home|work|var|usr|etc|root|srv|opt)/[^\s'\"]*", text)
+
+
+def _w1(d: Path, act) -> tuple[bool, str]:
+    from objrel import review as R
+    from objrel.store import Store
+
+    os.environ["OBJREL_DATA_ROOTS"] = str(d / "var" / "uploads")
+    store = Store(d / "uploads.db")
+    olga = _account(store, "olga", [R.RUN_OPERATOR])
+    got = _attempt(lambda: act(olga, store))
+    if not isinstance(got, Exception):
+        return False, f"not refused: {got!r:.80}"
+    leaks = _paths_in(str(got), d)
+    return not leaks, f"refused ({type(got).__name__}): {str(got)[:90]}" + (f"; names {leaks}" if leaks else "")
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def _png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 64), (200, 0, 0)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _manifest(names) -> bytes:
+    return json.dumps({"images": [{"path": n, "objects": [{"label": "red", "box": [16, 16, 48, 48]}]}
+                                  for n in names]}).encode()
+
+
+@probe_kind("web-w1-upload-a-dataset-name-that-exists")
+def _(d: Path):
+    from objrel.engine import manage
+
+    def twice(olga, store):
+        for _ in range(2):
+            manage.upload_dataset(olga, store, "taken", _manifest(["a.png"]), _zip({"a.png": _png()}))
+    return _w1(d, twice)
+
+
+@probe_kind("web-w1-upload-a-zip-member-outside-its-folder")
+def _(d: Path):
+    from objrel.engine import manage
+
+    return _w1(d, lambda olga, store: manage.upload_dataset(olga, store, "slip", _manifest(["a.png"]),
+                                                            _zip({"a.png": _png(), "../../evil.png": _png()})))
+
+
+@probe_kind("web-w1-run-form-dataset-outside-the-roots")
+def _(d: Path):
+    from objrel.config import RunConfig
+    from objrel.engine.run_form import check_web_config
+
+    def act(olga, store):
+        return check_web_config(store, RunConfig(model="efficientnet-lite0", dataset=str(d / "elsewhere.json")))
+    return _w1(d, act)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--probe":
+        sys.path.insert(0, str(ROOT))
+        sys.exit(run_probe(sys.argv[2], sys.argv[3]))
+    sys.exit("usage: hostile_web.py --probe NAME DIR (the web kinds run from benchmarks/hostile.py)")

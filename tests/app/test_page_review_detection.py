@@ -90,7 +90,7 @@ def test_review_page_shows_a_detection_unit_and_records_a_judgment(monkeypatch, 
     store, run_id = detection_store
     at = _review_as_dana(store, monkeypatch)
     assert at.query_params["item"] == "1/r0" and at.query_params["relation"] == "MR-2"
-    assert any("(sample 1/r0)" in s.value for s in at.subheader)
+    assert any("(sample 1/r0)" in s.value.replace("\\", "") for s in at.subheader)   # shown: escapes read
     # the first screen: the source and the two MR-2 mutants that violated; the evidence panel under it: the
     # source and all 3 MR-2 + 3 MR-1 mutants, no box-redraw preview
     assert len(at.get("image")) == 3 + 7

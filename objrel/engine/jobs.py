@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -117,14 +118,22 @@ def _spawn_run(ticket: work_queue.Ticket, store_url: str, config: RunConfig | De
         if proc.poll() is not None:
             raise RuntimeError(f"the run process exited with code {proc.returncode}: {_tail(log)}")
         time.sleep(0.1)
-    raise TimeoutError(f"the run process did not create its run within {timeout:.0f} s; log: {log}")
+    raise TimeoutError(f"the run process did not create its run within {timeout:.0f} s; its log is "
+                       f"{log.name} in the server's run logs")
+
+
+# An absolute path in a log line (a traceback's file, the store's folder): shown by its last part only.
+SERVER_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"(),:]+/)+([^\s/'\"(),:]+)")
 
 
 def _tail(path: Path, lines: int = 5) -> str:
+    """The log's last ``lines`` lines in one line, each server path shortened to its file name (the message
+    reaches the web page, which shows no server path)."""
     try:
-        return " | ".join(Path(path).read_text(errors="replace").strip().splitlines()[-lines:])
+        text = " | ".join(Path(path).read_text(errors="replace").strip().splitlines()[-lines:])
     except OSError:
         return "(no log)"
+    return SERVER_PATH.sub(lambda m: m.group(1), text)
 
 
 def start_web_run(actor: Actor, store: Store, config: RunConfig | DetectionConfig,

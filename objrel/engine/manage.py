@@ -59,8 +59,10 @@ def uploads_root(store: Store) -> Path:
     base = UPLOADS_DIR.expanduser().resolve()
     roots = data_roots()
     if not any(base == r or r in base.parents for r in roots):
-        raise ConfigError(f"the uploads folder {base} is not inside the allowed data roots "
-                          f"({', '.join(map(str, roots))}); add it to {DATA_ROOTS_ENV} to accept uploads")
+        # named by their last folder only: the message reaches the web page, which shows no server path
+        raise ConfigError(f"the uploads folder ({base.name}) is not inside the allowed data roots "
+                          f"({', '.join(r.name for r in roots) or 'none'}); the server's operator adds it to "
+                          f"{DATA_ROOTS_ENV} to accept uploads")
     return base / store_folder_name(store)
 
 

@@ -6,7 +6,8 @@ Flow per chunk of ``batch_size`` images (the classifier engine's, per detection 
    with none, or with a bad box, becomes a ``skipped`` row with its reason);
 2. detect on every source of the chunk in one batch;
 3. tie each record to its Associated Object and list the units (``objrel.relations.associate``):
-   records with an associated object, then objects no record is associated with; test T on each;
+   records with an associated object, then objects no record is associated with; test T on each,
+   on the source's records near the unit's object found exactly as on a mutant (``mutant_records``);
 4. stream (unit, mutation) pairs through the detector in batches, each mutant made just before
    its batch in a worker thread (``objrel.engine.loop.prefetch``), with the unit's associated object
    as the target region; MR-1 mutants of undetected units are not made (verdict ``n/a``);
@@ -60,6 +61,8 @@ class _UnitState:
     tested: bool
     mutants: dict = field(default_factory=dict)      # mutation key -> (Detections, MutantRecords) | NotApplicable
     seeds: dict = field(default_factory=dict)
+    # the source's records near the object, chosen as on every mutant: T reads .own, D reads .nearest
+    source: MutantRecords = field(default_factory=MutantRecords)
 
 
 @dataclass
@@ -184,9 +187,13 @@ class DetectionEngine:
     def _decide(self, img: _Image, detections: Detections) -> None:
         img.source = detections
         for u in detection_units(detections, img.objects):
-            t = iou_test(u.source, u.label, self.iou_threshold)
+            # T (seed 001 s4.4) is one function of (records, object): the source's records are read exactly
+            # as a mutant's, so a detector whose output does not change never changes T
+            near = mutant_records(detections, img.objects[u.object].box, u.label)
+            t = iou_test(near.own, u.label, self.iou_threshold)
             img.units.append(_UnitState(u, make_unit_id(img.sample.sample_id, u.key), img.objects[u.object],
-                                        img.targets[u.object], t, bool(t or not self.config.detected_only)))
+                                        img.targets[u.object], t, bool(t or not self.config.detected_only),
+                                        source=near))
 
     @property
     def passes_per_sample_guess(self) -> float:
@@ -251,10 +258,11 @@ class DetectionEngine:
                 seed = st.seeds.get(m.key)
                 if isinstance(res, NotApplicable):
                     v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, C.NOT_APPLICABLE, None,
-                                         st.t_source, None, src.iou, None, None, None, seed, note=str(res))
+                                         st.t_source, None, st.source.nearest.iou, None, None, None, seed,
+                                         note=str(res))
                 else:
                     d, records = res if res is not None else (None, MutantRecords())
-                    chk = check(m.relation, src, records, label, self.iou_threshold)
+                    chk = check(m.relation, st.source, records, label, self.iou_threshold)
                     match = records.nearest  # rcd' is what the verdict row stores (its IoU gives D)
                     v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, chk.verdict, chk.outcome,
                                          chk.t_source, chk.t_mutant, chk.iou_source, chk.iou_mutant,

@@ -2,9 +2,15 @@
 
 Test T (seed 001 s4.4): ``T = 1`` when a record of the unit's label has IoU >= ``iou_threshold``
 (Delta_c, default 0.3, YOLOv3's default) with the associated ground-truth object; else ``T = 0``.
-On a mutant T is taken on the best record *of that label* (``MutantRecords.own``), not on rcd'
-(the best record of any label), so a multi-class detector's overlapping record of another label
-does not hide the object; rcd' serves seed 002's distance D only (``MutantRecords.nearest``).
+T is one function of (an image's records, the object) and is taken the same way on the source and on
+every mutant (``object_test``): on the best record *of that label* for the object (``MutantRecords.own``),
+not on rcd' (the best record of any label), so a multi-class detector's overlapping record of another
+label does not hide the object; rcd' serves seed 002's distance D only (``MutantRecords.nearest``).
+On the source that best record is the unit's own record in the usual case; it is another record when a
+record of the label tied to a neighbouring object overlaps this one better (or is the only one to overlap
+an object no record is tied to, an ``o`` unit).  Reading the unit's own record on the source and the best
+record on the mutant would let a detector that returns the same records for every image "find" such an
+object after every mutation (an "incorrect detection" that nothing caused).
 
 * MR-1, object-corrupting mutation: T should flip.  It is checked only where the source was
   detected (``T = 1``, the correct inferences of seed 000 s4.1): it holds when the object is no
@@ -18,7 +24,11 @@ Seed 001 s4.4.1 writes D = 1 when T(source) = T(mutant) but says in the prose th
 results differ and satisfies MR-1; we implement the prose (the relation's stated meaning).
 
 Continuous distances (seed 002 s V-B), with IoU = IoU(rcd, associated object) on the source and
-IoU' = IoU(rcd', associated object) on the mutant (rcd' of any label, as s V-B selects it):
+IoU' = IoU(rcd', associated object) on the mutant (rcd' of any label, as s V-B selects it).  rcd is
+chosen on the source the way s V-B chooses rcd' on the mutant: the record of any label nearest the
+associated object (``MutantRecords.nearest`` of the source).  It is the unit's own record unless another
+record overlaps the object better; then the paper's reading (the unit's record against the best one)
+would call an unchanged output changed:
 
 * preserving: ``D = 1 - max(0, IoU - IoU') / IoU`` when rcd' has rcd's label, else 0;
 * removing:   ``D = max(0, IoU - IoU') / IoU``.
@@ -32,7 +42,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from objrel.relations import common as C
-from objrel.relations.associate import MutantRecords, RecordMatch
+from objrel.relations.associate import MutantRecords, RecordMatch, match_record
 
 # Delta_c of seed 001 s4.4: a record "contains" the object when its IoU with the ground truth is at
 # least this.  Raise it and fewer source records count as detected (fewer units tested by MR-1)
@@ -62,6 +72,13 @@ def iou_test(match: RecordMatch, label: str, threshold: float = DEFAULT_IOU_THRE
     """Seed 001's T: 1 when ``match`` is a record of ``label`` with IoU >= ``threshold``, else 0."""
     t = check_threshold(threshold)
     return int(match.found and match.label == label and match.iou >= t)
+
+
+def object_test(detections, object_box, label: str, threshold: float = DEFAULT_IOU_THRESHOLD) -> int:
+    """Seed 001's T of one image's records for one object: 1 when the best record of ``label`` for
+    ``object_box`` (``match_record``) has IoU >= ``threshold``, else 0.  The engine takes it this way on the
+    source and on every mutant."""
+    return iou_test(match_record(detections, object_box, label), label, threshold)
 
 
 def distance_preserving(iou_source: float, iou_mutant: float, same_label: bool) -> float | None:
@@ -119,30 +136,33 @@ def _records(mut: MutantRecords | RecordMatch, label: str) -> MutantRecords:
     return mut if isinstance(mut, MutantRecords) else MutantRecords.only(mut, label)
 
 
-def check_mr1(src: RecordMatch, mut: MutantRecords | RecordMatch, label: str,
+def check_mr1(src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch, label: str,
               threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
     """Object corrupted: a detected object should no longer be detected (T 1 -> 0).
 
-    T on the mutant reads ``mut.own`` (the unit's label, seed 001 s4.4); D reads ``mut.nearest``
-    (rcd', seed 002 s V-B)."""
-    ts = iou_test(src, label, threshold)
+    T reads ``.own`` on both sides (the unit's label, seed 001 s4.4); D reads ``.nearest`` on both
+    (rcd and rcd', seed 002 s V-B).  A bare ``RecordMatch`` stands for a side whose only record near the
+    object is that one."""
+    s = _records(src, label)
+    ts = iou_test(s.own, label, threshold)
     if ts == 0:
-        return DetectionCheck("MR-1", C.NOT_APPLICABLE, NOT_DETECTED, 0, None, src.iou, None, None, None)
+        return DetectionCheck("MR-1", C.NOT_APPLICABLE, NOT_DETECTED, 0, None, s.nearest.iou, None, None, None)
     m = _records(mut, label)
     tm = iou_test(m.own, label, threshold)
     return DetectionCheck("MR-1", C.HOLDS if tm == 0 else C.VIOLATED, REMOVED if tm == 0 else STILL_DETECTED,
-                          ts, tm, src.iou, m.nearest.iou, _label_changed(src, m.nearest),
-                          distance_removing(src.iou, m.nearest.iou), m.own.iou)
+                          ts, tm, s.nearest.iou, m.nearest.iou, _label_changed(s.nearest, m.nearest),
+                          distance_removing(s.nearest.iou, m.nearest.iou), m.own.iou)
 
 
-def check_mr2(src: RecordMatch, mut: MutantRecords | RecordMatch, label: str,
+def check_mr2(src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch, label: str,
               threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
     """Background corrupted: T should stay; 1 -> 0 is a missing detection, 0 -> 1 an incorrect one.
 
-    T on the mutant reads ``mut.own`` (the unit's label, seed 001 s4.4); D reads ``mut.nearest``
-    (rcd', seed 002 s V-B: 0 when rcd' carries another label than rcd)."""
-    m = _records(mut, label)
-    ts, tm = iou_test(src, label, threshold), iou_test(m.own, label, threshold)
+    T reads ``.own`` on both sides (the unit's label, seed 001 s4.4); D reads ``.nearest`` on both
+    (rcd and rcd', seed 002 s V-B: 0 when rcd' carries another label than rcd)."""
+    s, m = _records(src, label), _records(mut, label)
+    src = s.nearest
+    ts, tm = iou_test(s.own, label, threshold), iou_test(m.own, label, threshold)
     if ts == tm:
         verdict, outcome = C.HOLDS, (KEPT if ts else STILL_MISSED)
     else:
@@ -152,7 +172,7 @@ def check_mr2(src: RecordMatch, mut: MutantRecords | RecordMatch, label: str,
                           distance_preserving(src.iou, m.nearest.iou, same), m.own.iou)
 
 
-def check(relation: str, src: RecordMatch, mut: MutantRecords | RecordMatch, label: str,
+def check(relation: str, src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch, label: str,
           threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
     """The detection check of ``relation`` (MR-1 or MR-2) on one unit's source record and mutant records."""
     if relation == "MR-1":

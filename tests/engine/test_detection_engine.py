@@ -401,8 +401,10 @@ def test_t_on_a_mutant_reads_the_units_label_not_a_better_overlapping_other_labe
     rows (IoU 0.826, score 0.9) and a "red" one of its top 12.8 rows (IoU 0.8, score 0.8).  The red record
     (r1) is tied to A; the blue one overlaps no blue object and is no unit.  On every mutant the red record
     is still there, so seed 001's T stays 1: MR-1 is violated 3 of 3 ("still detected") and MR-2 holds
-    ("kept").  rcd' (any label, seed 002 s V-B) is the blue record: D removing = max(0, 0.8 - 0.826) = 0,
-    D preserving = 0 (label changed), so S_p = S_r = 0."""
+    ("kept").  The record nearest A (any label, seed 002 s V-B) is the blue one on the source and on every
+    mutant alike, so nothing changed: D removing = max(0, 0.826 - 0.826) / 0.826 = 0, D preserving = 1 (same
+    label, same IoU), so S_p = 1, S_r = 0.  (Reading the red record on the source and the blue one on the
+    mutant would call the unchanged output a label change, D preserving = 0.)"""
     from objrel.models.detector import CallableDetector
 
     x1, y1, x2, _ = A
@@ -421,8 +423,8 @@ def test_t_on_a_mutant_reads_the_units_label_not_a_better_overlapping_other_labe
         assert (mr1.outcome, mr1.t_mutant, mr1.record_label) == ("still detected", 1, "blue")
         assert mr1.iou_mutant == pytest.approx(0.826) and mr1.distance == 0.0
         mr2 = found[("1/r1", f"fill_background(colour={colour})")]
-        assert (mr2.outcome, mr2.t_mutant, mr2.label_changed, mr2.distance) == ("kept", 1, True, 0.0)
+        assert (mr2.outcome, mr2.t_mutant, mr2.label_changed, mr2.distance) == ("kept", 1, False, 1.0)
     v = votes(store, report.run_id)
     assert (v[("1/r1", "MR-1")]["violations"], v[("1/r1", "MR-1")]["flagged"]) == (3, True)
     assert (v[("1/r1", "MR-2")]["violations"], v[("1/r1", "MR-2")]["flagged"]) == (0, False)
-    assert (r1.s_p, r1.s_r, r1.s) == (0.0, 0.0, 0.0)
+    assert (r1.s_p, r1.s_r, r1.s) == (1.0, 0.0, 0.5)

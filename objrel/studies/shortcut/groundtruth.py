@@ -449,7 +449,7 @@ def detection_ground_truth(detector, annotation, draws: int = DEFAULT_DRAWS, iou
     """
     from objrel.data import load_dataset
     from objrel.relations.associate import detection_units, match_record
-    from objrel.relations.detect import DEFAULT_IOU_THRESHOLD, iou_test
+    from objrel.relations.detect import DEFAULT_IOU_THRESHOLD, iou_test, object_test
     from objrel.store.detection_records import make_unit_id
 
     _check_draws(draws)
@@ -469,7 +469,9 @@ def detection_ground_truth(detector, annotation, draws: int = DEFAULT_DRAWS, iou
     units_of = []
     for s, dets in zip(samples, sources):
         objects = [o for o in s.objects if vocab is None or o.category in vocab]
-        units_of.append((objects, [(u, iou_test(u.source, u.label, thr)) for u in detection_units(dets, objects)]))
+        # T on the source as the engine takes it: the best record of the unit's label for its object
+        units_of.append((objects, [(u, object_test(dets, objects[u.object].box, u.label, thr))
+                                   for u in detection_units(dets, objects)]))
     with_correct = [n for n, (_, units) in enumerate(units_of) if any(t for _, t in units)]
     queued: dict[int, _Queued] = {}
     cf: dict[int, list] = {}

@@ -21,6 +21,7 @@ from objrel.errors import AnnotationError, BadSampleError
 from objrel.data.bounded import parse_json
 from objrel.data.dataset import Dataset
 from objrel.data.locate import ImageFinder
+from objrel.data import box_limits
 from objrel.data.region import clip_objects
 from objrel.data.sample import Sample, TargetObject
 
@@ -64,6 +65,9 @@ def load_manifest(manifest_file, images_dir=None, name: str | None = None) -> Da
     entries = data.get("images") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise AnnotationError(f"manifest {path}: expected a list of images or {{'images': [...]}}")
+    box_limits.check_total(sum(len(e.get("objects") or ()) for e in entries
+                               if isinstance(e, dict) and isinstance(e.get("objects"), list)),
+                           f"manifest {path.name}")
     root = Path(images_dir).resolve() if images_dir else path.parent
     finder = ImageFinder(root)   # a path with no file there is looked up by its trailing components
     samples = []
@@ -78,6 +82,8 @@ def load_manifest(manifest_file, images_dir=None, name: str | None = None) -> Da
             rel, found = finder.locate(rel)
             image_path = str(found)
             objs = entry.get("objects") or []
+            if isinstance(objs, list) and len(objs) > box_limits.MAX_BOXES_PER_IMAGE:
+                raise BadSampleError(box_limits.TOO_MANY_BOXES, box_limits.per_image_reason(len(objs)))
             objects = tuple(_object(o, f"{rel} object {i}") for i, o in enumerate(objs))
             if not objects:
                 raise BadSampleError("empty-region", "entry has no object")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from objrel.constants import MAX_XML_FILE_BYTES
 from objrel.errors import AnnotationError, BadSampleError, InputFileError
+from objrel.data import box_limits
 from objrel.data.bounded import parse_xml
 from objrel.data.dataset import Dataset
 from objrel.data.locate import ImageFinder
@@ -84,7 +85,10 @@ def _parse(xml_path: Path, root: Path, images_dir: Path, synsets, padding: int,
         width = int(_text(size, "width", xml_path)) if size is not None else None
         height = int(_text(size, "height", xml_path)) if size is not None else None
         objects = []
-        for obj in node.findall("object"):
+        found_objects = node.findall("object")
+        if len(found_objects) > box_limits.MAX_BOXES_PER_IMAGE:
+            raise BadSampleError(box_limits.TOO_MANY_BOXES, box_limits.per_image_reason(len(found_objects)))
+        for obj in found_objects:
             name = _text(obj, "name", xml_path)
             bnd = obj.find("bndbox")
             if bnd is None:

@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from objrel.constants import AUTO_RUNTIME, CPU_DEVICE, DEFAULT_BATCH_SIZE, ONNXRUNTIME, OPENVINO, RUNTIMES, \
-    TORCH_RUNTIME
+    RUNTIME_MATCH_TOLERANCE, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
 from objrel.models.devices import cuda_index, is_cpu, use_device
@@ -54,8 +54,9 @@ DEFAULT_MODEL_CACHE = Path.home() / ".cache" / "objrel" / "models"
 # last three years and has every operator torchvision's and EfficientNet's classifiers use.
 ONNX_OPSET = 17
 # Largest difference between a runtime's probabilities and torch's on the same batch for it to count as
-# the same model (``auto`` never picks a runtime outside it; the tests hold each runtime to it).
-MATCH_TOLERANCE = 1e-5
+# the same model (``auto`` never picks a runtime outside it; the tests hold each runtime to it).  Stated once in
+# objrel.constants, where the verdicts' TIE_TOLERANCE is derived from it.
+MATCH_TOLERANCE = RUNTIME_MATCH_TOLERANCE
 # ``auto``'s measurement: one warm-up batch, then this many timed batches per runtime, of this size.
 CHOICE_TIMED_BATCHES = 3
 CHOICE_BATCH_SIZE = DEFAULT_BATCH_SIZE

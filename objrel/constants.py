@@ -57,6 +57,20 @@ ONNXRUNTIME = "onnxruntime"
 OPENVINO = "openvino"
 RUNTIMES = (AUTO_RUNTIME, TORCH_RUNTIME, ONNXRUNTIME, OPENVINO)
 
+# Largest difference between an exported runtime's probabilities and torch's on the same images for the two to
+# count as one model: ``objrel.models.runtimes`` refuses an exported model above it and ``auto`` never picks one.
+# A faithful export differs by about 1e-6 (ONNX Runtime and OpenVINO on EfficientNet-Lite0 at most 4.3e-6 here).
+RUNTIME_MATCH_TOLERANCE = 1e-5
+
+# Margin within which a comparison that decides a verdict counts as "no change" (a tie): a label's probability
+# against the top one, a certainty against the source's, a multi-label probability's move across the threshold,
+# an IoU against Delta_c.  The papers' comparisons are strict (seed 000 s4.4, seed 001 s4.4); on a computer a
+# mutant equal to its source gives certainties apart by float noise, which depends on the runtime and the batch
+# size, so a strict comparison there is decided by rounding.  The largest such margin is a difference of two
+# differences of probabilities (a certainty change), each probability within RUNTIME_MATCH_TOLERANCE of torch's
+# on every accepted runtime: 4 times it.  Raise it and more small real changes count as none.
+TIE_TOLERANCE = 4 * RUNTIME_MATCH_TOLERANCE
+
 # Where a classifier's forward pass runs: the CPU, or a CUDA GPU (``cuda`` or ``cuda:N``; torch, or ONNX
 # Runtime's CUDA provider; f32 forced: TF32 off).  Decoding and mutating stay on the CPU either way.
 CPU_DEVICE = "cpu"

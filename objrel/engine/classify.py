@@ -547,7 +547,7 @@ class Engine:
                     distances.add(m.relation, m.operator, d)
                     v = {"verdict": chk.verdict, "source_certainty": chk.source_certainty,
                          "mutant_certainty": chk.mutant_certainty, "label_changed": chk.label_changed,
-                         "distance": d, "note": None}
+                         "distance": d, "note": C.TIE_NOTE if chk.tie else None}
                     by_key[m.key] = chk.verdict
                 verdict_rows.append({"sample_id": s.sample_id, "mutation_key": m.key, "operator": m.operator,
                                      "relation": m.relation, **v})

@@ -11,6 +11,19 @@ Exactly as seed 000 s4.4 (binary verdicts) and seed 002 s V-A (continuous scores
   when the set stays;
 * an inference is flagged for a relation when at least k of n mutations violate it
   (2 of 3 colours, 8 of 15 for the palette, s4.4 and s5.2.1).
+
+The paper's comparisons are strict; objrel decides each on a margin with ``TIE_TOLERANCE`` (float noise of
+the runtimes, ``objrel.relations.common``), so a mutant equal to its source gets the same verdict on every
+runtime and batch size:
+
+* the label *changes* only when the source's top-1 label ``l`` ends more than the tolerance below the
+  mutant's best other label (margin ``p'_l - max_{j != l} p'_j < -tol``), not when the argmax differs;
+* MR-1's certainty *falls* only when ``C - C' > tol`` (every label's, multi-label);
+* a multi-label set *changes* only through a label that crosses the threshold and whose probability moved by
+  more than the tolerance (``|p' - p| > tol``).
+
+A margin within the tolerance is a tie, decided as no change (MR-1 violated, MR-2 holds: the strict
+comparison's answer for an exact tie), and the check says so (``Check.tie``).
 """
 
 from __future__ import annotations
@@ -21,7 +34,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from objrel.constants import CLASSIFIER_TASKS, MULTI_LABEL_THRESHOLD, TOP_K
-from objrel.relations.common import HOLDS, VIOLATED
+from objrel.relations.common import HOLDS, VIOLATED, beyond, tied
 
 
 
@@ -192,51 +205,116 @@ def certainty_multi(p: float) -> float:
 # ---------------------------------------------------------------- relations
 
 
+def label_certainty(pred: Prediction, label: int) -> float:
+    """C of ``label`` on ``pred``: min over the other kept labels of |p_label - p_j| (seed 000 s4.4.1).  For
+    the top-1 label it is ``top_certainty``; for another label the nearest kept neighbours are the top-k and
+    the labels of interest, which hold every label near the top."""
+    if label == pred.top1:
+        return top_certainty(pred)
+    p = pred.prob(label)
+    return min(abs(p - q) for j, q in pred.probs.items() if j != label)
+
+
+def label_margin(pred: Prediction, label: int) -> float:
+    """How far ``label`` leads the best other label on ``pred``: ``p_label - max_{j != label} p_j``, over the
+    kept labels; positive when it is the top-1, negative when another label is above it.  A label that was
+    not kept lies below the whole top-k: its margin is at most ``top_probs[-1] - top_probs[0]``."""
+    if label not in pred.probs:
+        return pred.top_probs[-1] - pred.top_probs[0]
+    p = pred.probs[label]
+    return p - max(q for j, q in pred.probs.items() if j != label)
+
+
+def label_changed(src: Prediction, mut: Prediction) -> bool:
+    """True when the source's top-1 label is more than ``TIE_TOLERANCE`` below another label on the mutant
+    (seed 000 s4.4's ``l != l'``, where a label within the tolerance of the top still counts as the top)."""
+    return beyond(-label_margin(mut, src.top1))
+
+
 @dataclass(frozen=True)
 class Check:
-    """One relation check: source vs one mutant."""
+    """One relation check: source vs one mutant.
+
+    tie: the margin that decided the verdict was within ``TIE_TOLERANCE`` and was counted as no change.
+    """
 
     relation: str
     verdict: str
     source_certainty: float | None = None
     mutant_certainty: float | None = None
     label_changed: bool | None = None
+    tie: bool = False
 
 
 def mr1_single(src: Prediction, mut: Prediction) -> Check:
-    """Single-label MR-1: holds when the top label changes or its certainty falls."""
-    cs, cm = top_certainty(src), top_certainty(mut)
-    if mut.top1 != src.top1:
+    """Single-label MR-1: holds when the top label changes or its certainty falls, each by more than
+    ``TIE_TOLERANCE``; a certainty change within it is a tie: violated (the certainty did not fall)."""
+    cs = top_certainty(src)
+    if label_changed(src, mut):
         return Check("MR-1", HOLDS, cs, None, True)
-    return Check("MR-1", HOLDS if cm < cs else VIOLATED, cs, cm, False)
+    cm = label_certainty(mut, src.top1)
+    fell = cs - cm
+    # a tie when the certainty's fall is, or when a label within the tolerance above the source's decided
+    # "same label" and the certainty did not fall (counted as a change, it would have held)
+    tie = tied(fell) or (tied(label_margin(mut, src.top1)) and not beyond(fell))
+    return Check("MR-1", HOLDS if beyond(fell) else VIOLATED, cs, cm, False, tie)
 
 
 def mr2_single(src: Prediction, mut: Prediction) -> Check:
-    """Single-label MR-2: holds when the top label stays."""
-    same = mut.top1 == src.top1
-    return Check("MR-2", HOLDS if same else VIOLATED, top_certainty(src), top_certainty(mut) if same else None,
-                 not same)
+    """Single-label MR-2: holds when the top label stays, i.e. unless another label ends more than
+    ``TIE_TOLERANCE`` above it on the mutant; a margin within it is a tie: holds."""
+    margin = label_margin(mut, src.top1)
+    same = not beyond(-margin)
+    return Check("MR-2", HOLDS if same else VIOLATED, top_certainty(src),
+                 label_certainty(mut, src.top1) if same else None, not same, tied(margin))
 
 
 def _multi_certainties(pred: Prediction, labels) -> list[float]:
     return [certainty_multi(pred.prob(label)) for label in labels]
 
 
+def _unpredicted_prob(pred: Prediction, label: int) -> float:
+    """The probability of a label ``pred`` does not predict: kept, or (not kept: below the whole top-k and
+    below the threshold) its upper bound ``min(threshold, top_probs[-1])``."""
+    return pred.probs[label] if label in pred.probs else min(pred.threshold, pred.top_probs[-1])
+
+
+def set_moves(src: Prediction, mut: Prediction) -> list[float]:
+    """For every label in one predicted set and not the other: how far its probability moved across the
+    threshold, ``|p' - p|`` (a lower bound where the side that does not predict it did not keep it)."""
+    moves = [mut.prob(label) - _unpredicted_prob(src, label) for label in set(mut.predicted) - set(src.predicted)]
+    moves += [src.prob(label) - _unpredicted_prob(mut, label) for label in set(src.predicted) - set(mut.predicted)]
+    return sorted(moves)
+
+
+def set_changed(src: Prediction, mut: Prediction) -> tuple[bool, bool]:
+    """(changed, tie) of the predicted label sets: they differ when a label crossed the threshold with a move of
+    more than ``TIE_TOLERANCE``; crossings all within it are a tie (the sets count as equal)."""
+    moves = set_moves(src, mut)
+    changed = any(beyond(d) for d in moves)
+    return changed, bool(moves) and not changed
+
+
 def mr1_multi(src: Prediction, mut: Prediction) -> Check:
-    """Multi-label MR-1: holds when the predicted set changes or every predicted label's certainty falls."""
-    if set(mut.predicted) != set(src.predicted):
+    """Multi-label MR-1: holds when the predicted set changes or every predicted label's certainty falls by
+    more than ``TIE_TOLERANCE``; the smallest fall within it is a tie: violated."""
+    changed, set_tie = set_changed(src, mut)
+    if changed:
         return Check("MR-1", HOLDS, None, None, True)
     cs = _multi_certainties(src, src.predicted)
     cm = _multi_certainties(mut, src.predicted)
-    lower_everywhere = all(m < s for s, m in zip(cs, cm))
-    return Check("MR-1", HOLDS if lower_everywhere else VIOLATED,
-                 min(cs) if cs else None, min(cm) if cm else None, False)
+    least = min((s - m for s, m in zip(cs, cm)), default=None)
+    if least is None:  # an empty set: "every label's certainty falls" holds vacuously
+        return Check("MR-1", HOLDS, None, None, False, set_tie)
+    return Check("MR-1", HOLDS if beyond(least) else VIOLATED, min(cs), min(cm), False,
+                 tied(least) or (set_tie and not beyond(least)))
 
 
 def mr2_multi(src: Prediction, mut: Prediction) -> Check:
-    """Multi-label MR-2: holds when the predicted set stays."""
-    same = set(mut.predicted) == set(src.predicted)
-    return Check("MR-2", HOLDS if same else VIOLATED, None, None, not same)
+    """Multi-label MR-2: holds when the predicted set stays; a crossing within ``TIE_TOLERANCE`` is a tie:
+    holds."""
+    changed, set_tie = set_changed(src, mut)
+    return Check("MR-2", VIOLATED if changed else HOLDS, None, None, changed, set_tie)
 
 
 _CHECKS = {("single", "MR-1"): mr1_single, ("single", "MR-2"): mr2_single,

@@ -3,12 +3,22 @@
 A verdict is one relation check on one mutant; a vote combines the verdicts of a group of mutations
 (k of n: seed 000 s4.4); the relevancy score S_p / S_r / S weighs the distances the mutants moved
 (seed 002 s V-A).  Classifier checks live in ``classify.py``, detector checks in ``detect.py``.
+
+Ties: the papers compare strictly (seed 000 s4.4, seed 001 s4.4).  objrel decides every comparison that decides a
+verdict on a *margin* (how far a value is past the point where the verdict turns) and counts a margin within
+``TIE_TOLERANCE`` as no change: equal in exact arithmetic, which is the strict comparison's answer for an exact
+tie (an unchanged certainty does not fall, so MR-1 is violated; an unchanged label stays, so MR-2 holds).  Float
+noise, which differs between runtimes and batch sizes, then cannot turn a verdict; the check carries ``tie`` and
+the stored verdict the note ``TIE_NOTE``.  Votes count the verdicts, so they follow; S is a continuous function
+of the probabilities or IoUs, so noise moves it by noise.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
+
+from objrel.constants import TIE_TOLERANCE
 
 HOLDS = "holds"
 VIOLATED = "violated"
@@ -18,6 +28,19 @@ NOT_APPLICABLE = "n/a"
 NOT_EVALUATED = "not evaluated"
 VOTE_DECIDED = "vote decided"
 VERDICTS = (HOLDS, VIOLATED, NOT_APPLICABLE, NOT_EVALUATED)
+# The note stored beside a verdict whose deciding margin was within TIE_TOLERANCE (decided as "no change").
+TIE_NOTE = f"tie: the deciding margin is within {TIE_TOLERANCE:g} (float noise), counted as no change"
+
+
+def beyond(margin: float, tolerance: float = TIE_TOLERANCE) -> bool:
+    """True when ``margin`` is past the turning point by more than ``tolerance``: a change float noise of the
+    runtimes cannot make.  ``margin`` is signed: positive in the direction that turns the verdict."""
+    return float(margin) > tolerance
+
+
+def tied(margin: float, tolerance: float = TIE_TOLERANCE) -> bool:
+    """True when ``|margin| <= tolerance``: the comparison is a tie, decided as no change."""
+    return abs(float(margin)) <= tolerance
 
 
 @dataclass(frozen=True)

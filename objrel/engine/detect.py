@@ -267,7 +267,8 @@ class DetectionEngine:
                     v = DetectionVerdict(image_id, key, m.key, m.operator, m.relation, chk.verdict, chk.outcome,
                                          chk.t_source, chk.t_mutant, chk.iou_source, chk.iou_mutant,
                                          chk.label_changed, chk.distance, seed, match.index, match.label,
-                                         match.score, match.box, None if d is None else d.to_dict())
+                                         match.score, match.box, None if d is None else d.to_dict(),
+                                         note=C.TIE_NOTE if chk.tie else None)
                     distances.add(m.relation, m.operator, chk.distance)
                 by_key[m.key] = v.verdict
                 verdicts.append(v)

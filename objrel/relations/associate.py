@@ -15,6 +15,9 @@
   (``r<j>``), plus each ground-truth object no record is associated with (``o<k>``): the
   detector missed it on the source, and seed 001's "incorrect detection" (Tables 3-4) is that
   object found after mutation.
+
+Choosing the highest IoU is a comparison too: IoUs within ``TIE_TOLERANCE`` of the highest are a tie (float
+noise of the runtimes), and a tie goes to the earlier record or the lower object index, as an exact tie does.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
+from objrel.constants import TIE_TOLERANCE
 from objrel.data.detections import Box, Detections
 
 
@@ -69,8 +73,8 @@ def associated_objects(detections: Detections, objects: Sequence) -> list[Associ
 
     ``objects`` are ground-truth objects with ``category`` and ``box`` (``TargetObject``).  Only objects
     whose category equals the record's label compete; the highest IoU wins, the lower object index
-    on a tie.  A record that overlaps no object of its label (IoU 0 with all of them, or no such
-    object) has no associated object (``None``): it is a false positive, not a tested inference.
+    on a tie (IoUs within ``TIE_TOLERANCE``).  A record that overlaps no object of its label (IoU 0 with
+    all of them, or no such object) has no associated object (``None``): it is a false positive, not a tested inference.
     """
     out: list[Association | None] = []
     if not len(detections):
@@ -81,7 +85,7 @@ def associated_objects(detections: Detections, objects: Sequence) -> list[Associ
     for j, label in enumerate(detections.labels):
         best, best_iou = None, 0.0
         for k, cat in enumerate(cats):
-            if cat == label and m[j, k] > best_iou:
+            if cat == label and m[j, k] > 0 and (best is None or m[j, k] - best_iou > TIE_TOLERANCE):
                 best, best_iou = k, float(m[j, k])
         out.append(Association(j, best, best_iou) if best is not None else None)
     return out
@@ -131,17 +135,19 @@ def match_record(detections: Detections, object_box: Sequence[float], label: str
     """The record with the highest IoU with ``object_box``: of any label (rcd' of seed 002 s V-B) when
     ``label`` is None, else among the records of ``label`` only (the record seed 001's test T reads).
 
-    Ties go to the earlier record (``Detections`` come sorted by descending score, so the surer one).
-    No (such) record overlapping the box gives an empty ``RecordMatch`` (IoU 0).
+    Ties (IoUs within ``TIE_TOLERANCE`` of the highest) go to the earlier record (``Detections`` come sorted
+    by descending score, so the surer one).  No (such) record overlapping the box gives an empty
+    ``RecordMatch`` (IoU 0).
     """
     if not len(detections):
         return RecordMatch()
     ious = iou_matrix(detections.box_array(), [object_box])[:, 0]
     if label is not None:
         ious = np.where([lab == label for lab in detections.labels], ious, 0.0)
-    j = int(np.argmax(ious))
-    if ious[j] <= 0:
+    near = np.flatnonzero((ious > 0) & (ious >= ious.max() - TIE_TOLERANCE))
+    if not near.size:
         return RecordMatch()
+    j = int(near[0])
     return record_of(detections, j, ious[j])
 
 

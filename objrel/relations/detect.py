@@ -20,6 +20,10 @@ object after every mutation (an "incorrect detection" that nothing caused).
   (T 1 -> 0: found on the source, lost on the mutant) or an *incorrect detection* (T 0 -> 1:
   missed on the source, found on the mutant), the two columns of seed 001 Tables 3-4.
 
+Ties: seed 001 s4.4 compares IoU >= Delta_c strictly; objrel counts an IoU within ``TIE_TOLERANCE`` below
+Delta_c as reaching it (the strict comparison's answer for an IoU equal to Delta_c), so float noise in the
+IoU cannot turn T, and a check whose T read such an IoU carries ``tie`` (``objrel.relations.common``).
+
 Seed 001 s4.4.1 writes D = 1 when T(source) = T(mutant) but says in the prose that D = 1 means the
 results differ and satisfies MR-1; we implement the prose (the relation's stated meaning).
 
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from objrel.constants import TIE_TOLERANCE
 from objrel.relations import common as C
 from objrel.relations.associate import MutantRecords, RecordMatch, match_record
 
@@ -69,9 +74,15 @@ def check_threshold(threshold: float) -> float:
 
 
 def iou_test(match: RecordMatch, label: str, threshold: float = DEFAULT_IOU_THRESHOLD) -> int:
-    """Seed 001's T: 1 when ``match`` is a record of ``label`` with IoU >= ``threshold``, else 0."""
+    """Seed 001's T: 1 when ``match`` is a record of ``label`` with IoU >= ``threshold`` less ``TIE_TOLERANCE``
+    (an IoU within the tolerance of the threshold reaches it), else 0."""
     t = check_threshold(threshold)
-    return int(match.found and match.label == label and match.iou >= t)
+    return int(match.found and match.label == label and match.iou >= t - TIE_TOLERANCE)
+
+
+def iou_tie(match: RecordMatch, label: str, threshold: float = DEFAULT_IOU_THRESHOLD) -> bool:
+    """True when ``iou_test`` read an IoU within ``TIE_TOLERANCE`` of ``threshold`` (decided as reaching it)."""
+    return bool(match.found and match.label == label and C.tied(match.iou - check_threshold(threshold)))
 
 
 def object_test(detections, object_box, label: str, threshold: float = DEFAULT_IOU_THRESHOLD) -> int:
@@ -121,6 +132,7 @@ class DetectionCheck:
     label_changed: bool | None
     distance: float | None
     iou_own: float | None = None
+    tie: bool = False
 
     def to_dict(self) -> dict:
         """The check as a dict."""
@@ -151,7 +163,8 @@ def check_mr1(src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch
     tm = iou_test(m.own, label, threshold)
     return DetectionCheck("MR-1", C.HOLDS if tm == 0 else C.VIOLATED, REMOVED if tm == 0 else STILL_DETECTED,
                           ts, tm, s.nearest.iou, m.nearest.iou, _label_changed(s.nearest, m.nearest),
-                          distance_removing(s.nearest.iou, m.nearest.iou), m.own.iou)
+                          distance_removing(s.nearest.iou, m.nearest.iou), m.own.iou,
+                          iou_tie(s.own, label, threshold) or iou_tie(m.own, label, threshold))
 
 
 def check_mr2(src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch, label: str,
@@ -169,7 +182,8 @@ def check_mr2(src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch
         verdict, outcome = C.VIOLATED, (MISSING_DETECTION if ts else INCORRECT_DETECTION)
     same = src.found and m.nearest.found and m.nearest.label == src.label
     return DetectionCheck("MR-2", verdict, outcome, ts, tm, src.iou, m.nearest.iou, _label_changed(src, m.nearest),
-                          distance_preserving(src.iou, m.nearest.iou, same), m.own.iou)
+                          distance_preserving(src.iou, m.nearest.iou, same), m.own.iou,
+                          iou_tie(s.own, label, threshold) or iou_tie(m.own, label, threshold))
 
 
 def check(relation: str, src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch, label: str,

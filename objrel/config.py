@@ -113,7 +113,7 @@ class RunConfig(_Codec):
                 operators to add to ``colours3`` instead of a preset.
     vote_k:     k of the 3-colour vote (2 of 3 by default).
     dilate:     grow the target region by this many pixels before mutating.
-    test_all:   test incorrect inferences too (seed 000 s6.3), with every annotated object as target.
+    test_all:   test incorrect inferences too (EMSE21 s6.3), with every annotated object as target.
     seed:       run seed; each mutation's seed derives from (seed, sample id, mutation).
     batch_size: images per forward pass.
     limit:      test only the first N samples (0 = all).
@@ -199,17 +199,17 @@ class DetectionConfig(_Codec):
     weights:         torchvision only: local state-dict file or torchvision weights name.
     score_threshold: drop records below this score (None: the adapter's default).
     labels:          torchvision only: class names by output index (default COCO's).
-    iou_threshold:   Delta_c of test T (seed 001 s4.4), in (0, 1].
+    iou_threshold:   Delta_c of test T (DetReport s4.4), in (0, 1].
     dataset:         annotation file / folder, ``demo-faces`` for the bundled face boxes, or None with
                      ``images`` for a plain folder of images (then ``regions_from`` must be set).
     images, fmt, padding, synset_mapping: as for classifier runs.
-    regions_from:    a detector that supplies the ground truth of images without boxes (seed 000 s4.2);
+    regions_from:    a detector that supplies the ground truth of images without boxes (EMSE21 s4.2);
                      their samples are stored with ``region_source = "detector"``.
-    plan:            ``erase_noise`` (default: seed 001's random erase and noise votes) or another
+    plan:            ``erase_noise`` (default: DetReport's random erase and noise votes) or another
                      preset applied to each associated object; operators: extra operator groups.
     vote_k:          k of the primary votes (2 of 3 by default); dilate: grow regions by N pixels.
     detected_only:   test only units detected on the source (T = 1); by default undetected ground-truth
-                     objects are tested too, for MR-2's incorrect detections (seed 001 Tables 3-4).
+                     objects are tested too, for MR-2's incorrect detections (DetReport Tables 3-4).
     seed, batch_size, limit (images), name, engine, workers: as for classifier runs.
     runtime:         what runs the detector: ``torch``, or ``onnxruntime`` / ``openvino`` for a torchvision SSD or
                      SSDlite network (exported once to ONNX, cached), or ``auto`` (the fastest whose detections

@@ -1,14 +1,22 @@
 """Named thresholds and defaults, each with the effect of changing it.
 
-Papers are cited as seed 000 (Tian et al., EMSE 2021), seed 001 (detection
-report) and seed 002 (object-relevant MRs for image analysis).
+Papers are cited by short names, with their sections, tables and equations:
+
+- EMSE21: Tian et al., "To What Extent Do DNN-based Image Classification Models Make Unreliable
+  Inferences?", Empirical Software Engineering 2021 (MR-1 / MR-2 for classifiers).
+- DetReport: Tian, Li, Li, Cheung, "Automated Testing of DNN Models for Unreliable Inferences",
+  technical report (the relations for object detectors).
+- ORMR: Tian et al., "Testing Deep Learning Models for Image Analysis Using Object-Relevant
+  Metamorphic Relations" (the wider mutation set, the relevancy scores, the Associated Object).
+- DeepInspect: Tian, Zhong, Ordonez, Kaiser, Ray, "Testing DNN Image Classifiers for Confusion &
+  Bias Errors", ICSE 2020.
 """
 
 # What a run tests (``runs.task`` in the store): a single-label or a multi-label classifier, or a detector.
 CLASSIFIER_TASKS = ("single", "multi")
 DETECTION_TASK = "detection"
 
-# Multi-label decision threshold: a label is predicted when p >= this (seed 000 s2.2).
+# Multi-label decision threshold: a label is predicted when p >= this (EMSE21 s2.2).
 # Lower it and predicted label sets grow, so fewer inferences count as correct.
 MULTI_LABEL_THRESHOLD = 0.5
 
@@ -17,9 +25,9 @@ MULTI_LABEL_THRESHOLD = 0.5
 TOP_K = 5
 
 # Default vote: an inference is flagged when at least VOTE_K of VOTE_N mutations of
-# one relation are violated (seed 000 s4.4: 2 of 3 colours).
+# one relation are violated (EMSE21 s4.4: 2 of 3 colours).
 THREE_COLOUR_VOTE_K = 2
-# The 15-colour palette needs 8 of 15 (seed 000 s5.2.1).
+# The 15-colour palette needs 8 of 15 (EMSE21 s5.2.1).
 PALETTE_VOTE_K = 8
 
 # Pixels added around each box by the ImageNet/VOC loader; the seed code padded 5.
@@ -27,7 +35,7 @@ PALETTE_VOTE_K = 8
 DEFAULT_BOX_PADDING = 0
 
 # Kernel size of the median filter that blurs the object boundary in RmvObjByRGB
-# and PsvObj (seed 002 Table I).  Must be odd; larger blurs a wider band.
+# and PsvObj (ORMR Table I).  Must be odd; larger blurs a wider band.
 BOUNDARY_BLUR_KSIZE = 5
 # Width in pixels of the band around the region boundary that gets blurred.
 BOUNDARY_BAND = 3
@@ -42,7 +50,7 @@ INPAINT_MAX_SIDE = 512
 # Default variance (in 0-255 pixel units squared) of background Gaussian noise.
 DEFAULT_NOISE_VARIANCE = 2500.0
 
-# Default ratio of the box that random erase removes, centre out (seed 001 s2.3).
+# Default ratio of the box that random erase removes, centre out (DetReport s2.3).
 DEFAULT_ERASE_RATIO = 0.5
 
 # Default number of images the engine sends through the model at once.
@@ -64,7 +72,7 @@ RUNTIME_MATCH_TOLERANCE = 1e-5
 
 # Margin within which a comparison that decides a verdict counts as "no change" (a tie): a label's probability
 # against the top one, a certainty against the source's, a multi-label probability's move across the threshold,
-# an IoU against Delta_c.  The papers' comparisons are strict (seed 000 s4.4, seed 001 s4.4); on a computer a
+# an IoU against Delta_c.  The papers' comparisons are strict (EMSE21 s4.4, DetReport s4.4); on a computer a
 # mutant equal to its source gives certainties apart by float noise, which depends on the runtime and the batch
 # size, so a strict comparison there is decided by rounding.  The largest such margin is a difference of two
 # differences of probabilities (a certainty change), each probability within RUNTIME_MATCH_TOLERANCE of torch's

@@ -112,7 +112,7 @@ DEMO_RUNS = (
 
 
 def detection_demo_runs():
-    """The demo's detection runs over ``assets/demo/faces.json`` (face and cat-face boxes) with seed 001's
+    """The demo's detection runs over ``assets/demo/faces.json`` (face and cat-face boxes) with DetReport's
     plan: OpenCV's frontal-face and cat-face Haar cascades together, and MTCNN (facenet-pytorch's weights)."""
     return (
         DetectionConfig(detector="haar:frontalface_default+haar:frontalcatface", dataset="demo-faces",
@@ -123,11 +123,11 @@ def detection_demo_runs():
 
 
 def detection_demo_sweeps():
-    """The demo's sweep (seed 001 s5.1): MTCNN under random erase at ratios 0.1 ... 0.9.  Each ratio is a
+    """The demo's sweep (DetReport s5.1): MTCNN under random erase at ratios 0.1 ... 0.9.  Each ratio is a
     one-mutation vote group, the first (0.1) the primary MR-1 vote, so the faces MTCNN still finds after a
     small erase are flagged and reviewable with their boxes before and after."""
     return ((DetectionConfig(detector="mtcnn", dataset="demo-faces",
-                             name="MTCNN random-erase sweep on demo photos (seed 001 Table 3 layout)"),
+                             name="MTCNN random-erase sweep on demo photos (DetReport Table 3 layout)"),
              "random_erase"),)
 
 

@@ -1,4 +1,4 @@
-"""LIME explanations of single inferences, for reviewing flagged ones (seed 002 s VI).
+"""LIME explanations of single inferences, for reviewing flagged ones (ORMR s VI).
 
 ``explain(model, image)`` runs LIME (``lime.lime_image``) on one ``(H, W, 3)`` uint8
 RGB image and returns an :class:`Explanation`: the superpixel segmentation of the

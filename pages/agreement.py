@@ -1,5 +1,5 @@
 """Agreement: Cohen's kappa of two reviewers, adjudication of their disagreements, and the
-precision of the flags from the consensus (seed 000 s5.1, Tables 1-3).
+precision of the flags from the consensus (EMSE21 s5.1, Tables 1-3).
 
 Every figure comes from objrel.review.agreement; this page only picks the run, relation and reviewers,
 draws, and passes the adjudication forms on to ``review.adjudicate``.  Anyone (signed in or not) sees the
@@ -73,7 +73,7 @@ def adjudication_form(d, run_id, relation, name_a, name_b, actor):
 
 
 st.title("Reviewer agreement")
-st.caption("Two reviewers judge the same flagged inferences independently (seed 000 s5.1). Cohen's kappa says how "
+st.caption("Two reviewers judge the same flagged inferences independently (EMSE21 s5.1). Cohen's kappa says how "
            "far they agree beyond chance; their disagreements are decided here, and only decided items count "
            "in the precision tables.")
 if FLASH_KEY in st.session_state:
@@ -102,7 +102,7 @@ if not judged:
 
 # ---------------------------------------------------------------- precision (Tables 1-3): for everyone
 
-st.subheader("Precision of the flags (seed 000 Tables 1-3)")
+st.subheader("Precision of the flags (EMSE21 Tables 1-3)")
 st.caption("From decided items only (agreed by every reviewer, or adjudicated), counted over the drawn "
            "review sample once two reviewers have judged every item of it (until then every item is pending, so "
            "no number here gives a reviewer's call away). Precision is the share of the decided items that are "

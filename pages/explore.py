@@ -1,4 +1,4 @@
-"""Explore: seed 000's analyses over the runs in the store.
+"""Explore: EMSE21's analyses over the runs in the store.
 
 Per-label violations, object size (Fig. 8), model comparison (Tables 5/6), cross-model
 overlap (Fig. 6), reliable vs unreliable accuracy (Tables 7/8), 3 vs 15 colours
@@ -155,7 +155,7 @@ if store.get_run(focus).task == "detection":
 st.header("Object size")
 bins = A.size_bins(store, run_ids, relation)
 chart(charts.size_bars(bins, relation), "explore_size", f"object_size_{relation}")
-st.caption("Correct answers grouped by how much of the picture the object covers (20 bins of 5 %, seed 000 "
+st.caption("Correct answers grouped by how much of the picture the object covers (20 bins of 5 %, EMSE21 "
            "Fig. 8), pooled over the selected runs; each bar is the share flagged (labels: flagged / tested). "
            "Small objects often get flagged more: the model reads the background instead.")
 shown = bins[bins["tested"] > 0]  # the chart shows every bin; the table only those with answers (CSV: all)
@@ -168,7 +168,7 @@ table(shown[list(SIZE_TABLE_COLUMNS)], "explore_size", f"object_size_{relation}.
 st.header("Models")
 comparison = A.model_comparison(store, run_ids)
 chart(charts.model_comparison_bars(comparison, labels), "explore_models", "model_comparison")
-st.caption("One group per measure, one bar per run (seed 000 Tables 5/6): accuracy, and the share of the correct "
+st.caption("One group per measure, one bar per run (EMSE21 Tables 5/6): accuracy, and the share of the correct "
            "answers each relation flags (bar labels: counts).")
 table(comparison[list(MODEL_TABLE_COLUMNS)], "explore_models", "model_comparison.csv",
       share_columns(comparison, ("accuracy", "mr1_ratio", "mr2_ratio", "both_ratio")), download=comparison)
@@ -213,7 +213,7 @@ else:
     overlap = A.cross_model_overlap(store, run_ids, relation)
     chart(charts.overlap_bars(overlap), "explore_overlap", f"overlap_{relation}")
     st.caption(f"Of the images that at least one selected run flags ({relation}), how many runs flag each one "
-               "(seed 000 Fig. 6; bar labels: images). Mostly 1 means the problem lies with the models, not the "
+               "(EMSE21 Fig. 6; bar labels: images). Mostly 1 means the problem lies with the models, not the "
                "images; mostly all means the images themselves are hard.")
     table(overlap, "explore_overlap", f"overlap_{relation}.csv", share_columns(overlap, ["share"]))
     images, n_images = overlap_images(store, run_ids, relation)
@@ -233,7 +233,7 @@ except A.NotAvailable as exc:
 else:
     chart(charts.reliable_accuracy_bars(rel_acc.table, labels), "explore_reliable", f"reliable_accuracy_{relation}")
     st.caption(f"Accuracy on all answers (original), on the answers {relation} flags (unreliable) and on the rest "
-               "(reliable), correct and incorrect answers alike (seed 000 Tables 7/8). If removing the unreliable "
+               "(reliable), correct and incorrect answers alike (EMSE21 Tables 7/8). If removing the unreliable "
                "answers lifts accuracy a lot, the headline accuracy owes much to background shortcuts.")
     table(rel_acc.table[list(RELIABLE_TABLE_COLUMNS)], "explore_reliable", f"reliable_accuracy_{relation}.csv",
           share_columns(rel_acc.table, ("original", "unreliable_accuracy", "reliable_accuracy", "delta")),
@@ -259,7 +259,7 @@ if relation == A.BOTH:
 elif not A.has_palette(store, focus):
     others = [labels[r] for r in run_ids if A.has_palette(store, r)]
     st.info(f"Run {plain(labels[focus])} has no 15-colour vote groups. "
-            "To compare 3 with 15 colours (seed 000 Table 4), "
+            "To compare 3 with 15 colours (EMSE21 Table 4), "
             f"run the palette plan: `{A.PALETTE_PLAN_HINT}`"
             + (f"; or pick one of these runs above: {plain(', '.join(others))}." if others else "."))
 else:
@@ -270,7 +270,7 @@ else:
     m3.metric("agreement", percent(cont.agreement))
     st.caption(f"For run {plain(labels[focus])}: how many answers the usual 3-colour vote and the 15-colour vote flag "
                f"({relation}). Pearson's chi-square test of independence (no continuity correction); Cramér's V "
-               "near 1 means both votes agree, so 3 colours are enough. Seed 000 reports 0.743 and 0.835, computed "
+               "near 1 means both votes agree, so 3 colours are enough. EMSE21 reports 0.743 and 0.835, computed "
                "from the Yates-corrected chi-square: that variant here is "
                f"{decimals(cont.cramers_v_yates)} (p {pvalue(cont.pvalue_yates)})."
                + (f" {cont.note}." if cont.note else ""))
@@ -290,6 +290,6 @@ else:
     m2.metric("p-value", pvalue(corr.pvalue))
     m3.metric("runs", corr.n)
     st.caption(f"Each dot is a run: its accuracy against the share of its correct answers that {relation} flags "
-               "(seed 000 Fig. 10). r near -1: more accurate models lean less on shortcuts; near 0: accuracy says "
+               "(EMSE21 Fig. 10). r near -1: more accurate models lean less on shortcuts; near 0: accuracy says "
                "nothing about it.")
     table(corr.table, "explore_corr", f"accuracy_vs_{relation}.csv", share_columns(corr.table, ("accuracy", "ratio")))

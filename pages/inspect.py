@@ -1,4 +1,4 @@
-"""Inspect: class-level confusion and bias (DeepInspect, seed 004 s3-4).
+"""Inspect: class-level confusion and bias (DeepInspect, DeepInspect s3-4).
 
 The page shows an inspection result: a JSON file written by ``objrel inspect --out``
 (picked from $OBJREL_INSPECT_DIR, default ``var/inspect``, or any path), an uploaded
@@ -38,7 +38,7 @@ actor = page_sidebar(open_store())
 st.title("Inspect")
 st.caption("Class-level bugs that per-image relations miss: two classes the model cannot tell apart (confusion, "
            "low NAPVD), and two classes it treats unequally in the presence of a third (bias, high avg_bias). "
-           "DeepInspect (seed 004) reads them from how often each neuron fires per predicted class.")
+           "DeepInspect reads them from how often each neuron fires per predicted class.")
 
 keep_choice("inspect_source", SOURCES[0], SOURCES)
 init_value("inspect_seed", 0)
@@ -162,7 +162,7 @@ else:
     keep_choice("inspect_error", ERROR_TYPES[0], ERROR_TYPES)
     error = st.radio("Error type", ERROR_TYPES, key="inspect_error", horizontal=True)
     st.plotly_chart(charts.aucec_figure(result, error), width="stretch", key="inspect_aucec")
-    st.caption(f"Cost-effectiveness (seed 004 s4.3): pairs inspected in DeepInspect's order against the "
+    st.caption(f"Cost-effectiveness (DeepInspect s4.3): pairs inspected in DeepInspect's order against the "
                f"{result.ground_truth.kind} ground truth from {result.ground_truth.n_images:,} labelled images.")
     table(evaluation_table(result), "inspect_eval", "evaluation.csv")
 

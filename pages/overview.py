@@ -1,4 +1,4 @@
-"""Overview: the runs in the store, each run's headline row (seed 000 Tables 5/6), striking examples,
+"""Overview: the runs in the store, each run's headline row (EMSE21 Tables 5/6), striking examples,
 links into the other pages and a one-click stakeholder report."""
 
 import pandas as pd

@@ -274,7 +274,7 @@ with decision_col, st.container(key=review_keys.DECISION_KEY, border=True):
                                   args=(verdict, *call), type="primary" if saved == verdict else "secondary",
                                   disabled=not can_judge, width="stretch",
                                   help=f"{review_keys.CALL_KEYS[verdict]}: save this call and open the next item")
-        st.caption("False-positive reasons (seed 000 s5.1)")
+        st.caption("False-positive reasons (EMSE21 s5.1)")
         for i, reason in enumerate(review.FP_REASONS):
             st.checkbox(f"{i + 1} {review.REASON_LABELS[reason]}", key=f"{review_keys.REASON_KEY_PREFIX}{i}_{suffix}")
         st.radio("Is the mutant a valid test?", review.VALIDITY, key=f"{review_keys.VALIDITY_KEY_PREFIX}{suffix}",

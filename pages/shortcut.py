@@ -36,7 +36,7 @@ st.title("Shortcut benchmark")
 st.caption("Models whose shortcut we planted: objects on backgrounds whose type names the class in 95% of the "
            "training scenes (biased) or in 1/K (unbiased). Counterfactual scenes tell which correct answers truly "
            "rely on the background, so objrel's relations get a precision *and* a recall; then repair by "
-           "retraining (seed 001 s4.5) and relevancy-guided attacks (seed 002 s VIII).")
+           "retraining (DetReport s4.5) and relevancy-guided attacks (ORMR s VIII).")
 
 files = results_files()
 c1, c2 = st.columns([4, 1])
@@ -129,14 +129,14 @@ if scores.empty:
 else:
     chart(charts.precision_recall_bars(scores), "shortcut_scores", f"shortcut_precision_recall_{which}_{truth}")
     st.caption("TP: flagged and background-reliant; FP: flagged, not reliant; FN: reliant, not flagged. Counts are "
-               "summed over seeds. Seed 000 could measure only precision (s7.3); the planted ground truth gives "
+               "summed over seeds. EMSE21 could measure only precision (s7.3); the planted ground truth gives "
                "recall too.")
     table(scores, "shortcut_scores", f"shortcut_scores_{which}_{truth}.csv", share_columns(
         scores, ["precision", "precision_lo", "precision_hi", "recall", "recall_lo", "recall_hi"]))
 auc = T["auc"]
 auc = auc[(auc["draws"] == draws) & (auc["threshold"] == threshold)]
 st.subheader("How well S ranks reliant inferences")
-st.caption("ROC AUC of seed 002's S_p, S_r and S against the swap-flip rate at this setting; a low S (the object "
+st.caption("ROC AUC of ORMR's S_p, S_r and S against the swap-flip rate at this setting; a low S (the object "
            "matters little) is read as reliant, so 1 is a perfect ranking, 0.5 chance and below 0.5 the reverse.")
 table(auc, "shortcut_auc", f"shortcut_auc_{draws}_{threshold}.csv")
 
@@ -174,7 +174,7 @@ st.caption("Before: the biased model; control: fine-tuned as long on its origina
 table(rep, "shortcut_repair", "shortcut_repair.csv",
       share_columns(rep, ["share", "MR-1 ratio", "MR-2 ratio", "accuracy", "swapped accuracy"]))
 sweep = T["sweep"]
-with st.expander("Share search (seed 001 Tables 5-6)"):
+with st.expander("Share search (DetReport Tables 5-6)"):
     chart(charts.share_search_lines(sweep), "shortcut_sweep", "shortcut_share_search")
     table(sweep, "shortcut_sweep", "shortcut_share_search.csv", share_columns(
         sweep, ["share", "val accuracy", "val MR-2 ratio", "test accuracy", "test MR-2 ratio", "swapped accuracy"]))
@@ -189,5 +189,5 @@ else:
     chart(charts.attack_bars(att), "shortcut_attack", "shortcut_attack")
     st.caption("Scenario 1: an object of l_a transplanted into an image of l_b; success when the model no longer "
                "says l_a. Scenario 2: an object of l_b transplanted into an image of l_a; success when it still says "
-               "l_a. Guided picks images with the lowest S_p / S_r first (seed 002 s VIII).")
+               "l_a. Guided picks images with the lowest S_p / S_r first (ORMR s VIII).")
     table(att, "shortcut_attack", "shortcut_attack.csv", share_columns(att, ["rate"]))

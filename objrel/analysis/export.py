@@ -46,7 +46,7 @@ EXPORT_CHUNK = 1000
 
 def records(store: Store, run_id: int) -> list[dict]:
     """Nested records (JSON export) of a classifier run: sample fields, source top-k with class names, votes,
-    verdicts.  ``box_only`` flags an S computed on a region without a mask and ``s_reading`` is seed 002's
+    verdicts.  ``box_only`` flags an S computed on a region without a mask and ``s_reading`` is ORMR's
     reading of S (low when <= 0.5) with the box-only caveat (``objrel.relations.common.relevancy_verdict``).
     ``iter_records`` gives the same one at a time."""
     return list(iter_records(store, run_id))

@@ -1,5 +1,5 @@
 """The flagged-inference tables behind the Explore page: what the runs' primary votes flagged, per label, per
-object size, per model and across models (seed 000 sections 6.1, 6.2 and Tables 5/6).
+object size, per model and across models (EMSE21 sections 6.1, 6.2 and Tables 5/6).
 
 Every function is pure: it reads the store (through ``Store``, ``objrel.store.inferences`` and, for detection
 runs, ``objrel.store.detections``) and returns a pandas DataFrame.  Nothing here writes to the store or draws.
@@ -10,13 +10,13 @@ Common conventions
 * **Flags come from the primary votes** (``votes.is_primary``): the 3-colour vote
   (2 of 3) in every preset plan.  An inference is flagged for ``"MR-1"`` or
   ``"MR-2"`` when that relation's primary vote says violated, and for
-  ``"MR-1&2"`` when both do (seed 000 Tables 5/6, "Inferences Violating MR-1&2").
+  ``"MR-1&2"`` when both do (EMSE21 Tables 5/6, "Inferences Violating MR-1&2").
 * **Evaluated** inferences are the samples that were not skipped (status
   ``tested`` or ``untested``); **correct** inferences are the evaluated ones with
   ``samples.correct`` true (top-1 in the ground truth for single-label, exact
   label-set match for multi-label).  Unless a docstring says otherwise, counts of
   flagged inferences are over *correct* inferences and ratios divide by the
-  number of correct inferences, as seed 000 s6.1 does.
+  number of correct inferences, as EMSE21 s6.1 does.
 * Functions over several runs take ``run_ids`` (a sequence of run ids, no
   duplicates).  Those that compare models on the same images require every run to
   be on one dataset (``runs.dataset``, the annotation file's stem).
@@ -48,13 +48,13 @@ RELATIONS = (MR1, MR2, BOTH)
 # Column stem used for each relation in the tables below (``mr1``, ``mr1_ratio``, ...).
 RELATION_COLUMN = {MR1: "mr1", MR2: "mr2", BOTH: "both"}
 
-# Seed 000 s6.2 / Fig. 8: object-size intervals [0.05 i, 0.05 (i+1)), i = 0..19.
+# EMSE21 s6.2 / Fig. 8: object-size intervals [0.05 i, 0.05 (i+1)), i = 0..19.
 # More bins give a finer curve with fewer inferences per bin.
 N_SIZE_BINS = 20
 SIZE_BIN_WIDTH = 1.0 / N_SIZE_BINS
 
 # Name suffix of the 15-colour vote groups of the palette15 / all presets
-# (objrel.mutations.plan.preset: "MR-1 15 colours", "MR-2 15 colours"; seed 000 s5.2.1).
+# (objrel.mutations.plan.preset: "MR-1 15 colours", "MR-2 15 colours"; EMSE21 s5.2.1).
 PALETTE_GROUP_SUFFIX = "15 colours"
 PALETTE_PLAN_HINT = "objrel run --plan palette15"
 # Cross-model overlap (Fig. 6) compares at least this many runs.
@@ -247,7 +247,7 @@ def sort_per_label(table: pd.DataFrame, key: str, relation: str) -> pd.DataFrame
 def size_bin_index(ratio: float) -> int:
     """Bin of an object-area ratio in [0, 1]: ``i`` such that ratio is in [0.05 i, 0.05 (i+1)).
 
-    Seed 000 s6.2 writes "i ranges from 0 to 20", which would make a 21st bin holding only ratio 1.0; like
+    EMSE21 s6.2 writes "i ranges from 0 to 20", which would make a 21st bin holding only ratio 1.0; like
     the paper's Fig. 8 (whose last point is drawn at 1.0) this puts 1.0 into the last bin, 19.
     ``floor(ratio * 20)`` is exact at the edges: a pixel ratio n/d equal to k/20 rounds to the double
     nearest k/20, and that double times 20 rounds back to k for every k in 0..20.
@@ -259,7 +259,7 @@ def size_bin_index(ratio: float) -> int:
 
 
 def size_bins(store: Store, run_ids: Sequence[int] | int, relation: str) -> pd.DataFrame:
-    """Seed 000 s6.2 / Fig. 8: share of flagged inferences per object-size bin.
+    """EMSE21 s6.2 / Fig. 8: share of flagged inferences per object-size bin.
 
     Over the *correct, tested* inferences of the runs (pooled when several runs are given), each placed by
     ``samples.area_ratio`` (target-region pixels / image pixels) into one of ``N_SIZE_BINS`` = 20 bins
@@ -372,7 +372,7 @@ MODEL_COLUMNS = ["run", "name", "model", "dataset", "evaluated", "correct", "acc
 
 
 def model_comparison(store: Store, run_ids: Sequence[int]) -> pd.DataFrame:
-    """Seed 000 Tables 5/6: one row per run, all runs on one dataset.
+    """EMSE21 Tables 5/6: one row per run, all runs on one dataset.
 
     Columns: ``run``, ``name``, ``model``, ``dataset``, ``evaluated`` (not skipped), ``correct``,
     ``accuracy`` (correct / evaluated), ``mr1``, ``mr2``, ``both`` (correct inferences flagged by the primary
@@ -414,7 +414,7 @@ def flagged_by_sample_head(store: Store, run_ids: Sequence[int], relation: str, 
 
 @kept(refusals=(NotAvailable,))
 def cross_model_overlap(store: Store, run_ids: Sequence[int], relation: str) -> pd.DataFrame:
-    """Seed 000 s6.1 / Fig. 6: for how many models each image's inference is unreliable.
+    """EMSE21 s6.1 / Fig. 6: for how many models each image's inference is unreliable.
 
     For each image (``sample_id``; every run on the same dataset) the number n of runs whose *correct*
     inference of it is flagged for ``relation`` by the primary vote.  Returns one row per n = 1..N

@@ -115,14 +115,14 @@ def _summaries(store: Store):
 
 
 def summary_table(store: Store) -> list[dict]:
-    """One headline row per classifier run with results (seed 000 Tables 5/6), with its correct and
+    """One headline row per classifier run with results (EMSE21 Tables 5/6), with its correct and
     evaluated counts.  Detection runs have their own table: ``detection_summary_table``."""
     return [{"run": s.run_id, **s.table_row(), "correct": s.correct, "evaluated": s.evaluated}
             for s in _summaries(store) if not s.is_detection]
 
 
 def detection_summary_table(store: Store) -> list[dict]:
-    """One headline row per detection run with results (seed 001 Tables 3-4): images, units, units detected,
+    """One headline row per detection run with results (DetReport Tables 3-4): images, units, units detected,
     flagged units, and the MR-2 verdicts with a missing or an incorrect detection."""
     return [{"run": s.run_id, **s.detection_row()} for s in _summaries(store) if s.is_detection]
 

@@ -1,6 +1,6 @@
 """A self-contained HTML report of one run for stakeholders (``objrel report RUN``, Overview page).
 
-One file, no network: the headline row (seed 000 Table 5/6), per-label violations,
+One file, no network: the headline row (EMSE21 Table 5/6), per-label violations,
 the object-size chart (Fig. 8), the precision tables from the reviewers' consensus
 (Tables 1-3) and a gallery of flagged examples with their mutants (JPEG thumbnails
 inlined as data URIs; plotly.js inlined once).
@@ -126,7 +126,7 @@ def build_report(store: Store, run_id: int) -> str:
                 "MR-2 corrupts everything else and expects it to stay. A correct inference that breaks either "
                 "relation (2 of 3 colour mutations) was made for reasons other than the object.</p>",
                 f"<h2>Headline</h2><p class='note'>{s.samples} samples, {s.skipped} skipped, {s.evaluated} "
-                f"evaluated, {s.correct} correct; ratios are over correct inferences (seed 000 Tables 5-6).</p>",
+                f"evaluated, {s.correct} correct; ratios are over correct inferences (EMSE21 Tables 5-6).</p>",
                 _table(head)]
     figs = []
     per = analysis.per_label(store, run_id)
@@ -143,13 +143,13 @@ def build_report(store: Store, run_id: int) -> str:
                            marker_color=SERIES_COLOURS["MR-2"],
                            hovertemplate="%{customdata[1]} of %{customdata[0]} flagged"))
     fig.update_layout(template=REPORT_TEMPLATE, height=300,
-                      title="Share flagged by MR-2 per object size (seed 000 Fig. 8)",
+                      title="Share flagged by MR-2 per object size (EMSE21 Fig. 8)",
                       xaxis_title="target area ratio", margin=dict(l=40, r=10, t=40, b=40))
     figs.append(fig)
     sections.append("<h2>Where it happens</h2>")
     for i, f in enumerate(figs):
         sections.append(f.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False))
-    sections.append("<h2>Verified by reviewers (seed 000 Tables 1-3)</h2>")
+    sections.append("<h2>Verified by reviewers (EMSE21 Tables 1-3)</h2>")
     for rel in ("MR-1", "MR-2"):
         pt = precision_table(store, [run_id], rel)   # closed review samples only: blind until then
         state = sample_state(store, run_id, rel)

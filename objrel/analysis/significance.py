@@ -1,4 +1,4 @@
-"""The significance tests behind the Explore page (seed 000 s5.2, s6.3, s6.4): the 3- vs 15-colour chi-square
+"""The significance tests behind the Explore page (EMSE21 s5.2, s6.3, s6.4): the 3- vs 15-colour chi-square
 and Cramér's V (Table 4), reliable vs original accuracy with the Wilcoxon signed-rank test (Tables 7/8),
 McNemar's paired test of two runs' flags, and the accuracy / violation-ratio correlation (Fig. 10).
 
@@ -26,13 +26,13 @@ from objrel.store import inferences as inference_rows
 # Cramér's V as Cramér (1946, s21.9) defines it: from Pearson's chi-square *without* Yates'
 # continuity correction, so a perfectly associated table such as [[1, 0], [0, 1]] has V = 1
 # (``scipy.stats.contingency.association(t, method="cramer")``).  The headline chi2, p-value
-# and V of a Contingency are these.  Seed 000 Table 4 reports V = 0.743 (MR-1) and 0.835
+# and V of a Contingency are these.  EMSE21 Table 4 reports V = 0.743 (MR-1) and 0.835
 # (MR-2), which is what V computed from the Yates-corrected chi-square gives (scipy's
 # ``chi2_contingency`` default); the standard V is 0.745 and 0.835.  That variant is offered
 # next to it (``cramers_v_yates``), labelled as such.
 CONTINGENCY_YATES = False
 CRAMERS_V_STANDARD = "standard (Pearson chi-square, no continuity correction)"
-CRAMERS_V_YATES = "Yates-corrected chi-square (as seed 000 Table 4)"
+CRAMERS_V_YATES = "Yates-corrected chi-square (as EMSE21 Table 4)"
 # Wilcoxon signed-rank: the p-value is exact for at most this many non-zero differences:
 # scipy's exact null distribution when no difference is zero and no two |differences| tie,
 # otherwise the exact sign-flip distribution of W+ given the observed (average) ranks.  Above
@@ -45,7 +45,7 @@ WILCOXON_ZERO_METHOD = "wilcox"
 WILCOXON_EXACT_TIES = "exact-ties"
 # The Wilcoxon signed-rank test needs at least this many non-zero paired differences.
 MIN_WILCOXON_PAIRS = 2
-# Seed 000 s6.3 calls fewer than 20 models "significantly less than 20, the typical
+# EMSE21 s6.3 calls fewer than 20 models "significantly less than 20, the typical
 # minimum number for a significant test"; below this the result carries a warning.
 WILCOXON_ADVISED_PAIRS = 20
 # Pearson correlation (Fig. 10) needs at least this many runs (with 2 points r is +-1).
@@ -111,7 +111,7 @@ class SignificanceTest:
 
 @dataclass(frozen=True)
 class ReliableAccuracy:
-    """Seed 000 Table 7/8 for one relation; see :func:`reliable_accuracy`."""
+    """EMSE21 Table 7/8 for one relation; see :func:`reliable_accuracy`."""
 
     relation: str
     table: pd.DataFrame
@@ -126,7 +126,7 @@ class ReliableAccuracy:
 
 @dataclass(frozen=True)
 class Contingency:
-    """Seed 000 Table 4 for one run and relation; see :func:`colour_contingency`."""
+    """EMSE21 Table 4 for one run and relation; see :func:`colour_contingency`."""
 
     run_id: int | None
     relation: str
@@ -139,7 +139,7 @@ class Contingency:
     agreement: float | None  # share of inferences on which both votes agree
     yates: bool = CONTINGENCY_YATES   # whether chi2 / pvalue / cramers_v above are Yates-corrected (no: standard)
     note: str | None = None
-    # the Yates-corrected variant (what seed 000 Table 4 reports)
+    # the Yates-corrected variant (what EMSE21 Table 4 reports)
     chi2_yates: float | None = None
     pvalue_yates: float | None = None
     cramers_v_yates: float | None = None
@@ -162,7 +162,7 @@ class Contingency:
 
 @dataclass(frozen=True)
 class Correlation:
-    """Seed 000 Fig. 10 for one relation; see :func:`accuracy_violation_correlation`."""
+    """EMSE21 Fig. 10 for one relation; see :func:`accuracy_violation_correlation`."""
 
     relation: str
     r: float
@@ -191,7 +191,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
 @kept(refusals=(NotAvailable,))
 def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alternative: str = "two-sided",
                       require_all_tested: bool = True) -> ReliableAccuracy:
-    """Seed 000 s6.3 / Tables 7-8: accuracy on the unreliable and the reliable inferences, per run.
+    """EMSE21 s6.3 / Tables 7-8: accuracy on the unreliable and the reliable inferences, per run.
 
     As the paper defines it, *both correct and incorrect* inferences are examined: for each run the
     evaluated (not skipped) inferences are split into **Unreliable** (flagged for ``relation`` by the
@@ -231,7 +231,7 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
         untested = int((ev["status"] == "untested").sum())
         if require_all_tested and untested:
             raise NotAvailable(
-                f"run {rec.id} ({rec.name}) did not test its {untested} incorrect inference(s); seed 000 Tables 7/8 "
+                f"run {rec.id} ({rec.name}) did not test its {untested} incorrect inference(s); EMSE21 Tables 7/8 "
                 f"split correct *and* incorrect inferences into reliable and unreliable. Re-run with {TEST_ALL_HINT}")
         flag = relation_flags(ev, relation)
         unrel, rel = ev[flag], ev[~flag]
@@ -253,13 +253,13 @@ def reliable_accuracy(store: Store, run_ids: Sequence[int], relation: str, alter
                                 alternative)
     note = None
     if nonzero < WILCOXON_ADVISED_PAIRS:
-        note = (f"only {nonzero} paired runs; seed 000 s6.3 treats fewer than {WILCOXON_ADVISED_PAIRS} as too few "
+        note = (f"only {nonzero} paired runs; EMSE21 s6.3 treats fewer than {WILCOXON_ADVISED_PAIRS} as too few "
                 f"for a reliable significance test")
     return ReliableAccuracy(relation, table, test, note)
 
 
 def wilcoxon_signed_rank(x, y, alternative: str = "two-sided") -> SignificanceTest:
-    """Wilcoxon (1945) signed-rank test of the paired samples ``x`` and ``y`` (seed 000 s6.3).
+    """Wilcoxon (1945) signed-rank test of the paired samples ``x`` and ``y`` (EMSE21 s6.3).
 
     d = x - y, rounded to ``WILCOXON_DECIMALS``.  Zero differences are dropped (zero_method ``wilcox``,
     Wilcoxon's own rule); ``n`` is the number of non-zero differences, ranked by |d| with average ranks
@@ -439,7 +439,7 @@ def contingency_stats(table, correction: bool = CONTINGENCY_YATES) -> tuple[floa
     correction=correction)`` and V = sqrt(chi2 / (n (min(r, c) - 1))) (Cramér 1946, s21.9).  By
     default (``correction=False``) chi2 is Pearson's, and V is the standard one (1 for a perfectly
     associated table); with ``correction=True`` scipy applies Yates' continuity correction (2x2 tables
-    only), which gives the V of seed 000 Table 4.  When a row or column sums to zero the test is
+    only), which gives the V of EMSE21 Table 4.  When a row or column sums to zero the test is
     undefined and ``(None, None, dof, None)`` is returned.
     """
     t = np.asarray(table, dtype=float)
@@ -457,7 +457,7 @@ def contingency_stats(table, correction: bool = CONTINGENCY_YATES) -> tuple[floa
 
 
 def contingency_from_counts(table, relation: str = MR1, run_id: int | None = None) -> Contingency:
-    """A :class:`Contingency` from a 2x2 count table laid out as seed 000 Table 4
+    """A :class:`Contingency` from a 2x2 count table laid out as EMSE21 Table 4
     (rows V15 violate / not violate, columns V3 violate / not violate)."""
     t = np.asarray(table, dtype=np.int64)
     if t.shape != (2, 2):
@@ -474,7 +474,7 @@ def contingency_from_counts(table, relation: str = MR1, run_id: int | None = Non
 
 @kept(refusals=(NotAvailable,))
 def colour_contingency(store: Store, run_id: int, relation: str) -> Contingency:
-    """Seed 000 s5.2 / Table 4: the 3-colour vote against the 15-colour vote of one run.
+    """EMSE21 s5.2 / Table 4: the 3-colour vote against the 15-colour vote of one run.
 
     V3 is the relation's primary vote (3 colours, 2 of 3), V15 the ``"<relation> 15 colours"`` vote group
     (8 of 15) of the palette15 / all plans.  Over the run's *tested* inferences that have both votes (correct
@@ -513,7 +513,7 @@ def colour_contingency(store: Store, run_id: int, relation: str) -> Contingency:
 
 
 def accuracy_violation_correlation(store: Store, run_ids: Sequence[int], relation: str) -> Correlation:
-    """Seed 000 s6.4 / Fig. 10: Pearson correlation of top-1 accuracy and violation ratio across runs.
+    """EMSE21 s6.4 / Fig. 10: Pearson correlation of top-1 accuracy and violation ratio across runs.
 
     Per run (all on one dataset): ``accuracy`` = correct / evaluated, ``ratio`` = correct inferences flagged
     for ``relation`` by the primary vote / correct inferences (the Table 5 percentage).  Returns

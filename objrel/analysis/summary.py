@@ -1,4 +1,4 @@
-"""Run-level figures: the per-model row of seed 000 Tables 5 and 6."""
+"""Run-level figures: the per-model row of EMSE21 Tables 5 and 6."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from objrel.store import detections as D
 
 @dataclass(frozen=True)
 class Summary:
-    """Seed 000 Table 5/6 row for one run.
+    """EMSE21 Table 5/6 row for one run.
 
     evaluated: samples the model classified (not skipped);  correct: correct inferences.
     accuracy:  correct / evaluated.
@@ -23,7 +23,7 @@ class Summary:
     Detection runs count images and units: ``samples`` and ``skipped`` are images, ``evaluated`` the units
     of the images not skipped, ``correct`` the units detected on the source (T = 1), ``tested`` the tested
     units, ``accuracy`` the share of units detected; ``missing_detections`` / ``incorrect_detections`` are
-    the MR-2 verdicts (unit x mutation) with that outcome, the two columns of seed 001 Tables 3-4 (None for
+    the MR-2 verdicts (unit x mutation) with that outcome, the two columns of DetReport Tables 3-4 (None for
     classifier runs).
     """
 
@@ -52,7 +52,7 @@ class Summary:
         return asdict(self)
 
     def table_row(self) -> dict:
-        """The summary as one row of seed 000's Table 1 (accuracy and violation counts with ratios), as text."""
+        """The summary as one row of EMSE21's Table 1 (accuracy and violation counts with ratios), as text."""
         pct = lambda r: "-" if r is None else f"{100 * r:.2f}%"  # noqa: E731
         row = {
             "Model": self.model,
@@ -72,7 +72,7 @@ class Summary:
         return self.missing_detections is not None
 
     def detection_row(self) -> dict:
-        """A detection run's headline (seed 001 Tables 3-4): images, units, the share detected on the source,
+        """A detection run's headline (DetReport Tables 3-4): images, units, the share detected on the source,
         the flagged detected units and the MR-2 verdicts with a missing or an incorrect detection."""
         pct = lambda r: "-" if r is None else f"{100 * r:.1f}%"  # noqa: E731
         return {

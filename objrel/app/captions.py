@@ -334,7 +334,7 @@ def decision_text(d) -> str:
 
 
 # charts.napvd_heatmap draws small distances light (yellow) and large ones dark (Viridis reversed).
-NAPVD_HEATMAP_CAPTION = ("Euclidean distance between the classes' neuron activation probability vectors (seed 004 "
+NAPVD_HEATMAP_CAPTION = ("Euclidean distance between the classes' neuron activation probability vectors (DeepInspect "
                          "Eq. 2): light (yellow) cells are close pairs the model may not separate; dark cells are "
                          "well separated.")
 
@@ -372,14 +372,14 @@ def score_flag(value: float | None, box_only: bool) -> str | None:
 
 
 def relevancy_note(item) -> str:
-    """S of a review item and seed 002's reading of it (low when S <= 0.5), with the box-only caveat where the
+    """S of a review item and ORMR's reading of it (low when S <= 0.5), with the box-only caveat where the
     region has no mask; "" when the item has no S (then ``box_only_note`` says what the flag means)."""
     from objrel.relations.common import box_only_caveat, relevancy_verdict
 
     verdict = relevancy_verdict(item.s, item.box_only, item.scoring_name)
     if verdict is None:
         return ""
-    text = f"S = {decimals(item.s)}: {verdict}; seed 002 reads S <= 0.5 as low."
+    text = f"S = {decimals(item.s)}: {verdict}; ORMR reads S <= 0.5 as low."
     if item.box_only:
         text += f" {_sentence(box_only_caveat(item.scoring_name))}"
     return text

@@ -324,7 +324,7 @@ def box_retest(actor: Actor, store: Store, item: ReviewItem) -> None:
         if item.is_detection:
             st.caption("Re-testing with a redrawn box is available for classifier runs.")
             return
-        st.caption("Imperfect annotations cause most false positives (seed 000 s5.1.3). Draw the target box on the "
+        st.caption("Imperfect annotations cause most false positives (EMSE21 s5.1.3). Draw the target box on the "
                    "source with the mouse (or type its corners below) and re-test this sample with the run's model "
                    "and primary votes.")
         w, h = item.size

@@ -82,14 +82,14 @@ def _add_common(p) -> None:
     p.add_argument("--score-threshold", type=float,
                    help="drop detections below this score (default: torchvision 0.5, mtcnn 0.9, OpenCV none)")
     p.add_argument("--iou-threshold", type=float,
-                   help="test T: IoU with the ground truth needed to count as detected (default 0.3, seed 001)")
+                   help="test T: IoU with the ground truth needed to count as detected (default 0.3, DetReport)")
     p.add_argument("--dataset", help="COCO JSON, manifest JSON, VOC XML file/folder, or 'demo-faces' (default)")
     p.add_argument("--images", help="dataset root; without --dataset, a folder of images with no boxes "
                                     "(then give --regions-from)")
     p.add_argument("--format", choices=["auto", "coco", "voc", "manifest"], help="annotation format (default auto)")
     p.add_argument("--padding", type=int, help="pixels added around VOC/ImageNet boxes")
     p.add_argument("--regions-from", metavar="DETECTOR",
-                   help="a detector that supplies the target objects of images without boxes (seed 000 s4.2); "
+                   help="a detector that supplies the target objects of images without boxes (EMSE21 s4.2); "
                         "stored as region_source=detector")
     p.add_argument("--dilate", type=int, help="grow each target region by N pixels before mutating")
     p.add_argument("--seed", type=int, help="run seed (default 0)")
@@ -164,7 +164,7 @@ def add_detection_commands(subparsers) -> None:
     """Add ``detect``, ``sweep`` and ``detectors``."""
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser(
-        "detect", help="test an object detector on a dataset with boxes (seed 001 / seed 002 V-B)",
+        "detect", help="test an object detector on a dataset with boxes (DetReport / ORMR V-B)",
         description="Test an object detector: for every detection record, its Associated Object (the ground-truth "
                     "object of its label it overlaps most) is corrupted (MR-1: test T should flip) or its background "
                     "is (MR-2: T should stay; violations are missing or incorrect detections).",
@@ -172,7 +172,7 @@ def add_detection_commands(subparsers) -> None:
     _add_common(p)
     p.add_argument("--resume", type=int, metavar="RUN", help="continue a stopped detection run")
     p.add_argument("--plan", choices=list(PRESETS),
-                   help="erase_noise (random erase; background and object noise; 2 of 3; seed 001) or another preset "
+                   help="erase_noise (random erase; background and object noise; 2 of 3; DetReport) or another preset "
                         "applied to each associated object (default erase_noise)")
     p.add_argument("--operators", help="comma-separated operators added to the plan (see `objrel operators`)")
     p.add_argument("--vote-k", type=int, help="violations needed out of 3 to flag (default 2)")
@@ -185,7 +185,7 @@ def add_detection_commands(subparsers) -> None:
     p.set_defaults(fn=cmd_detect)
 
     defaults = "; ".join(f"{op}: {_sweep_grid(*spec)}" for op, spec in SWEEP_DEFAULTS.items())
-    p = subparsers.add_parser("sweep", help="violations per mutation ratio or variance (seed 001 Tables 3-4)",
+    p = subparsers.add_parser("sweep", help="violations per mutation ratio or variance (DetReport Tables 3-4)",
                               description=f"Run one operator at a grid of settings and print (and plot) the "
                                           f"violations per setting. Defaults: {defaults}.",
                               epilog=_detector_help(), formatter_class=fmt)

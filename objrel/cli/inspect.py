@@ -1,4 +1,4 @@
-"""``objrel inspect``: class-level confusion and bias (DeepInspect, seed 004 s3-4).
+"""``objrel inspect``: class-level confusion and bias (DeepInspect, DeepInspect s3-4).
 
     objrel inspect --model torchvision:resnet18 --weights r18.pt --dataset ann.json --out var/inspect/r18.json
     objrel inspect --planted --out var/inspect/planted.json       (the synthetic benchmark; prints the ranks)
@@ -24,7 +24,7 @@ DEFAULT_TOP = 10
 def add_inspect_command(subparsers) -> argparse.ArgumentParser:
     """Add ``inspect``; returns its parser."""
     p = subparsers.add_parser(
-        "inspect", help="class-level confusion and bias from neuron coverage (DeepInspect, seed 004)",
+        "inspect", help="class-level confusion and bias from neuron coverage (DeepInspect)",
         description="Stream images through a torch classifier with hooks on every conv/linear layer, build "
                     "the neuron activation probability matrix per predicted class, and rank class pairs by "
                     "NAPVD (confusion) and avg_bias (bias).  Labelled images add the ground truth from the "

@@ -1,4 +1,4 @@
-"""``objrel paper-check``: seed 000's published review counts (s5.1, Tables 1-3) fed through objrel's own
+"""``objrel paper-check``: EMSE21's published review counts (s5.1, Tables 1-3) fed through objrel's own
 precision and Cochran code, each reproduced figure printed beside the published one.
 
     objrel paper-check [--json]
@@ -44,7 +44,7 @@ GROUP_HEADINGS = {
 COCHRAN_MARGIN, COCHRAN_P = 0.05, 0.5
 COCHRAN_ASSUMED = f"e = {COCHRAN_MARGIN}, p = {COCHRAN_P}"
 
-# Seed 000 Table 1 (MR-1, single-label; ImageNet): model, total flagged, sample size, true positive (its
+# EMSE21 Table 1 (MR-1, single-label; ImageNet): model, total flagged, sample size, true positive (its
 # printed %), false positive reasons multiple / incomplete / others, cases with both of the first two,
 # uncertain.
 TABLE_1 = (
@@ -54,7 +54,7 @@ TABLE_1 = (
 )
 TABLE_1_TOTAL = {"total": 1392, "sample": 654, "tp": 419, "tp_pct": 64.1, "multiple": 181, "multiple_pct": 27.7,
                  "incomplete": 32, "incomplete_pct": 4.9, "others": 15, "uncertain": 11}
-# Seed 000 Table 2 (MR-2, single-label): model, total, sample size, true positive (its %), false positive,
+# EMSE21 Table 2 (MR-2, single-label): model, total, sample size, true positive (its %), false positive,
 # uncertain.
 TABLE_2 = (
     ("NASNetLarge", 3634, 348, 339, 97.4, 1, 8),
@@ -63,7 +63,7 @@ TABLE_2 = (
 )
 TABLE_2_TOTAL = {"total": 15198, "sample": 1069, "tp": 1030, "tp_pct": 96.4, "fp": 8, "fp_pct": 0.07,
                  "uncertain": 34}
-# Seed 000 Table 3 (TResNet-XL, multi-label, COCO): relation, total, sample size, true positive (its %),
+# EMSE21 Table 3 (TResNet-XL, multi-label, COCO): relation, total, sample size, true positive (its %),
 # false positive, uncertain.
 TABLE_3 = (
     ("MR-1", 957, 275, 215, 78.2, 44, 16),
@@ -113,7 +113,7 @@ def _cochran(table, row, total, sample) -> Check:
 
 
 def checks() -> list[Check]:
-    """Every figure of seed 000 Tables 1-3 that objrel can recompute from the others."""
+    """Every figure of EMSE21 Tables 1-3 that objrel can recompute from the others."""
     out: list[Check] = []
     # ---- Table 1: MR-1, single-label
     t = "Table 1"
@@ -200,14 +200,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([asdict(c) for c in rows], indent=2))
     else:
-        print("Seed 000 (EMSE 2021) s5.1, Tables 1-3, recomputed with objrel's precision and Cochran code")
+        print("Tian et al. (EMSE 2021) s5.1, Tables 1-3, recomputed with objrel's precision and Cochran code")
         print(render(rows))
     return 0
 
 
 def add_paper_command(subparsers) -> argparse.ArgumentParser:
     """Add ``paper-check``; returns its parser."""
-    p = subparsers.add_parser("paper-check", help="recompute seed 000's published review figures (Tables 1-3) "
+    p = subparsers.add_parser("paper-check", help="recompute EMSE21's published review figures (Tables 1-3) "
                               "with objrel's precision and Cochran code and flag the paper's inconsistencies")
     p.add_argument("--json", action="store_true", help="print the checks as JSON")
     p.set_defaults(fn=handle)

@@ -82,7 +82,7 @@ def add_results_commands(subparsers) -> None:
     add_store_option(p)
     p.set_defaults(fn=cmd_runs)
 
-    p = subparsers.add_parser("summary", help="accuracy and MR-1 / MR-2 / MR-1&2 counts (seed 000 Tables 5-6)")
+    p = subparsers.add_parser("summary", help="accuracy and MR-1 / MR-2 / MR-1&2 counts (EMSE21 Tables 5-6)")
     p.add_argument("run", type=int)
     p.add_argument("--json", action="store_true")
     add_store_option(p)

@@ -1,9 +1,9 @@
 """What a detector says about one image: boxes (xyxy pixels), labels and scores.
 
-A *detection record* (seed 002 s V-B) is one row of that output: a box, its label and
+A *detection record* (ORMR s V-B) is one row of that output: a box, its label and
 its confidence.  ``Detections`` holds every record of one image; it is a frozen value
-that serialises to JSON for the store (ARCHITECTURE.md decision 2: detections are kept
-with boxes and scores, so verdicts can be re-derived without the model).
+that serialises to JSON for the store (detections are kept with boxes and scores, so verdicts
+can be re-derived without the model).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Target regions: boolean masks built from boxes, polygons and RLE.
 
 The target region of a sample is the union of its objects' masks, or of their
-boxes where an object has no mask (seed 000 s4.2).  Masks are ``(H, W)`` bool.
+boxes where an object has no mask (EMSE21 s4.2).  Masks are ``(H, W)`` bool.
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ def union_box(objects, width: int, height: int) -> tuple[int, int, int, int]:
 
 
 def area_ratio(region: np.ndarray) -> float:
-    """Share of image pixels in the target region, in [0, 1] (seed 000 s6.2)."""
+    """Share of image pixels in the target region, in [0, 1] (EMSE21 s6.2)."""
     return np.count_nonzero(region) / region.size if region.size else float("nan")
 
 

@@ -5,7 +5,7 @@ One XML per image: ``<filename>``, ``<size><width/><height/></size>`` and one
 ILSVRC names objects by WordNet id (``n02123597``); pass a synset mapping (the
 ``LOC_synset_mapping.txt`` format: one ``wnid name, synonyms`` line per class, in
 class-index order) to turn them into class indices.  The region is the union of
-the boxes, optionally padded by ``padding`` pixels (the seed 000 code padded 5).
+the boxes, optionally padded by ``padding`` pixels (the EMSE21 code padded 5).
 Coordinates in the files are 1-based and inclusive; they are converted to
 objrel's 0-based, end-exclusive xyxy.
 """

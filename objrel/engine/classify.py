@@ -493,7 +493,7 @@ class Engine:
     # ------------------------------------------------------------ results
 
     def _distance(self, p: _Prepared, relation: str, mut: R.Prediction) -> float | None:
-        # --all: D of the ground-truth label ranked highest (seed 002 s V-A.1), else the mean over the labels
+        # --all: D of the ground-truth label ranked highest (ORMR s V-A.1), else the mean over the labels
         return R.inference_distance(relation, p.source, mut, p.label_of_interest,
                                     highest_ranked=bool(self.config.test_all))
 

@@ -187,7 +187,7 @@ class DetectionEngine:
     def _decide(self, img: _Image, detections: Detections) -> None:
         img.source = detections
         for u in detection_units(detections, img.objects):
-            # T (seed 001 s4.4) is one function of (records, object): the source's records are read exactly
+            # T (DetReport s4.4) is one function of (records, object): the source's records are read exactly
             # as a mutant's, so a detector whose output does not change never changes T
             near = mutant_records(detections, img.objects[u.object].box, u.label)
             t = iou_test(near.own, u.label, self.iou_threshold)

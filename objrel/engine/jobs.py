@@ -1,4 +1,4 @@
-"""Runs started from the app: separate processes that outlive the page (ARCHITECTURE.md decision 7).
+"""Runs started from the app: separate processes that outlive the page (long work never runs in a page's script thread).
 
 ``start_run`` launches ``python -m objrel.engine.background`` detached from the Streamlit
 process for a classifier or a detection run (or to resume a stopped one of either), waits

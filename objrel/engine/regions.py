@@ -1,6 +1,6 @@
 """Target regions supplied by a detector where a dataset has none.
 
-Seed 000 s4.2: the target objects "could be extracted from the dataset, or obtained using the
+EMSE21 s4.2: the target objects "could be extracted from the dataset, or obtained using the
 latest object localization techniques".  ``detector_regions`` does the second: each sample
 without annotated objects gets the detector's records as its objects (boxes, label names) and
 ``region_source = "detector"``, which every run stores with the sample.  It serves classifier

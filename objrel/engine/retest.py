@@ -1,6 +1,6 @@
 """Re-test one stored inference with a target box the reviewer redrew.
 
-Imperfect annotations cause most false positives (seed 000 s5.1.3).  A reviewer
+Imperfect annotations cause most false positives (EMSE21 s5.1.3).  A reviewer
 who sees that the box missed part of the object, or covered a second one, redraws
 it and re-tests that one sample at once with the run's model and primary votes;
 the result is kept in the ``retests`` table beside the original verdicts

@@ -1,11 +1,11 @@
-"""Parameter sweeps: violations per mutation ratio or variance (seed 001 s5.1, Tables 3-4).
+"""Parameter sweeps: violations per mutation ratio or variance (DetReport s5.1, Tables 3-4).
 
 A sweep is one detection run whose plan has one single-mutation vote group (k = 1) per setting
 of one operator parameter, so it is stored, resumable and reviewable like any run; the table
 counts, per setting, the units whose check was violated (split into missing and incorrect
 detections for MR-2, "still detected" for MR-1) and those whose check held.
 
-Defaults follow seed 001: random erase (MR-1) and object noise (MR-2, variance 160) over the
+Defaults follow DetReport: random erase (MR-1) and object noise (MR-2, variance 160) over the
 mutation ratios 0.1 ... 0.9; background noise (MR-2) over a variance grid.
 """
 
@@ -28,7 +28,7 @@ BACKGROUND_VARIANCES = (100.0, 400.0, 1600.0, 2500.0, 6400.0, 16384.0)
 # operator -> (swept parameter, default values, fixed parameters)
 SWEEP_DEFAULTS = {
     "random_erase": ("ratio", RATIOS, {}),
-    "object_noise": ("ratio", RATIOS, {"variance": 160.0}),   # seed 001 s5.1.1: variance 160, ratio 0.1-0.9
+    "object_noise": ("ratio", RATIOS, {"variance": 160.0}),   # DetReport s5.1.1: variance 160, ratio 0.1-0.9
     "background_noise": ("variance", BACKGROUND_VARIANCES, {}),
 }
 
@@ -86,7 +86,7 @@ class SweepResult:
         return d
 
     def table(self) -> str:
-        """Plain-text table in the layout of seed 001 Tables 3-4."""
+        """Plain-text table in the layout of DetReport Tables 3-4."""
         if self.relation == "MR-2":
             head = [self.param, "units", "violating: missing", "violating: incorrect", "not violating"]
             body = [[f"{r.value:g}", r.units, r.missing, r.incorrect, r.not_violating] for r in self.rows]

@@ -1,4 +1,4 @@
-"""Model adapters: one protocol per task (ARCHITECTURE.md decision 3), and models by name (``zoo``)."""
+"""Model adapters: one protocol per task, and models by name (``zoo``)."""
 
 from objrel.models.classifier import CallableClassifier, Classifier, TorchClassifier
 from objrel.models.detector import CallableDetector, CombinedDetector, Detector

@@ -3,9 +3,9 @@
 A forward pass allocates its activations (tens of MB at batch 16) and frees them again, every batch.
 With glibc's defaults each of those blocks is a fresh ``mmap`` (blocks over ``M_MMAP_THRESHOLD``) or
 a heap top returned to the system (over ``M_TRIM_THRESHOLD``), so every batch faults its pages in and
-the kernel zeroes them again. On the 2-core build machine that kernel work took about half of the CPU
-time of EfficientNet-Lite0 at batch 16, and the bare module ran 2-2.7x faster with both thresholds
-raised (``benchmarks/allocator.py`` measures it side by side). The price: the process keeps its
+the kernel zeroes them again. On a small CPU that kernel work can take about half of the CPU time of
+EfficientNet-Lite0 at batch 16, and the bare module can run 2-2.7x faster with both thresholds raised
+(``benchmarks/allocator.py`` measures it side by side on the machine at hand). The price: the process keeps its
 high-water mark of heap memory (freed blocks are reused, not returned), for its whole life; a long-lived
 app process that once explained a large batch stays at that size.
 

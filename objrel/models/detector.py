@@ -1,6 +1,6 @@
 """The detector adapter protocol and the callable and combined adapters (loading by name: ``objrel.models.zoo``).
 
-Protocol (ARCHITECTURE.md decision 3): ``detect(images) -> list[Detections]``, where
+Protocol: ``detect(images) -> list[Detections]``, where
 ``images`` is a list of ``(H, W, 3)`` uint8 RGB arrays (sizes may differ) and each
 ``Detections`` holds xyxy pixel boxes, label names and scores for one image.  Every
 adapter clips boxes to its image, drops records below its ``score_threshold`` and returns

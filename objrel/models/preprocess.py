@@ -1,4 +1,4 @@
-"""Image preprocessing owned by the model adapter (ARCHITECTURE.md decision 3)."""
+"""Image preprocessing owned by the model adapter."""
 
 from __future__ import annotations
 
@@ -357,7 +357,7 @@ class PaintedInput:
     """The model input of a source with the region (``side='inside'``) or everything but it (``'outside'``)
     painted ``colour``, mixed from its ``FillBasis`` instead of painting and resizing the full image.
 
-    ``L`` is linear and ``L(1) = 1``, so with ``c`` the colour (seed 000 s4.3's fills):
+    ``L`` is linear and ``L(1) = 1``, so with ``c`` the colour (EMSE21 s4.3's fills):
         inside:   L(x (1 - m) + c m)  = L(x (1 - m)) + c L(m)
         outside:  L(x m + c (1 - m))  = L(x m) + c (1 - L(m))
     and normalised, ``coverage x (c scale)`` plus the basis's normalised part.  Equal to the preprocessing of

@@ -1,8 +1,8 @@
 """What runs a classifier's forward pass: torch itself, or its network exported once to ONNX and run by
 ONNX Runtime or OpenVINO.
 
-On the 2-core build machine ONNX Runtime runs EfficientNet-Lite0 at about 2.5-3x torch's speed and OpenVINO
-close to it, with probabilities equal to torch's within 1e-6 (``benchmarks/throughput.py`` measures it).
+On a 2-core CPU ONNX Runtime can run EfficientNet-Lite0 at about 2.5-3x torch's speed and OpenVINO close
+to it, with probabilities equal to torch's within 1e-6 (``benchmarks/throughput.py`` measures it).
 
 * ``export_onnx``: the network plus its output head (softmax or sigmoid) written once per (architecture,
   weights, input size, head) to the model cache (``$OBJREL_MODEL_CACHE``, default
@@ -249,8 +249,8 @@ _ORT_SPINNING_STOP = "session.force_spinning_stop"
 # ONNX Runtime's GPU provider, and its settings: f32 convolutions and matrix products (its default lets cuDNN
 # and cuBLAS use TF32, ~1e-3 from torch's f32), and cuDNN's heuristic choice of convolution algorithm, as torch
 # makes it.  Its default, trying every algorithm, does so again for each new batch size, and a run with lazy
-# votes sends batches of every size from 1 up: ResNet-50, 10,000 sources on an H200, took 98.7 s with it and
-# 87.3 s with the heuristic (``benchmarks/gpu.py``).
+# votes sends batches of every size from 1 up, so the heuristic runs ResNet-50 about 10% faster on a data
+# centre GPU (``benchmarks/gpu.py`` measures both).
 _ORT_CUDA = "CUDAExecutionProvider"
 _ORT_CUDA_OPTIONS = {"use_tf32": "0", "cudnn_conv_algo_search": "HEURISTIC"}
 

@@ -1,4 +1,4 @@
-"""Load weights without unpickling arbitrary objects (ARCHITECTURE.md decision 9)."""
+"""Load weights without unpickling arbitrary objects."""
 
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-# Intra-op threads of a classifier's forward pass: one per core this process may use.  Measured on the
-# 2-core build machine with EfficientNet-Lite0, batch 16: 2 threads run about 1.8x faster than 1; more
+# Intra-op threads of a classifier's forward pass: one per core this process may use.  With
+# EfficientNet-Lite0 at batch 16 on 2 cores, 2 threads run about 1.8x faster than 1; more
 # threads than cores only add contention (the mutant worker thread runs numpy/OpenCV beside them).
 INFERENCE_THREADS = available_cores()
 
@@ -37,10 +37,10 @@ INFERENCE_THREADS = available_cores()
 # stalls torch at its barriers, while a 600x512 -> 224 resize runs no faster on 2 threads than on 1.
 OPENCV_THREADS = 1
 
-# Threads that share out per-image work (decoding, mutants, resizes) between the forward passes.  On the
-# 2-core build machine a full run that made and prepared each batch on both cores just before its forward
-# ran at 0.84 of the bare module's speed, against 0.78 with that work in threads beside the forward (median
-# of 6 interleaved pairs): a thread competing with torch's intra-op threads for the cores stalls all of them
+# Threads that share out per-image work (decoding, mutants, resizes) between the forward passes.  On 2 cores a
+# full run that makes and prepares each batch on both cores just before its forward runs at about 0.84 of
+# the bare module's speed, against 0.78 with that work in threads beside the forward:
+# a thread competing with torch's intra-op threads for the cores stalls all of them
 # at each operator's barrier, so a millisecond it takes costs the forward about two.
 PREPROCESS_THREADS = available_cores()
 _POOL_PREFIX = "objrel-preprocess"

@@ -1,13 +1,13 @@
 """Fill colours (RGB, 0-255)."""
 
-# The three colours of seed 000 s4.3.
+# The three colours of EMSE21 s4.3.
 THREE_COLOURS: dict[str, tuple[int, int, int]] = {
     "black": (0, 0, 0),
     "gray": (127, 127, 127),
     "white": (255, 255, 255),
 }
 
-# The 15-colour palette of seed 000 s5.2.1: the three above plus twelve more.
+# The 15-colour palette of EMSE21 s5.2.1: the three above plus twelve more.
 PALETTE_15: dict[str, tuple[int, int, int]] = {
     **THREE_COLOURS,
     "red": (255, 0, 0),
@@ -24,7 +24,7 @@ PALETTE_15: dict[str, tuple[int, int, int]] = {
     "purple": (128, 0, 128),
 }
 
-# Nine common colours for RmvObjByRGB (seed 002 Table I says "9 common RGB colors"
+# Nine common colours for RmvObjByRGB (ORMR Table I says "9 common RGB colors"
 # without listing them; these are the primaries, secondaries and three grays).
 NINE_COLOURS: dict[str, tuple[int, int, int]] = {
     k: PALETTE_15[k] for k in ("black", "gray", "white", "red", "lime", "blue", "yellow", "aqua", "fuchsia")

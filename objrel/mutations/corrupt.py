@@ -10,8 +10,8 @@ from objrel.mutations.colours import NINE_COLOURS, PALETTE_15, parse_colour
 from objrel.mutations.pixels import blur_boundary, centre_box, copy_where, paint
 from objrel.mutations.registry import NotApplicable, register
 
-S000 = "seed 000 s4.3, s5.2"
-S002 = "seed 002 Table I"
+S000 = "EMSE21 s4.3, s5.2"
+S002 = "ORMR Table I"
 
 
 @register(
@@ -85,7 +85,7 @@ def margin_fill(image, target, rng, stat="mean"):
 @register(
     "random_erase", "corrupt", [{"ratio": r} for r in (0.1, 0.3, 0.5, 0.7, 0.9)],
     "Random erase: uniform random pixels over the central part of each object box covering `ratio` of "
-    "its area (centre out).", "seed 001 s2.3",
+    "its area (centre out).", "DetReport s2.3",
 )
 def random_erase(image, target, rng, ratio=DEFAULT_ERASE_RATIO):
     """Replace a centred share ``ratio`` of each object box with random pixels."""

@@ -2,7 +2,7 @@
 
 An operator registered with ``fills="inside"`` (``fill_object``) or ``fills="outside"``
 (``fill_background``) promises that its mutant is the source with the target region, or everything but
-it, set to one colour (seed 000 s4.3, s5.2); the contract test checks that promise byte for byte.  For
+it, set to one colour (EMSE21 s4.3, s5.2); the contract test checks that promise byte for byte.  For
 such a mutation the engine hands the model a ``PaintedInput`` (``objrel.models.preprocess``): the
 model's resize of the painted image mixed from three resizes of the source, shared by every colour.
 """

@@ -19,7 +19,7 @@ def boundary_band(region: np.ndarray, width: int = BOUNDARY_BAND) -> np.ndarray:
 
 
 def blur_boundary(image: np.ndarray, region: np.ndarray, ksize: int = BOUNDARY_BLUR_KSIZE) -> np.ndarray:
-    """Median-blur the band around the region boundary (seed 002 Table I); returns a new array."""
+    """Median-blur the band around the region boundary (ORMR Table I); returns a new array."""
     if ksize % 2 != 1 or ksize < 3:
         raise ValueError(f"median filter size must be odd and >= 3, got {ksize}")
     band = boundary_band(region)
@@ -55,7 +55,7 @@ def paint(image: np.ndarray, where: np.ndarray, colour: tuple[int, int, int]) ->
 
 
 def dilate_region(region: np.ndarray, pixels: int) -> np.ndarray:
-    """Grow the region by ``pixels`` (elliptical kernel) to remove the object's outline (seed 000 s7.4)."""
+    """Grow the region by ``pixels`` (elliptical kernel) to remove the object's outline (EMSE21 s7.4)."""
     if pixels < 0:
         raise ValueError(f"dilation must be >= 0 pixels, got {pixels}")
     if pixels == 0:
@@ -80,7 +80,7 @@ def add_gaussian_noise(image: np.ndarray, where: np.ndarray, variance: float, rn
 
 
 def centre_box(box: tuple[int, int, int, int], ratio: float) -> tuple[int, int, int, int]:
-    """The box of the same centre and aspect whose area is ``ratio`` of ``box`` (centre-out, seed 001 s2.3)."""
+    """The box of the same centre and aspect whose area is ``ratio`` of ``box`` (centre-out, DetReport s2.3)."""
     if not 0.0 <= ratio <= 1.0:
         raise ValueError(f"mutation ratio must be in [0, 1], got {ratio}")
     x1, y1, x2, y2 = box

@@ -151,13 +151,13 @@ PRESETS = ("colours3", "palette15", "all", ERASE_NOISE)
 LEGACY_PRESET_NAMES = {"seed001": ERASE_NOISE}
 
 # Centre-out erase ratios of erase_noise's MR-1 vote: large enough that a detector looking at the object
-# loses it (seed 001 s4.4).
+# loses it (DetReport s4.4).
 ERASE_RATIOS = (0.5, 0.7, 0.9)
 # Background noise variances (0-255 pixel units squared; std 20, 40, 50) of erase_noise's primary MR-2 vote.
 BACKGROUND_VARIANCES = (400.0, 1600.0, 2500.0)
 # Object noise variances (std 4, 8, 12.6) over the whole object: low enough to keep its features (s2.3).
 OBJECT_VARIANCES = (16.0, 64.0, 160.0)
-# erase_noise votes: flagged when at least this many of the three mutations are violated (seed 001 s4.4).
+# erase_noise votes: flagged when at least this many of the three mutations are violated (DetReport s4.4).
 ERASE_NOISE_VOTE_K = 2
 
 
@@ -167,7 +167,7 @@ def canonical_preset(name: str) -> str:
 
 
 def erase_noise_groups(k: int | None = None) -> list[VoteGroup]:
-    """Seed 001's detection plan: random erase (MR-1), background noise and object noise (MR-2), 2 of 3."""
+    """DetReport's detection plan: random erase (MR-1), background noise and object noise (MR-2), 2 of 3."""
     kk = k or ERASE_NOISE_VOTE_K
     return [
         VoteGroup("MR-1 random erase", "MR-1",
@@ -183,11 +183,11 @@ def erase_noise_groups(k: int | None = None) -> list[VoteGroup]:
 def preset(name: str = "colours3", k: int | None = None, dilate: int = 0) -> Plan:
     """Named plans.
 
-    colours3:  black, gray, white fills; 2 of 3 (seed 000 s4.3-4.4).
-    palette15: the 15-colour palette; 8 of 15 (seed 000 s5.2), plus colours3 as primary.
+    colours3:  black, gray, white fills; 2 of 3 (EMSE21 s4.3-4.4).
+    palette15: the 15-colour palette; 8 of 15 (EMSE21 s5.2), plus colours3 as primary.
     all:       colours3 first (primary), then the palette and one group per other operator.
     erase_noise: random erase at 50/70/90% (MR-1), background noise at variance 400/1600/2500 and
-               object noise at 16/64/160 (MR-2), each 2 of 3: seed 001's plan, the detectors' default.
+               object noise at 16/64/160 (MR-2), each 2 of 3: DetReport's plan, the detectors' default.
     """
     name = canonical_preset(name)
     if name not in PRESETS:

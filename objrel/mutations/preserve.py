@@ -11,12 +11,12 @@ from objrel.mutations.pixels import (add_gaussian_noise, background_names, backg
                                      centre_box, copy_where, paint)
 from objrel.mutations.registry import register
 
-S002 = "seed 002 Table I"
+S002 = "ORMR Table I"
 
 
 @register(
     "fill_background", "preserve", [{"colour": c} for c in PALETTE_15],
-    "Fill everything but the target region with one colour.", "seed 000 s4.3, s5.2", keeps_inside=True,
+    "Fill everything but the target region with one colour.", "EMSE21 s4.3, s5.2", keeps_inside=True,
     fills="outside",
 )
 def fill_background(image, target, rng, colour="black"):
@@ -35,7 +35,7 @@ def gray_background_blur(image, target, rng):
 
 @register(
     "background_noise", "preserve", [{"variance": v} for v in (100.0, 400.0, 1600.0, 2500.0, 6400.0)],
-    "Gaussian noise of `variance` (pixel units squared) on the background.", "seed 001 s2.3, s4.3",
+    "Gaussian noise of `variance` (pixel units squared) on the background.", "DetReport s2.3, s4.3",
     keeps_inside=True,
 )
 def background_noise(image, target, rng, variance=DEFAULT_NOISE_VARIANCE):
@@ -46,7 +46,7 @@ def background_noise(image, target, rng, variance=DEFAULT_NOISE_VARIANCE):
 @register(
     "object_noise", "preserve", [{"ratio": 1.0, "variance": v} for v in (16.0, 64.0, 160.0)],
     "Low-intensity Gaussian noise on the central `ratio` of each object box, restricted to the object "
-    "(object-preserving for small variances).", "seed 001 s2.3, s4.3",
+    "(object-preserving for small variances).", "DetReport s2.3, s4.3",
 )
 def object_noise(image, target, rng, ratio=1.0, variance=160.0):
     """Add Gaussian noise of ``variance`` to the object's pixels inside a centred share ``ratio`` of each box."""

@@ -1,19 +1,19 @@
-"""IoU, the Associated Object of seed 002 s V-B, and the units a detection run tests.
+"""IoU, the Associated Object of ORMR s V-B, and the units a detection run tests.
 
-* ``iou``: area of intersection over area of union of two xyxy pixel boxes (seed 001 s2.2).
+* ``iou``: area of intersection over area of union of two xyxy pixel boxes (DetReport s2.2).
 * Associated Object: for a detection record, the ground-truth object *of the record's label*
   with the highest IoU with the record's box.  Several objects of one label in one image are
   the normal case: each record is tied to the one it overlaps most, and only that object's
   region is mutated for it.
 * After mutation two records of the mutant are looked at (``mutant_records``): rcd', the record
-  with the highest IoU with the associated object of *any* label (seed 002 s V-B: it is compared
+  with the highest IoU with the associated object of *any* label (ORMR s V-B: it is compared
   with rcd in the distance D, where a label change gives D = 0 for preserving mutations), and
-  the record of the *unit's label* with the highest IoU with the object, on which seed 001
+  the record of the *unit's label* with the highest IoU with the object, on which DetReport
   s4.4's test T is taken ("whether the generated bounding box indeed contains the expected
   object").  They differ only with a detector that reports several labels at one place.
 * A *unit* is what a detection run tests: each source record with an associated object
   (``r<j>``), plus each ground-truth object no record is associated with (``o<k>``): the
-  detector missed it on the source, and seed 001's "incorrect detection" (Tables 3-4) is that
+  detector missed it on the source, and DetReport's "incorrect detection" (Tables 3-4) is that
   object found after mutation.
 
 Choosing the highest IoU is a comparison too: IoUs within ``TIE_TOLERANCE`` of the highest are a tie (float
@@ -69,7 +69,7 @@ class Association:
 
 
 def associated_objects(detections: Detections, objects: Sequence) -> list[Association | None]:
-    """The Associated Object of every record (seed 002 s V-B), in record order.
+    """The Associated Object of every record (ORMR s V-B), in record order.
 
     ``objects`` are ground-truth objects with ``category`` and ``box`` (``TargetObject``).  Only objects
     whose category equals the record's label compete; the highest IoU wins, the lower object index
@@ -132,8 +132,8 @@ def record_of(detections: Detections, index: int, iou_value: float) -> RecordMat
 
 
 def match_record(detections: Detections, object_box: Sequence[float], label: str | None = None) -> RecordMatch:
-    """The record with the highest IoU with ``object_box``: of any label (rcd' of seed 002 s V-B) when
-    ``label`` is None, else among the records of ``label`` only (the record seed 001's test T reads).
+    """The record with the highest IoU with ``object_box``: of any label (rcd' of ORMR s V-B) when
+    ``label`` is None, else among the records of ``label`` only (the record DetReport's test T reads).
 
     Ties (IoUs within ``TIE_TOLERANCE`` of the highest) go to the earlier record (``Detections`` come sorted
     by descending score, so the surer one).  No (such) record overlapping the box gives an empty
@@ -155,9 +155,9 @@ def match_record(detections: Detections, object_box: Sequence[float], label: str
 class MutantRecords:
     """The two records of a mutant that a detection check reads.
 
-    nearest: rcd', the record of any label with the highest IoU with the associated object (seed 002
+    nearest: rcd', the record of any label with the highest IoU with the associated object (ORMR
              s V-B): the distance D compares it with rcd (IoU drop; D = 0 on a label change).
-    own:     the record *of the unit's label* with the highest IoU with the object: seed 001 s4.4's
+    own:     the record *of the unit's label* with the highest IoU with the object: DetReport s4.4's
              test T asks whether the object is still detected as what it is, so another label's record
              overlapping it a little better (a "face" box over a "cat face") must not hide it.
     With a single-label detector, or when rcd' has the unit's label, the two are the same record.

@@ -1,6 +1,6 @@
 """Metamorphic relations, votes and object-relevancy scores.
 
-Exactly as seed 000 s4.4 (binary verdicts) and seed 002 s V-A (continuous scores):
+Exactly as EMSE21 s4.4 (binary verdicts) and ORMR s V-A (continuous scores):
 
 * single-label certainty C = min_{j != l} |p_l - p_j|, which for the top-1 label is
   top-1 minus top-2 probability (s4.4.1);
@@ -62,7 +62,7 @@ def _top_and_ranks(p: np.ndarray, k: int, interest: list[int]) -> tuple[np.ndarr
 
 @dataclass(frozen=True)
 class Prediction:
-    """What the store keeps of one model output (ARCHITECTURE.md decision 2).
+    """What the store keeps of one model output: what each relation needs, so a vote re-evaluates without the model.
 
     task:       ``single`` (softmax) or ``multi`` (sigmoid, ``threshold``).
     top_labels: class indices of the ``top_k`` highest probabilities, descending.
@@ -184,7 +184,7 @@ class Prediction:
 
 
 def certainty_single(probs: Sequence[float], label: int) -> float:
-    """min over j != label of |p_label - p_j| (seed 000 s4.4.1) on a full vector."""
+    """min over j != label of |p_label - p_j| (EMSE21 s4.4.1) on a full vector."""
     p = np.asarray(probs, dtype=np.float64)
     if p.size < 2:
         raise ValueError(f"certainty needs at least 2 classes, got {p.size}")
@@ -198,7 +198,7 @@ def top_certainty(pred: Prediction) -> float:
 
 
 def certainty_multi(p: float) -> float:
-    """|2p - 1|: certainty of one label of a multi-label output (seed 000 s4.4.1)."""
+    """|2p - 1|: certainty of one label of a multi-label output (EMSE21 s4.4.1)."""
     return abs(2.0 * float(p) - 1.0)
 
 
@@ -206,7 +206,7 @@ def certainty_multi(p: float) -> float:
 
 
 def label_certainty(pred: Prediction, label: int) -> float:
-    """C of ``label`` on ``pred``: min over the other kept labels of |p_label - p_j| (seed 000 s4.4.1).  For
+    """C of ``label`` on ``pred``: min over the other kept labels of |p_label - p_j| (EMSE21 s4.4.1).  For
     the top-1 label it is ``top_certainty``; for another label the nearest kept neighbours are the top-k and
     the labels of interest, which hold every label near the top."""
     if label == pred.top1:
@@ -227,7 +227,7 @@ def label_margin(pred: Prediction, label: int) -> float:
 
 def label_changed(src: Prediction, mut: Prediction) -> bool:
     """True when the source's top-1 label is more than ``TIE_TOLERANCE`` below another label on the mutant
-    (seed 000 s4.4's ``l != l'``, where a label within the tolerance of the top still counts as the top)."""
+    (EMSE21 s4.4's ``l != l'``, where a label within the tolerance of the top still counts as the top)."""
     return beyond(-label_margin(mut, src.top1))
 
 
@@ -356,7 +356,7 @@ def distance_removing(p: float, rank: int, p2: float, rank2: int) -> float:
 
 
 def highest_ranked_label(source: Prediction, labels: Iterable[int]) -> int | None:
-    """The ground-truth label the model ranks highest on ``source`` (seed 002 s V-A.1: "the object whose
+    """The ground-truth label the model ranks highest on ``source`` (ORMR s V-A.1: "the object whose
     label has the highest rank"); ties go to the smaller class index; None when no label has a rank."""
     ranked = [(source.ranks[int(label)], int(label)) for label in labels if int(label) in source.ranks]
     return min(ranked)[1] if ranked else None
@@ -367,7 +367,7 @@ def inference_distance(relation: str, source: Prediction, mutant: Prediction, la
     """D of one mutant (``distance_preserving`` for MR-2, ``distance_removing`` for MR-1).
 
     ``highest_ranked`` (runs that test every inference, ``--all``): D of the ground-truth label the source
-    ranks highest, as seed 002 s V-A.1 picks the object.  Otherwise the mean of D over ``labels`` (the
+    ranks highest, as ORMR s V-A.1 picks the object.  Otherwise the mean of D over ``labels`` (the
     labels of interest of a correct inference).  None when no label has a rank on both predictions.
     """
     if relation not in ("MR-1", "MR-2"):

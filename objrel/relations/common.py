@@ -1,10 +1,10 @@
 """What both tasks share after the checks: verdict names, k-of-n votes and the relevancy score.
 
 A verdict is one relation check on one mutant; a vote combines the verdicts of a group of mutations
-(k of n: seed 000 s4.4); the relevancy score S_p / S_r / S weighs the distances the mutants moved
-(seed 002 s V-A).  Classifier checks live in ``classify.py``, detector checks in ``detect.py``.
+(k of n: EMSE21 s4.4); the relevancy score S_p / S_r / S weighs the distances the mutants moved
+(ORMR s V-A).  Classifier checks live in ``classify.py``, detector checks in ``detect.py``.
 
-Ties: the papers compare strictly (seed 000 s4.4, seed 001 s4.4).  objrel decides every comparison that decides a
+Ties: the papers compare strictly (EMSE21 s4.4, DetReport s4.4).  objrel decides every comparison that decides a
 verdict on a *margin* (how far a value is past the point where the verdict turns) and counts a margin within
 ``TIE_TOLERANCE`` as no change: equal in exact arithmetic, which is the strict comparison's answer for an exact
 tie (an unchanged certainty does not fall, so MR-1 is violated; an unchanged label stays, so MR-2 holds).  Float
@@ -71,10 +71,10 @@ def vote(group: str, relation: str, verdicts: Sequence[str], k: int) -> Vote:
     return Vote(group, relation, k, len(verdicts), applicable, sum(v == VIOLATED for v in verdicts))
 
 
-# ---------------------------------------------------------------- relevancy (seed 002 s V-A)
+# ---------------------------------------------------------------- relevancy (ORMR s V-A)
 
 
-# Seed 002 s V-A, Table I: the six mutation functions (three object-preserving, three object-removing)
+# ORMR s V-A, Table I: the six mutation functions (three object-preserving, three object-removing)
 # and the number of mutation operations the paper gives each (12 + 12 + 1 = 25 preserving, 9 + 2 + 2 = 13
 # removing, 38 in all), keyed by the objrel operator that implements the function.
 # MvObjToImg, BldObjToImg, PsvObj
@@ -86,7 +86,7 @@ SEED002_FUNCTION_NAMES = {"move_to_background": "MvObjToImg", "blend_to_backgrou
                           "gray_background_blur": "PsvObj", "fill_object_blur": "RmvObjByRGB",
                           "inpaint": "RmvObjByTool", "margin_fill": "RmvObjByMM"}
 # Names of the two scoring definitions a Relevancy can carry.
-SCORING_SEED002 = "seed002"        # seed 002 s V-A as written: fixed H_n (applicable or not), N functions per type
+SCORING_SEED002 = "seed002"        # ORMR s V-A as written: fixed H_n (applicable or not), N functions per type
 SCORING_APPLICABLE = "applicable"  # objrel's variant: H_n and N count only operations that gave a distance
 
 
@@ -109,7 +109,7 @@ class Relevancy:
 
 
 def weighted_score(distances: dict[str, list[float]]) -> float | None:
-    """sum over functions n and operations h of D / (H_n * N) (seed 002 s V-A).
+    """sum over functions n and operations h of D / (H_n * N) (ORMR s V-A).
 
     ``distances`` maps each mutation function (operator) to the distances of its
     operations; functions with no applicable operation are left out of N.
@@ -127,7 +127,7 @@ def relevancy(preserving: dict[str, list[float]], removing: dict[str, list[float
 
 
 def seed002_weighted_score(distances: dict[str, Sequence[float]], operations: dict[str, int]) -> float:
-    """S_p or S_r exactly as seed 002 s V-A writes it: sum_n sum_h D(m(i), m(i'_nh)) / (H_n N).
+    """S_p or S_r exactly as ORMR s V-A writes it: sum_n sum_h D(m(i), m(i'_nh)) / (H_n N).
 
     ``operations`` maps each of the N mutation functions of this type to H_n, the number of its mutation
     operations *applicable or not*; ``distances`` maps a function to the distances its operations gave.
@@ -153,7 +153,7 @@ def seed002_weighted_score(distances: dict[str, Sequence[float]], operations: di
 def seed002_relevancy(preserving: dict[str, Sequence[float]], removing: dict[str, Sequence[float]],
                       preserving_operations: dict[str, int], removing_operations: dict[str, int],
                       keys: Sequence[str] = ()) -> Relevancy:
-    """S_p, S_r (``seed002_weighted_score``) and S = (S_p + S_r) / 2 of seed 002 s V-A; ``keys`` records
+    """S_p, S_r (``seed002_weighted_score``) and S = (S_p + S_r) / 2 of ORMR s V-A; ``keys`` records
     the mutation operations the score was computed over.  Distances of other functions are ignored."""
     p = {fn: ds for fn, ds in preserving.items() if fn in preserving_operations}
     r = {fn: ds for fn, ds in removing.items() if fn in removing_operations}
@@ -164,11 +164,11 @@ def seed002_relevancy(preserving: dict[str, Sequence[float]], removing: dict[str
 # ---------------------------------------------------------------- S on box-only data
 
 
-# Seed 002 s VII-B reads an inference with S <= 0.5 as having a low object-relevancy score.
+# ORMR s VII-B reads an inference with S <= 0.5 as having a low object-relevancy score.
 SEED002_LOW_RELEVANCY = 0.5
 # The flag carried beside every S computed on a region without a mask.
 BOX_ONLY = "box-only"
-# Seed 002 s V-A's removing functions are three; RmvObjByMM (``margin_fill``) needs a mask, so on box-only
+# ORMR s V-A's removing functions are three; RmvObjByMM (``margin_fill``) needs a mask, so on box-only
 # data it adds distance 0 under the paper's weights and S_r cannot exceed 2/3 (S not above 5/6).
 BOX_ONLY_S_R_CAP = "2/3"
 
@@ -183,15 +183,15 @@ def box_only(objects: Sequence) -> bool:
 def box_only_caveat(scoring: str) -> str:
     """What box-only data does to S under ``scoring``, in one clause (for a help text or a note)."""
     if scoring == SCORING_SEED002:
-        return (f"{BOX_ONLY}: RmvObjByMM needs a mask and counts as distance 0 under seed 002's weights, so S_r "
+        return (f"{BOX_ONLY}: RmvObjByMM needs a mask and counts as distance 0 under ORMR's weights, so S_r "
                 f"is capped at {BOX_ONLY_S_R_CAP}")
     return f"{BOX_ONLY}: RmvObjByMM needs a mask and is left out of S_r"
 
 
 def relevancy_verdict(s: float | None, is_box_only: bool, scoring: str) -> str | None:
-    """Seed 002's reading of S (s VII-B: low when S <= 0.5), saying when the data are box-only.
+    """ORMR's reading of S (s VII-B: low when S <= 0.5), saying when the data are box-only.
 
-    ``at most 0.5`` / ``above 0.5``; on box-only data with seed 002's weights the verdict carries
+    ``at most 0.5`` / ``above 0.5``; on box-only data with ORMR's weights the verdict carries
     ``(box-only: S_r capped at 2/3)``, with objrel's ``applicable`` weights ``(box-only)``.  None without S."""
     if s is None:
         return None

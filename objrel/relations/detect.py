@@ -1,11 +1,11 @@
-"""Metamorphic relations for detection records (seed 001 s4.4, seed 002 s V-B).
+"""Metamorphic relations for detection records (DetReport s4.4, ORMR s V-B).
 
-Test T (seed 001 s4.4): ``T = 1`` when a record of the unit's label has IoU >= ``iou_threshold``
+Test T (DetReport s4.4): ``T = 1`` when a record of the unit's label has IoU >= ``iou_threshold``
 (Delta_c, default 0.3, YOLOv3's default) with the associated ground-truth object; else ``T = 0``.
 T is one function of (an image's records, the object) and is taken the same way on the source and on
 every mutant (``object_test``): on the best record *of that label* for the object (``MutantRecords.own``),
 not on rcd' (the best record of any label), so a multi-class detector's overlapping record of another
-label does not hide the object; rcd' serves seed 002's distance D only (``MutantRecords.nearest``).
+label does not hide the object; rcd' serves ORMR's distance D only (``MutantRecords.nearest``).
 On the source that best record is the unit's own record in the usual case; it is another record when a
 record of the label tied to a neighbouring object overlaps this one better (or is the only one to overlap
 an object no record is tied to, an ``o`` unit).  Reading the unit's own record on the source and the best
@@ -13,21 +13,21 @@ record on the mutant would let a detector that returns the same records for ever
 object after every mutation (an "incorrect detection" that nothing caused).
 
 * MR-1, object-corrupting mutation: T should flip.  It is checked only where the source was
-  detected (``T = 1``, the correct inferences of seed 000 s4.1): it holds when the object is no
+  detected (``T = 1``, the correct inferences of EMSE21 s4.1): it holds when the object is no
   longer detected (``removed``) and is violated when it still is (``still detected``).  Where
   the source was not detected there is nothing to remove: verdict ``n/a``.
 * MR-2, object-preserving mutation: T should stay.  A violation is a *missing detection*
   (T 1 -> 0: found on the source, lost on the mutant) or an *incorrect detection* (T 0 -> 1:
-  missed on the source, found on the mutant), the two columns of seed 001 Tables 3-4.
+  missed on the source, found on the mutant), the two columns of DetReport Tables 3-4.
 
-Ties: seed 001 s4.4 compares IoU >= Delta_c strictly; objrel counts an IoU within ``TIE_TOLERANCE`` below
+Ties: DetReport s4.4 compares IoU >= Delta_c strictly; objrel counts an IoU within ``TIE_TOLERANCE`` below
 Delta_c as reaching it (the strict comparison's answer for an IoU equal to Delta_c), so float noise in the
 IoU cannot turn T, and a check whose T read such an IoU carries ``tie`` (``objrel.relations.common``).
 
-Seed 001 s4.4.1 writes D = 1 when T(source) = T(mutant) but says in the prose that D = 1 means the
+DetReport s4.4.1 writes D = 1 when T(source) = T(mutant) but says in the prose that D = 1 means the
 results differ and satisfies MR-1; we implement the prose (the relation's stated meaning).
 
-Continuous distances (seed 002 s V-B), with IoU = IoU(rcd, associated object) on the source and
+Continuous distances (ORMR s V-B), with IoU = IoU(rcd, associated object) on the source and
 IoU' = IoU(rcd', associated object) on the mutant (rcd' of any label, as s V-B selects it).  rcd is
 chosen on the source the way s V-B chooses rcd' on the mutant: the record of any label nearest the
 associated object (``MutantRecords.nearest`` of the source).  It is the unit's own record unless another
@@ -49,7 +49,7 @@ from objrel.constants import TIE_TOLERANCE
 from objrel.relations import common as C
 from objrel.relations.associate import MutantRecords, RecordMatch, match_record
 
-# Delta_c of seed 001 s4.4: a record "contains" the object when its IoU with the ground truth is at
+# Delta_c of DetReport s4.4: a record "contains" the object when its IoU with the ground truth is at
 # least this.  Raise it and fewer source records count as detected (fewer units tested by MR-1)
 # and small box shifts on a mutant flip T more easily.
 DEFAULT_IOU_THRESHOLD = 0.3
@@ -59,8 +59,8 @@ REMOVED = "removed"                          # MR-1 holds: T 1 -> 0
 STILL_DETECTED = "still detected"            # MR-1 violated: T 1 -> 1
 KEPT = "kept"                                # MR-2 holds: T 1 -> 1
 STILL_MISSED = "still missed"                # MR-2 holds: T 0 -> 0
-MISSING_DETECTION = "missing detection"      # MR-2 violated: T 1 -> 0 (seed 001 Tables 3-4)
-INCORRECT_DETECTION = "incorrect detection"  # MR-2 violated: T 0 -> 1 (seed 001 Tables 3-4)
+MISSING_DETECTION = "missing detection"      # MR-2 violated: T 1 -> 0 (DetReport Tables 3-4)
+INCORRECT_DETECTION = "incorrect detection"  # MR-2 violated: T 0 -> 1 (DetReport Tables 3-4)
 NOT_DETECTED = "not detected on the source"  # MR-1 not applicable: T 0 on the source
 OUTCOMES = (REMOVED, STILL_DETECTED, KEPT, STILL_MISSED, MISSING_DETECTION, INCORRECT_DETECTION, NOT_DETECTED)
 
@@ -74,7 +74,7 @@ def check_threshold(threshold: float) -> float:
 
 
 def iou_test(match: RecordMatch, label: str, threshold: float = DEFAULT_IOU_THRESHOLD) -> int:
-    """Seed 001's T: 1 when ``match`` is a record of ``label`` with IoU >= ``threshold`` less ``TIE_TOLERANCE``
+    """DetReport's T: 1 when ``match`` is a record of ``label`` with IoU >= ``threshold`` less ``TIE_TOLERANCE``
     (an IoU within the tolerance of the threshold reaches it), else 0."""
     t = check_threshold(threshold)
     return int(match.found and match.label == label and match.iou >= t - TIE_TOLERANCE)
@@ -86,14 +86,14 @@ def iou_tie(match: RecordMatch, label: str, threshold: float = DEFAULT_IOU_THRES
 
 
 def object_test(detections, object_box, label: str, threshold: float = DEFAULT_IOU_THRESHOLD) -> int:
-    """Seed 001's T of one image's records for one object: 1 when the best record of ``label`` for
+    """DetReport's T of one image's records for one object: 1 when the best record of ``label`` for
     ``object_box`` (``match_record``) has IoU >= ``threshold``, else 0.  The engine takes it this way on the
     source and on every mutant."""
     return iou_test(match_record(detections, object_box, label), label, threshold)
 
 
 def distance_preserving(iou_source: float, iou_mutant: float, same_label: bool) -> float | None:
-    """``1 - max(0, IoU - IoU') / IoU`` if the label stayed, else 0 (seed 002 s V-B); None when IoU = 0.
+    """``1 - max(0, IoU - IoU') / IoU`` if the label stayed, else 0 (ORMR s V-B); None when IoU = 0.
 
     1 when the mutant's record overlaps the object at least as well as the source record did."""
     if iou_source <= 0:
@@ -104,7 +104,7 @@ def distance_preserving(iou_source: float, iou_mutant: float, same_label: bool) 
 
 
 def distance_removing(iou_source: float, iou_mutant: float) -> float | None:
-    """``max(0, IoU - IoU') / IoU`` (seed 002 s V-B); None when IoU = 0.  1 when nothing overlaps the
+    """``max(0, IoU - IoU') / IoU`` (ORMR s V-B); None when IoU = 0.  1 when nothing overlaps the
     object any more, 0 when the mutant's record overlaps it at least as well as before."""
     if iou_source <= 0:
         return None
@@ -117,7 +117,7 @@ class DetectionCheck:
 
     t_source, t_mutant: test T on each (0 or 1; on the mutant over the records of the unit's label);
     iou_source, iou_mutant: IoU of rcd and rcd' (any label) with the associated object; label_changed:
-    rcd' has another label than rcd (None when either is missing); distance: seed 002's D for this
+    rcd' has another label than rcd (None when either is missing); distance: ORMR's D for this
     mutant (None when the source has no record); outcome: one of ``OUTCOMES``; iou_own: IoU of the
     mutant's best record of the unit's label (the one T reads), None when the check did not run.
     """
@@ -152,8 +152,8 @@ def check_mr1(src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch
               threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
     """Object corrupted: a detected object should no longer be detected (T 1 -> 0).
 
-    T reads ``.own`` on both sides (the unit's label, seed 001 s4.4); D reads ``.nearest`` on both
-    (rcd and rcd', seed 002 s V-B).  A bare ``RecordMatch`` stands for a side whose only record near the
+    T reads ``.own`` on both sides (the unit's label, DetReport s4.4); D reads ``.nearest`` on both
+    (rcd and rcd', ORMR s V-B).  A bare ``RecordMatch`` stands for a side whose only record near the
     object is that one."""
     s = _records(src, label)
     ts = iou_test(s.own, label, threshold)
@@ -171,8 +171,8 @@ def check_mr2(src: MutantRecords | RecordMatch, mut: MutantRecords | RecordMatch
               threshold: float = DEFAULT_IOU_THRESHOLD) -> DetectionCheck:
     """Background corrupted: T should stay; 1 -> 0 is a missing detection, 0 -> 1 an incorrect one.
 
-    T reads ``.own`` on both sides (the unit's label, seed 001 s4.4); D reads ``.nearest`` on both
-    (rcd and rcd', seed 002 s V-B: 0 when rcd' carries another label than rcd)."""
+    T reads ``.own`` on both sides (the unit's label, DetReport s4.4); D reads ``.nearest`` on both
+    (rcd and rcd', ORMR s V-B: 0 when rcd' carries another label than rcd)."""
     s, m = _records(src, label), _records(mut, label)
     src = s.nearest
     ts, tm = iou_test(s.own, label, threshold), iou_test(m.own, label, threshold)

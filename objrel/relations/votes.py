@@ -28,9 +28,9 @@ def vote_rows(plan: Plan, sample_id: str, verdict_by_key: dict[str, str]) -> lis
 
 @dataclass(frozen=True)
 class ScoringBasis:
-    """Which definition of S a plan gets, and over which mutation operations (seed 002 s V-A).
+    """Which definition of S a plan gets, and over which mutation operations (ORMR s V-A).
 
-    ``name`` is ``seed002`` when the plan holds at least one operation of each of seed 002's six
+    ``name`` is ``seed002`` when the plan holds at least one operation of each of ORMR's six
     mutation functions (Table I), else ``applicable``.  For ``seed002``, ``operations`` lists the keys
     of those functions' operations in the plan, and ``h`` each function's H_n: its number of operations
     in the plan, applicable to a given image or not.  ``paper_counts`` is True when every H_n equals the
@@ -45,7 +45,7 @@ class ScoringBasis:
 
     @property
     def paper_counts(self) -> bool:
-        """True when the basis is seed 002's and counts the paper's operations per function."""
+        """True when the basis is ORMR's and counts the paper's operations per function."""
         return self.name == C.SCORING_SEED002 and dict(self.h) == C.SEED002_PAPER_OPERATIONS
 
     def h_of(self, functions: tuple[str, ...]) -> dict[str, int]:
@@ -56,10 +56,10 @@ class ScoringBasis:
         """How S was computed, in one sentence for the reader."""
         if self.name != C.SCORING_SEED002:
             return (f"S by objrel's 'applicable' weights over {len(self.operations)} operations (H_n, N count "
-                    f"only operations that gave a distance); the plan lacks some of seed 002's six functions")
+                    f"only operations that gave a distance); the plan lacks some of ORMR's six functions")
         parts = ", ".join(f"{C.SEED002_FUNCTION_NAMES[fn]} {n}" for fn, n in self.h)
         paper = "as in the paper" if self.paper_counts else "the paper has 12, 12, 1, 9, 2, 2 = 38"
-        return (f"S as seed 002 s V-A over {len(self.operations)} operations: H_n = {parts} ({paper}); "
+        return (f"S as ORMR s V-A over {len(self.operations)} operations: H_n = {parts} ({paper}); "
                 f"N = 3 functions per type")
 
     def to_dict(self) -> dict:
@@ -81,7 +81,7 @@ def scoring_basis(plan: Plan) -> ScoringBasis:
 class Distances:
     """The distances a sample's mutants moved its prediction, by relation and operator.
 
-    Given the run's ``plan``, ``relevancy`` computes S by the plan's :func:`scoring_basis`: seed 002's own
+    Given the run's ``plan``, ``relevancy`` computes S by the plan's :func:`scoring_basis`: ORMR's own
     definition when the plan holds its six functions, else objrel's ``applicable`` weights.  Without a
     plan it is always the ``applicable`` one.
     """

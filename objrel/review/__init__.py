@@ -1,6 +1,6 @@
-"""Manual review of flagged inferences (seed 000 s5.1): accounts, blind judgments, agreement, consensus.
+"""Manual review of flagged inferences (EMSE21 s5.1): accounts, blind judgments, agreement, consensus.
 
-The workflow of seed 000 s5.1.2, one module per step (the rows live in ``objrel.store``):
+The workflow of EMSE21 s5.1.2, one module per step (the rows live in ``objrel.store``):
 
 1. **Accounts and roles** (``accounts``, ``roles``): people sign in with a passphrase (stored as
    a scrypt hash, throttled after failures) or through OIDC; each account holds roles (reviewer,
@@ -12,7 +12,7 @@ The workflow of seed 000 s5.1.2, one module per step (the rows live in ``objrel.
    reasons) or ``uncertain``; ``review_queue`` only ever shows a reviewer their own calls.
 4. **Agree, decide, count** (``agreement``, ``coefficients``): Cohen's kappa, Gwet's AC1 and PABAK
    over the items two reviewers both judged, the disagreements, adjudication, the consensus (computed
-   on read) and the precision tables (seed 000 Tables 1-3); an item whose mutant is decided invalid is
+   on read) and the precision tables (EMSE21 Tables 1-3); an item whose mutant is decided invalid is
    counted apart.
 5. **Calibrate and export** (``calibration``, ``export``): once a sample closes its reviewers see
    their agreement, disagreements and adjudications; calls export as CSV or JSON.

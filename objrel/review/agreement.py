@@ -1,4 +1,4 @@
-"""Agreement between reviewers, the decided calls, and precision (seed 000 s5.1.2, Tables 1-3).
+"""Agreement between reviewers, the decided calls, and precision (EMSE21 s5.1.2, Tables 1-3).
 
 ``agreement`` computes Cohen's kappa (Landis & Koch bands) over the items two reviewers both
 judged; ``disagreements`` lists the items that need discussion.  An item is decided when an
@@ -388,7 +388,7 @@ def consensus(store: Store, run_id: int, relation: str) -> list[Consensus]:
     return _decided(store, rid, relation)
 
 
-# ---------------------------------------------------------------- precision (seed 000 Tables 1-3)
+# ---------------------------------------------------------------- precision (EMSE21 Tables 1-3)
 
 PRECISION_COLUMNS = (
     "run", "model", "dataset", "task", "relation",
@@ -465,7 +465,7 @@ def _precision_row(store: Store, run_id: int, relation: str) -> dict:
 
 
 def precision_table(store: Store, run_ids: int | Iterable[int], relation: str) -> pd.DataFrame:
-    """Seed 000 Tables 1-3 from consensus only: one row per run, plus a ``Total`` row for several.
+    """EMSE21 Tables 1-3 from consensus only: one row per run, plus a ``Total`` row for several.
 
     Counts are over the drawn review sample: the random draw is what makes the precision an
     unbiased estimate.  Only a closed sample (``sample_state``) counts: until both reviewers have

@@ -24,7 +24,7 @@ from objrel.store import reviews as review_rows
 
 RELATIONS = ("MR-1", "MR-2")
 VERDICTS = ("tp", "fp", "uncertain")
-# Reasons of a false positive (seed 000 s5.1.1): not every target object was corrupted; the
+# Reasons of a false positive (EMSE21 s5.1.1): not every target object was corrupted; the
 # annotation missed part of the object so part of it survived; anything else (needs a note).
 FP_REASONS = ("multiple-objects", "incomplete-removal", "other")
 VERDICT_LABELS = {"tp": "true positive", "fp": "false positive", "uncertain": "uncertain"}

@@ -1,4 +1,4 @@
-"""Rebuild a source image and its mutants from stored rows (ARCHITECTURE.md decision 1)."""
+"""Rebuild a source image and its mutants from stored rows (the store keeps recipes, not pixels)."""
 
 from __future__ import annotations
 

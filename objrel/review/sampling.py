@@ -1,4 +1,4 @@
-"""The review sample: which flagged inferences get reviewed, in which order (seed 000 s5.1.2).
+"""The review sample: which flagged inferences get reviewed, in which order (EMSE21 s5.1.2).
 
 ``draw_review_sample`` draws ``cochran_sample_size(N)`` of the N inferences the primary vote
 flagged for one relation of one run (95% confidence, 5% margin, p = 0.5) and stores the draw,
@@ -18,7 +18,7 @@ from objrel.review.judgments import check_relation, check_run_id, judgments
 from objrel.store import Store
 from objrel.store import reviews as review_rows
 
-# Cochran's formula defaults (seed 000 s5.1.2): 95% confidence, +-5% margin, p = 0.5 (the
+# Cochran's formula defaults (EMSE21 s5.1.2): 95% confidence, +-5% margin, p = 0.5 (the
 # most conservative proportion: it gives the largest sample).
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_MARGIN = 0.05

@@ -65,7 +65,7 @@ class DetectionUnit:
     record_*:     rcd, the source record compared (index in the source's records, label, score, box xyxy
                   pixels); all None for a missed object.
     tested:       the unit's mutants were checked (False for a missed object in a ``detected_only`` run).
-    s_p, s_r, s:  object-relevancy scores (seed 002); None when no distance was defined.
+    s_p, s_r, s:  object-relevancy scores (ORMR); None when no distance was defined.
     """
 
     image_id: str
@@ -128,7 +128,7 @@ class DetectionVerdict:
     t_source, t_mutant: test T on the source and on the mutant (0 or 1; ``t_mutant`` None when not checked).
     iou_source, iou_mutant: IoU in [0, 1] of rcd / rcd' with the associated object.
     label_changed:  rcd' has another label than rcd (None when either is missing).
-    distance:       seed 002's D for this mutant (None where the source has no record).
+    distance:       ORMR's D for this mutant (None where the source has no record).
     seed:           the mutation's derived seed; None when no mutant was attempted (MR-1 on a unit not
                     detected on the source).
     record_*:       rcd', the mutant's record compared (index in ``detections``, label, score, box xyxy

@@ -2,7 +2,7 @@
 
 Only recipes live here, never mutant pixels: a mutant is rebuilt from its sample
 row (image path, target objects), its mutation key (operator + params, from the
-run's plan) and its seed (ARCHITECTURE.md decision 1).
+run's plan) and its seed.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ verdicts = Table(
     Column("source_certainty", Float),
     Column("mutant_certainty", Float),
     Column("label_changed", Boolean),
-    Column("distance", Float),                       # seed 002 V-A distance for this mutant
+    Column("distance", Float),                       # ORMR V-A distance for this mutant
     Column("note", Text),
     UniqueConstraint("run_id", "sample_id", "mutation_key", name="uq_verdict"),
 )
@@ -278,7 +278,7 @@ detection_verdicts = Table(
     Column("iou_source", Float, nullable=False),
     Column("iou_mutant", Float),                        # IoU of rcd' with the object
     Column("label_changed", Boolean),
-    Column("distance", Float),                          # seed 002 V-B distance for this mutant
+    Column("distance", Float),                          # ORMR V-B distance for this mutant
     Column("seed", String(24)),                         # derived mutation seed (as text: 63-bit)
     Column("record_index", Integer),                    # rcd': index in the mutant's records; null: none
     Column("record_label", String(200)),

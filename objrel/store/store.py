@@ -3,7 +3,7 @@
 ``Store(url)`` takes any SQLAlchemy URL; a plain path means a SQLite file.  The
 default comes from ``OBJREL_STORE`` or is ``sqlite:///objrel.db`` in the working
 directory.  SQLite runs in WAL mode with a busy timeout so the app can read while
-a run writes (ARCHITECTURE.md decision 8).  Every write is one short transaction;
+a run writes.  Every write is one short transaction;
 a sample's rows are committed together, so a killed run never leaves half a sample.
 """
 

@@ -1,4 +1,4 @@
-"""The JSON export says how its relevancy scores were computed (seed 002 s V-A or objrel's variant)."""
+"""The JSON export says how its relevancy scores were computed (ORMR s V-A or objrel's variant)."""
 
 from __future__ import annotations
 
@@ -13,20 +13,20 @@ from objrel.relations import common as C
 def test_a_colour_plan_is_scored_with_the_applicable_variant(flagged_store):
     store, run_id = flagged_store
     header = json.loads(export_run(store, run_id, "json"))["run"]
-    # colours3 has none of seed 002's six functions: S cannot be the paper's definition
+    # colours3 has none of ORMR's six functions: S cannot be the paper's definition
     assert header["scoring"].startswith("S by objrel's 'applicable' weights")
 
 
 def test_the_all_plan_holds_every_seed002_function():
     text = scoring_basis(preset("all")).describe()
-    assert text.startswith("S as seed 002 s V-A")
+    assert text.startswith("S as ORMR s V-A")
     for name in ("MvObjToImg", "BldObjToImg", "PsvObj", "RmvObjByRGB", "RmvObjByTool", "RmvObjByMM"):
         assert name in text
 
 
 def test_s_on_box_only_data_carries_the_flag_and_the_caveat_and_a_masked_sample_none(tmp_path, colour_model,
                                                                                    store):
-    """Seed 002's own weights (a plan with one or more operations of each of its six functions): RmvObjByMM needs
+    """ORMR's own weights (a plan with one or more operations of each of its six functions): RmvObjByMM needs
     a mask, so on box-only img1 it adds 0 and S_r is at most 2/3; the export says so beside S and in the 0.5
     reading.  img5 has a polygon mask: no flag, no caveat."""
     from objrel.analysis.export import flat_rows, records
@@ -44,7 +44,7 @@ def test_s_on_box_only_data_carries_the_flag_and_the_caveat_and_a_masked_sample_
     run_id = Engine(store, cfg, model=colour_model).execute().run_id
     doc = json.loads(export_run(store, run_id, "json"))
     by_id = {r["sample_id"]: r for r in doc["inferences"]}
-    assert doc["run"]["scoring"].startswith("S as seed 002 s V-A")
+    assert doc["run"]["scoring"].startswith("S as ORMR s V-A")
     masked = by_id.pop("5")
     assert masked["box_only"] is False and masked["s"] is not None
     assert masked["s_reading"] in ("at most 0.5", "above 0.5")

@@ -1,4 +1,4 @@
-"""Hand-computed cases for every relation, vote and score (seed 000 s2.2, s4.4; seed 002 s V-A)."""
+"""Hand-computed cases for every relation, vote and score (EMSE21 s2.2, s4.4; ORMR s V-A)."""
 
 import math
 
@@ -25,7 +25,7 @@ def test_top_certainty_is_top1_minus_top2():
 
 
 def test_multi_label_certainties_of_section_4_4_1_example():
-    # seed 000 s4.4.1: [0.8, 0.9, 0.2] for airplane, person, motorcycle -> |2p-1| = 0.6, 0.8, 0.6
+    # EMSE21 s4.4.1: [0.8, 0.9, 0.2] for airplane, person, motorcycle -> |2p-1| = 0.6, 0.8, 0.6
     assert [R.certainty_multi(p) for p in (0.8, 0.9, 0.2)] == pytest.approx([0.6, 0.8, 0.6])
 
 
@@ -127,7 +127,7 @@ def test_vote_rejects_unknown_verdicts():
         C.vote("g", "MR-1", ["maybe"], 1)
 
 
-# ---------------------------------------------------------------- relevancy scores (seed 002 s V-A)
+# ---------------------------------------------------------------- relevancy scores (ORMR s V-A)
 
 
 def test_preserving_distance_by_hand():
@@ -190,7 +190,7 @@ def test_strictness_survives_float_noise():
     assert math.isclose(R.top_certainty(a), 0.1, abs_tol=1e-12)
 
 
-# ---------------------------------------------------------------- seed 002 s V-A as the paper writes it
+# ---------------------------------------------------------------- ORMR s V-A as the paper writes it
 
 
 def test_seed002_weighted_score_keeps_h_n_of_all_operations():
@@ -247,11 +247,11 @@ def test_distances_use_seed002_when_the_plan_holds_its_functions():
     assert basis.name == "seed002" and set(h) == set(C.SEED002_PAPER_OPERATIONS)
     assert (h["gray_background_blur"], h["fill_object_blur"], h["inpaint"], h["margin_fill"]) == (1, 9, 2, 2)
     assert len(basis.operations) == sum(h.values())
-    assert all(k.split("(")[0] in h for k in basis.operations) and "seed 002" in basis.describe()
+    assert all(k.split("(")[0] in h for k in basis.operations) and "ORMR" in basis.describe()
     d = Distances(plan)
     d.add("MR-2", "move_to_background", 1.0)
     d.add("MR-2", "gray_background_blur", 0.5)
-    d.add("MR-2", "fill_background", 1.0)       # not one of seed 002's functions: ignored by its S
+    d.add("MR-2", "fill_background", 1.0)       # not one of ORMR's functions: ignored by its S
     d.add("MR-1", "inpaint", 0.4)
     d.add("MR-1", "inpaint", 0.2)
     rel = d.relevancy()

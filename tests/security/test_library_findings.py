@@ -37,7 +37,7 @@ def store(tmp_path, monkeypatch) -> Store:
     return Store(tmp_path / "findings.db")
 
 
-def test_b1_calibration_and_agreement_show_no_call_on_an_item_outside_the_draw(store):
+def test_calibration_and_agreement_show_no_call_on_an_item_outside_the_draw(store):
     """alice and bob close the drawn sample; on a flagged item outside the draw (which either may still judge)
     they called differently, with notes.  Neither calibration, nor agreement, nor the pair's disagreements show
     that item, so bob never reads alice's call there."""
@@ -63,7 +63,7 @@ def test_b1_calibration_and_agreement_show_no_call_on_an_item_outside_the_draw(s
     assert R.disagreements(store, rid, REL, "alice", "bob") == []
 
 
-def test_b2_a_party_holding_the_adjudicator_role_sees_no_other_call_while_the_sample_is_open(store):
+def test_a_party_holding_the_adjudicator_role_sees_no_other_call_while_the_sample_is_open(store):
     """eve reviews and adjudicates; she has judged part of the drawn sample, alice all of it.  Until the sample
     closes eve sees none of alice's calls: not through pair_view, the export, a version history or kappa."""
     R.create_reviewer(store, "alice", "alice-passphrase")
@@ -88,7 +88,7 @@ def test_b2_a_party_holding_the_adjudicator_role_sees_no_other_call_while_the_sa
     assert R.pair_view(carol, store, rid, REL, "alice", "eve").agreement.n_both == 1
 
 
-def test_r2_the_gate_refuses_an_actor_the_caller_built(store):
+def test_the_gate_refuses_an_actor_the_caller_built(store):
     """An Actor named by the caller (no such account, or roles the store never gave) does nothing that needs a
     role; nor does a copy of a loaded actor with other roles; the store's loader alone issues actors."""
     forged = Actor("mallory", frozenset({A.ADMIN}))
@@ -109,7 +109,7 @@ def test_r2_the_gate_refuses_an_actor_the_caller_built(store):
         A.claim_actor_loader("objrel.review.roles")                      # claimed once, by the loader itself
 
 
-def test_w1_upload_and_run_form_refusals_name_no_server_path(tmp_path, monkeypatch):
+def test_upload_and_run_form_refusals_name_no_server_path(tmp_path, monkeypatch):
     """A second upload under a taken name, and a run whose dataset lies outside the allowed folders, are refused
     with messages that name the upload and the folders, never where they are on the server."""
     from objrel.data import uploads as U
@@ -153,7 +153,7 @@ def test_web_policy_refuses_compile_and_tampered_form_values_and_starts_nothing(
     assert store.list_runs() == []
 
 
-def test_s4_a_strangers_failures_never_refuse_the_owners_right_passphrase(store):
+def test_a_strangers_failures_never_refuse_the_owners_right_passphrase(store):
     """Anonymous clients fail at alice's name, again and again; alice, from her own fresh session, signs in at
     once.  The client that kept failing is the one slowed."""
     R.create_reviewer(store, "alice", "alice-passphrase")
@@ -173,7 +173,7 @@ def _images(folder, n: int) -> list[str]:
     return [f"im{i}.png" for i in range(n)]
 
 
-def test_e5_boxes_per_image_and_per_file_are_bounded(tmp_path, monkeypatch):
+def test_boxes_per_image_and_per_file_are_bounded(tmp_path, monkeypatch):
     """An image with more than MAX_BOXES_PER_IMAGE boxes is a skipped sample with its reason while the other
     image loads; a file with more than MAX_BOXES_TOTAL boxes is refused as a whole, with the numbers."""
     from objrel.data import box_limits

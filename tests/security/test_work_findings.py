@@ -66,7 +66,7 @@ def first_mutant(store: Store, rid: int, sid: str) -> str:
 # ---------------------------------------------------------------- E2: LIME
 
 
-def test_e2_lime_over_the_caps_computes_nothing_and_starts_no_process(flagged_store, monkeypatch):
+def test_lime_over_the_caps_computes_nothing_and_starts_no_process(flagged_store, monkeypatch):
     from objrel.review.explanations import cached_explanation
     from objrel.review.lime_ahead import LIME_KIND, start_lime_job
     from objrel.review.lime_pair import explain_pair
@@ -127,7 +127,7 @@ def test_e2_lime_over_the_caps_computes_nothing_and_starts_no_process(flagged_st
 SESSIONS = 10
 
 
-def test_e3_ten_visitors_sessions_get_one_report_built_once(flagged_store, monkeypatch):
+def test_ten_visitors_sessions_get_one_report_built_once(flagged_store, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     import objrel.analysis.report as report_module
@@ -174,7 +174,7 @@ def bench_processes(out: Path) -> list[int]:
     return found
 
 
-def test_e4_three_quick_benchmark_starts_at_once_start_one_process(tmp_path):
+def test_three_quick_benchmark_starts_at_once_start_one_process(tmp_path):
     from objrel.studies.shortcut.browse import start_quick_benchmark
 
     store = Store(tmp_path / "accounts.db")
@@ -203,7 +203,7 @@ def test_e4_three_quick_benchmark_starts_at_once_start_one_process(tmp_path):
 # ---------------------------------------------------------------- R1: the Runs page's fragment and Cancel
 
 
-def test_r1_a_run_operator_signed_out_elsewhere_cancels_nothing_from_an_open_runs_page(tmp_path, flagged_store):
+def test_a_run_operator_signed_out_elsewhere_cancels_nothing_from_an_open_runs_page(tmp_path, flagged_store):
     import datetime as dt
 
     from playwright.sync_api import sync_playwright

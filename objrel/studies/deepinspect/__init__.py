@@ -1,4 +1,4 @@
-"""Class-level confusion and bias in image classifiers: DeepInspect (seed 004, sections 3-4).
+"""Class-level confusion and bias in image classifiers: DeepInspect (DeepInspect, sections 3-4).
 
 Per-image relations (MR-1 / MR-2) miss bugs that live between classes: a model that
 cannot tell two classes apart (*confusion*), or that treats two classes unequally in

@@ -17,7 +17,7 @@ from objrel.studies.deepinspect.result import InspectResult
 RESULTS_DIR_ENV = "OBJREL_INSPECT_DIR"
 DEFAULT_RESULTS_DIR = "var/inspect"
 RESULTS_GLOB = "*.json"
-# Largest upload accepted (ARCHITECTURE.md decision 9); a 1000-class result is about 40 MB.
+# Largest upload accepted; a 1000-class result is about 40 MB.
 MAX_UPLOAD_MB = 200
 # Most classes an uploaded result may have: ranking m classes takes m(m-1)/2 pairs (1,000: about 10 s; the
 # server's own results folder has no such limit).

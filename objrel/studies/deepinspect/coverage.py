@@ -1,4 +1,4 @@
-"""Neuron activation probability per predicted class (seed 004 s3.1), through forward hooks.
+"""Neuron activation probability per predicted class (DeepInspect s3.1), through forward hooks.
 
 A *neuron* is one output channel of a convolutional layer or one output unit of a linear
 layer.  For one input, a layer's whole output is min-max scaled to [0, 1] (over every
@@ -22,7 +22,7 @@ from torch import nn
 
 from objrel.studies.deepinspect.constants import ACTIVATION_THRESHOLD
 
-# Layer types whose outputs are neurons (seed 004 s3.1 hooks convolutions; the issue adds linear layers).
+# Layer types whose outputs are neurons (DeepInspect s3.1 hooks convolutions; the issue adds linear layers).
 LAYER_TYPES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
 
 
@@ -210,7 +210,7 @@ class ActivationCounter:
         self.class_counts += members.sum(axis=0)
 
     def probabilities(self, classes=None) -> np.ndarray:
-        """rho: ``(neurons, len(classes))`` float64, P(neuron j active | predicted class i) (seed 004 s3.1).
+        """rho: ``(neurons, len(classes))`` float64, P(neuron j active | predicted class i) (DeepInspect s3.1).
 
         classes: indices of the columns wanted (default all); a class never predicted has
         no estimate and is refused.

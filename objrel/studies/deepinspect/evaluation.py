@@ -1,11 +1,11 @@
-"""Judging a ranking of class pairs against the ground truth (seed 004 s4.3).
+"""Judging a ranking of class pairs against the ground truth (DeepInspect s4.3).
 
 Precision ``|A n E| / |E|`` and recall ``|A n E| / |A|`` of the flagged pairs E against the
 true pairs A; the cost-effectiveness curve (share of true pairs found after inspecting
 the top k of P ranked pairs, k = 0..P) and the area under it, AUCEC, with the random
 ranking's expected curve (y = x, AUCEC 0.5) and the optimal one (all true pairs first).
 The weight-vector baseline ranks pairs by the distance between the classes' rows of the
-model's last linear layer (seed 004 s4.3, "MODE-inspired").
+model's last linear layer (DeepInspect s4.3, "MODE-inspired").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Ground-truth confusion and bias from a model's errors on labelled images (seed 004 s4.2).
+"""Ground-truth confusion and bias from a model's errors on labelled images (DeepInspect s4.2).
 
 Type1 (single-label, s4.2.1): ``P(y|x)`` is the share of images of true class x that the
 model labels y; ``type1conf(x, y) = mean(P(y|x), P(x|y))``.
@@ -133,7 +133,7 @@ def type2_confusion(truth, predicted) -> np.ndarray:
 
 
 def avg_confusion_disparity(error: np.ndarray) -> np.ndarray:
-    """avg_cd(x, y) = mean over z not in {x, y} of |err(x, z) - err(y, z)| (seed 004 s4.2.2).
+    """avg_cd(x, y) = mean over z not in {x, y} of |err(x, z) - err(y, z)| (DeepInspect s4.2.2).
 
     error: symmetric ``(m, m)`` type1conf or type2conf, m >= 3.  Returns ``(m, m)``,
     symmetric, zero diagonal.

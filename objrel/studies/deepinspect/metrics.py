@@ -1,4 +1,4 @@
-"""Confusion and bias scores over the class columns of rho (seed 004 s3.2, s3.3, s4.3).
+"""Confusion and bias scores over the class columns of rho (DeepInspect s3.2, s3.3, s4.3).
 
 Every function takes plain arrays: ``rho`` is ``(neurons, m)`` with values in [0, 1],
 a distance matrix is a symmetric ``(m, m)`` array with a zero diagonal, and pair scores
@@ -43,7 +43,7 @@ def check_distance_matrix(dist: np.ndarray) -> np.ndarray:
 
 
 def napvd(rho: np.ndarray) -> np.ndarray:
-    """NAPVD (seed 004 Eq. 2): Euclidean distance between every two class columns of rho.
+    """NAPVD (DeepInspect Eq. 2): Euclidean distance between every two class columns of rho.
 
     rho: ``(neurons, m)`` activation probabilities in [0, 1].
     Returns ``(m, m)`` float64, symmetric, zero diagonal; lower means more alike (confusion).
@@ -85,7 +85,7 @@ def flag_high(values: np.ndarray, k_std: float = FLAG_STD) -> tuple[np.ndarray, 
 
 
 def bias(d_ca, d_cb):
-    """bias(a, b, c) (seed 004 Eq. 3) = |d(c,a) - d(c,b)| / (d(c,a) + d(c,b)), in [0, 1].
+    """bias(a, b, c) (DeepInspect Eq. 3) = |d(c,a) - d(c,b)| / (d(c,a) + d(c,b)), in [0, 1].
 
     Arrays broadcast.  When both distances are 0 (c indistinguishable from a and b)
     there is no disparity and the result is 0.
@@ -99,13 +99,13 @@ def bias(d_ca, d_cb):
 
 
 def far_cutoff(dist: np.ndarray, k_std: float = FAR_STD) -> float:
-    """The far-triplet threshold th = mean + k_std * std of all pairwise distances (seed 004 s4.3)."""
+    """The far-triplet threshold th = mean + k_std * std of all pairwise distances (DeepInspect s4.3)."""
     mu, sd = mean_std(pair_values(dist))
     return mu + k_std * sd
 
 
 def avg_bias(dist: np.ndarray, far: float | None = None) -> np.ndarray:
-    """avg_bias(a, b) (seed 004 Eq. 4) for every pair, with the far-triplet filter of s4.3.
+    """avg_bias(a, b) (DeepInspect Eq. 4) for every pair, with the far-triplet filter of s4.3.
 
     dist: ``(m, m)`` class distances (NAPVD, or the weight-vector baseline's), m >= 3.
     far:  a third class c is left out of avg_bias(a, b) when ``d(c,a) > far`` and

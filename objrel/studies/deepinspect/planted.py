@@ -1,4 +1,4 @@
-"""A synthetic benchmark with a planted confusion and a planted bias (seed 004 s3.2-3.3).
+"""A synthetic benchmark with a planted confusion and a planted bias (DeepInspect s3.2-3.3).
 
 Seven classes of 32x32 images drawn with numpy; every image is a pure function of
 (seed, split, index), so an image is a recipe, not pixels:
@@ -19,8 +19,8 @@ cross      a green cross
 
 **The planted bias** is (tagged, stripes): in the presence of any third object class c
 the model treats the two very differently: c's images are inside the tagged class and
-nothing like stripes (seed 004 Eq. 3: c is near one of the pair and far from the
-other).  The confusion pair plants a bias of its own (seed 004 s5's Eskimo dog /
+nothing like stripes (DeepInspect Eq. 3: c is near one of the pair and far from the
+other).  The confusion pair plants a bias of its own (DeepInspect s5's Eskimo dog /
 rapeseed / husky example: every pair (disc, x) is biased with respect to blush), but
 from one third class per pair; the planted bias pair gets it from all five.
 

@@ -39,7 +39,7 @@ def _matrix_to_list(mat: np.ndarray) -> list:
 
 @dataclass(frozen=True, eq=False)
 class GroundTruth:
-    """The model's true errors on labelled images (seed 004 s4.2).
+    """The model's true errors on labelled images (DeepInspect s4.2).
 
     kind: 'type1' (single-label) or 'type2' (multi-label).  n_images: images with a truth.
     error: ``(m, m)`` type1conf / type2conf.  avg_cd: ``(m, m)`` average confusion disparity.
@@ -77,7 +77,7 @@ class GroundTruth:
 
 @dataclass(frozen=True, eq=False)
 class WeightBaseline:
-    """seed 004 s4.3's MODE-inspired baseline: distances between the last linear layer's class rows.
+    """DeepInspect s4.3's MODE-inspired baseline: distances between the last linear layer's class rows.
 
     layer: the layer's name.  distances / avg_bias: ``(m, m)``; cut-offs as for NAPVD.
     """
@@ -332,7 +332,7 @@ def bias_table(result: InspectResult) -> pd.DataFrame:
 
 
 def evaluation_table(result: InspectResult) -> pd.DataFrame:
-    """One row per (error, method): flags, tp, precision, recall, top-1% and AUCEC (seed 004 Tables 3-4)."""
+    """One row per (error, method): flags, tp, precision, recall, top-1% and AUCEC (DeepInspect Tables 3-4)."""
     rows = [{k: v for k, v in e.to_dict().items() if k not in ("curve_x", "curve_y")} for e in result.evaluations]
     return pd.DataFrame(rows)
 

@@ -4,8 +4,8 @@
 * ``groundtruth``: counterfactual scenes decide which correct inferences (and detection units) rely on the background;
 * ``planted``:     ``PlantedDetector``, a rule-based stand-in detector whose reliance is known by construction;
 * ``scoring``:     precision / recall of every vote group against it, with Wilson intervals;
-* ``repair``:      retraining on violating mutants with a search over their share (seed 001 s4.5);
-* ``attack``:      relevancy-guided vs random transplanting (seed 002 s VIII);
+* ``repair``:      retraining on violating mutants with a search over their share (DetReport s4.5);
+* ``attack``:      relevancy-guided vs random transplanting (ORMR s VIII);
 * ``config``:      ``BenchConfig``, the benchmark's sizes (full and quick);
 * ``arms``:        what each seed runs (both models, repair, attack, the multi-label and detection arms);
 * ``results``:     the arms' typed results and the results file (``results.json``) they are written to;

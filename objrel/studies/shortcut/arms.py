@@ -11,10 +11,10 @@ Per seed:
 3. run objrel (``Engine``, plan ``all`` by default) on the test split with each model;
 4. decide each correct inference's background reliance from counterfactuals
    (``groundtruth``) and score every vote group against it (``scoring``);
-5. repair the biased model by retraining on its violating mutants (seed 001 s4.5),
+5. repair the biased model by retraining on its violating mutants (DetReport s4.5),
    sweeping the share of added mutants (``repair``);
 6. attack both models by transplanting objects, guided by S_p / S_r vs at random
-   (seed 002 s VIII, ``attack``);
+   (ORMR s VIII, ``attack``);
 7. the multi-label arm (``run_multi_label``): a biased multi-label model and one trained at rho = 1/K (whose
    correct inferences include non-reliant ones, so precision can fail), tested on the same biased scenes and
    scored the same way;
@@ -59,7 +59,7 @@ MULTI_OBJECTS = (1, 2)
 # The multi-label arm runs the 3-colour votes only: MR-1, MR-2 and their union are what it scores.
 MULTI_PLAN = "colours3"
 # The detection arm's plans: the 3-colour fills (MR-1, MR-2 and their union, as in the other arms) and
-# seed 001's erase/noise plan, the detection runs' default.
+# DetReport's erase/noise plan, the detection runs' default.
 DETECTION_PLANS = ("colours3", ERASE_NOISE)
 
 
@@ -148,14 +148,14 @@ def run_seed(cfg: BenchConfig, seed: int, out: Path, store: Store, timer: Timer,
 
 
 def relevancy_of(store: Store, run_id: int) -> dict[str, tuple]:
-    """``{sample id: (S_p, S_r, S)}`` of a run's tested inferences (seed 002; None where a score is undefined)."""
+    """``{sample id: (S_p, S_r, S)}`` of a run's tested inferences (ORMR; None where a score is undefined)."""
     return {r["sample_id"]: (r["s_p"], r["s_r"], r["s"]) for r in store.samples(run_id, status="tested")}
 
 
 def run_multi_label(cfg: BenchConfig, seed: int, root: Path, store: Store, log) -> dict[str, MultiLabelResult]:
     """The multi-label arm of one seed: multi-label test scenes at the biased rate, and per model of ``MODELS`` a
     sigmoid CNN trained on scenes at its rate (biased: rho; unbiased: 1/K), an objrel run on the test split
-    (multi-label relations, seed 000 s4.4) and every detector scored against the ground truth (``groundtruth``:
+    (multi-label relations, EMSE21 s4.4) and every detector scored against the ground truth (``groundtruth``:
     multi-label reliance is defined on the predicted label set)."""
     mcfg = SyntheticConfig(n_classes=cfg.n_classes, size=cfg.size, rho=cfg.rho, seed=seed, multi_label=True,
                            objects=(MULTI_OBJECTS[0], min(MULTI_OBJECTS[1], cfg.n_classes)))

@@ -1,4 +1,4 @@
-"""Relevancy-guided transplanting attack vs random selection (seed 002 s VIII).
+"""Relevancy-guided transplanting attack vs random selection (ORMR s VIII).
 
 Two scenarios for a pair of labels ``l_a != l_b``, each synthesising an image by
 *transplanting*: the object of one image replaces the object of another (the host's
@@ -33,7 +33,7 @@ from objrel.models import Classifier
 from objrel.mutations import Mutation, Target, make_mutant
 from objrel.store import Store
 
-# Attempts (synthesised images) per label pair and strategy; seed 002 used 100.
+# Attempts (synthesised images) per label pair and strategy; ORMR used 100.
 DEFAULT_ATTEMPTS = 20
 # The host's object is inpainted over a region grown by this many pixels, so no outline survives.
 HOST_DILATE_PX = 1

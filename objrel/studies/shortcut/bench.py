@@ -26,7 +26,7 @@ def import_root() -> Path:
 
 def start_quick(out):
     """Start ``objrel bench shortcut --quick --out OUT`` as a separate process (the app never trains in
-    its script thread, ARCHITECTURE.md decision 7) and return its ``subprocess.Popen``; the caller reaps it.
+    its script thread) and return its ``subprocess.Popen``; the caller reaps it.
     The app starts it through ``browse.start_quick_benchmark``, which asks the gate first."""
     import os
     import subprocess

@@ -45,7 +45,7 @@ class BenchConfig:
     quick: bool = False
     # Also train two multi-label models on multi-label scenes (MULTI_OBJECTS objects of distinct classes; the
     # background goes with the first-drawn one at rate rho for the biased model, 1/K for the other), test both on
-    # the same biased scenes and score MR-1, MR-2 and their union against their ground truth (seed 000 s4.4
+    # the same biased scenes and score MR-1, MR-2 and their union against their ground truth (EMSE21 s4.4
     # multi-label relations).
     multi_label: bool = True
     # Also run the planted stand-in detector (``planted.PlantedDetector``: small objects named by the background

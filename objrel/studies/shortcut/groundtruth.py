@@ -1,6 +1,6 @@
 """Ground truth of background reliance per test inference, from counterfactual scenes.
 
-Seed 000 s7.3 could count false positives by hand but never false negatives: nobody
+EMSE21 s7.3 could count false positives by hand but never false negatives: nobody
 knew which inferences truly rested on object-irrelevant features.  On planted-shortcut
 scenes (``objrel.studies.shortcut.scenes``) we can redraw any scene exactly with another
 background, so we ask the model directly.
@@ -40,10 +40,10 @@ The stored ``swap_dependent`` / ``background_sufficient`` are the verdicts at ev
 draw made and threshold ``any``.
 
 Incorrect inferences get ``correct=False`` and no reliance facts (the engine does
-not test them by default, seed 000 s4.1).
+not test them by default, EMSE21 s4.1).
 
 ``detection_ground_truth`` asks the same two questions of a detector's units (a record tied
-to its object), with seed 001's test T (label and IoU) in place of "classified ``y``"; see
+to its object), with DetReport's test T (label and IoU) in place of "classified ``y``"; see
 ``UnitReliance``.
 """
 
@@ -364,7 +364,7 @@ def reliance_share(truth: dict[str, Reliance]) -> dict:
 # ---------------------------------------------------------------- detection units
 
 # Background reliance of a *detection unit* (objrel.relations.associate: a source record tied to its ground-truth
-# object, or an object no record is tied to) is defined with seed 001's test T in place of "classified y":
+# object, or an object no record is tied to) is defined with DetReport's test T in place of "classified y":
 #
 # * the unit is *correct* when T = 1 on the source (a record of the object's label with IoU >= the run's
 #   threshold): only then are the facts below defined, as only then can MR-1 be checked;
@@ -494,7 +494,7 @@ def detection_ground_truth(detector, annotation, draws: int = DEFAULT_DRAWS, iou
                 out[uid] = UnitReliance(uid, s.sample_id, u.label, 0)
                 continue
             q, found, box = queued[n], cf[n], objects[u.object].box
-            # T reads the best record of the unit's own label (seed 001 s4.4, as the engine's checks do);
+            # T reads the best record of the unit's own label (DetReport s4.4, as the engine's checks do);
             # the best record of any label only tells whether a lost object was detected as something else
             own = [[match_record(found[i], box, u.label) for i in row] for row in q.swaps]
             nearest = [[match_record(found[i], box) for i in row] for row in q.swaps]

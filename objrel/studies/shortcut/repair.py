@@ -1,6 +1,6 @@
-"""Repair by retraining on the mutants that violated a relation (seed 001 s4.5, Tables 5-6).
+"""Repair by retraining on the mutants that violated a relation (DetReport s4.5, Tables 5-6).
 
-Seed 001's loop: test the model on its *training* images, collect every mutant that
+DetReport's loop: test the model on its *training* images, collect every mutant that
 violated MR-1 or MR-2, add them to the training set with their source's label and
 retrain from the trained weights.  Too few added mutants change nothing, too many
 shift the training distribution, so the seed searches the mutation parameter that
@@ -40,7 +40,7 @@ from objrel.store import Store
 from objrel.studies.shortcut.models import MODEL_SPEC, TrainConfig, module_classifier, save_model, train
 
 # Shares of added mutants in the augmented training set that the search tries
-# (seed 001 reports 1.1% to 27.2%); 0 is the fine-tune-only control.
+# (DetReport reports 1.1% to 27.2%); 0 is the fine-tune-only control.
 DEFAULT_SHARES = (0.0, 0.05, 0.1, 0.2, 0.3)
 # A share is eligible when its validation accuracy is at least the original model's minus this.
 ACCURACY_TOLERANCE = 0.02
@@ -209,7 +209,7 @@ def repair(store: Store, model_state: dict, train_cfg: TrainConfig, class_names,
            train_images: np.ndarray, train_labels: np.ndarray, val_split: str, test_split: str,
            swapped_images: np.ndarray, swapped_labels: np.ndarray, cfg: RepairConfig = RepairConfig(),
            tag: str = "", log=None, weights: str | None = None, save_dir=None) -> RepairResult:
-    """Run seed 001's repair loop for one model and sweep the share of added mutants.
+    """Run DetReport's repair loop for one model and sweep the share of added mutants.
 
     model_state: the state dict of the model to repair (saved at ``weights``, if given);
     train_split / val_split / test_split: COCO files of the synthetic splits; swapped_images /

@@ -107,16 +107,16 @@ def report_text(results: dict) -> str:
                   "(precision/recall %):", _compact(results, "single", None if model == "both" else model), ""]
     lines += ["2b. Same, each relation against its own facet (MR-2: swap-flip rate; MR-1: background-sufficiency "
               "rate), both models pooled (precision/recall %)", _compact(results, "single", None, "matched"), "",
-              "2c. ROC AUC of seed 002's relevancy scores against the swap-flip rate binarised at each threshold "
+              "2c. ROC AUC of ORMR's relevancy scores against the swap-flip rate binarised at each threshold "
               "(ranking value -S: a low S, object irrelevant, read as reliant; 0.5 = chance; pos / neg: correct "
               "inferences with and without the flip)", _auc_fmt(t["auc"]), ""]
-    lines += ["3. Repair of the biased model (seed 001 s4.5) on the test split: before, control (fine-tuned without "
+    lines += ["3. Repair of the biased model (DetReport s4.5) on the test split: before, control (fine-tuned without "
               "mutants), after (fine-tuned with the kept share of violating mutants)", _fmt(t["repair"]), "",
               "3b. Share search (validation picks the share; test and swapped shown for every share)",
               _fmt(t["sweep"]), "",
-              "4. Transplanting attack (seed 002 s VIII): successes summed over seeds", _fmt(t["attack"]), ""]
+              "4. Transplanting attack (ORMR s VIII): successes summed over seeds", _fmt(t["attack"]), ""]
     if cfg.get("multi_label") and any("multi_label" in s for s in results["seeds"]):
-        lines += ["5. Multi-label scenes (seed 000 s4.4 multi-label relations; test scenes at rho, models trained at "
+        lines += ["5. Multi-label scenes (EMSE21 s4.4 multi-label relations; test scenes at rho, models trained at "
                   "rho (biased) and 1/K (unbiased)): precision / recall of MR-1, MR-2 and MR-1 ∪ MR-2 against "
                   "ground-truth reliance (summed over seeds; Wilson 95% intervals)"]
         for model in (*MODELS, "both"):

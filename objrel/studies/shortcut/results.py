@@ -46,7 +46,7 @@ class ModelResult:
     scores: tuple[DetectorScore, ...]      # against "reliant", then against "matched" (every draw, "any")
     truth: Mapping[str, Reliance]
     flags: Mapping[str, Any]               # scoring.flags_to_dict: tested ids and every detector's flags
-    relevancy: Mapping[str, tuple]         # sample id -> (S_p, S_r, S) of seed 002, None where undefined
+    relevancy: Mapping[str, tuple]         # sample id -> (S_p, S_r, S) of ORMR, None where undefined
 
     def to_dict(self) -> dict:
         """This result as the results file holds it."""

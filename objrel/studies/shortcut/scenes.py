@@ -1,6 +1,6 @@
 """Planted-shortcut scenes: objects of K classes on backgrounds whose type goes with the class.
 
-The ground truth the papers lacked (seed 000 s7.3: recall was never measured,
+The ground truth the papers lacked (EMSE21 s7.3: recall was never measured,
 because nobody knew which inferences truly relied on the background).  Here we
 build the data, so we know the object's exact pixels and can redraw the scene
 with any background: the counterfactuals of ``objrel.studies.shortcut.groundtruth``.

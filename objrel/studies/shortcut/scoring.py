@@ -1,6 +1,6 @@
 """Precision and recall of objrel's detectors against the counterfactual ground truth.
 
-Seed 000 s5.1 measured precision only (reviewers judged the flagged inferences);
+EMSE21 s5.1 measured precision only (reviewers judged the flagged inferences);
 s7.3 names recall (false negatives) as out of reach.  With ``groundtruth.Reliance``
 per tested inference both are counts:
 
@@ -20,7 +20,7 @@ not a colour pair (``erase_noise``) gets the union of its primary MR-1 and MR-2 
 
 The flags themselves are kept (``flags_to_dict``) beside the ground truth's per-swap outcomes, so
 ``score_at`` re-scores every detector at any draw count and reliance threshold from a results file.
-``roc_auc`` measures how well a continuous score (seed 002's S_p, S_r, S) ranks reliant inferences above the
+``roc_auc`` measures how well a continuous score (ORMR's S_p, S_r, S) ranks reliant inferences above the
 others: low S (the object matters little) is read as *more* reliant, so the ranking value is ``-S``.
 """
 

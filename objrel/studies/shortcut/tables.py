@@ -20,7 +20,7 @@ from objrel.studies.shortcut.scoring import DetectorScore, flags_from_dict, pool
 
 # The arms whose inferences are scored: single-label models, multi-label models, the stand-in detector.
 ARMS = ("single", "multi", "detection")
-# The relevancy scores of seed 002 stored per inference, in their stored order.
+# The relevancy scores of ORMR stored per inference, in their stored order.
 RELEVANCY_SCORES = ("S_p", "S_r", "S")
 # Notes computed from a score's counts.
 NOTE_FLAGS_ALL = "uninformative: flags every unit (recall 100%, precision = base rate)"
@@ -187,7 +187,7 @@ def curve_table(results: dict, arm: str, model: str | None, detectors=None, kind
 
 
 def auc_table(results: dict) -> pd.DataFrame:
-    """ROC AUC of seed 002's S_p, S_r and S (ranking value -S: low S read as reliant) against the swap-flip rate
+    """ROC AUC of ORMR's S_p, S_r and S (ranking value -S: low S read as reliant) against the swap-flip rate
     binarised at each threshold, at each draw count: per single-label model and pooled over both.  Inferences
     without the score (undefined distance) are left out; ``pos`` / ``neg`` count those scored."""
     rows = []
@@ -239,7 +239,7 @@ def repair_table(results: dict) -> pd.DataFrame:
 
 
 def sweep_table(results: dict) -> pd.DataFrame:
-    """Every share of every seed (seed 001 Tables 5-6): validation figures pick the share."""
+    """Every share of every seed (DetReport Tables 5-6): validation figures pick the share."""
     rows = []
     for s in results["seeds"]:
         rep = s["repair"]

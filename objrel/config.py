@@ -17,7 +17,7 @@ from typing import ClassVar
 from objrel.constants import AUTO_RUNTIME, CLASSIFIER_TASKS, CPU_DEVICE, CUDA_DEVICE, DEFAULT_BATCH_SIZE, \
     MULTI_LABEL_THRESHOLD, ONNXRUNTIME, OPENVINO, RUNTIMES, TORCH_RUNTIME
 from objrel.errors import ConfigError
-from objrel.mutations import ERASE_NOISE, PRESETS, Plan, canonical_preset, plan_from_operators, preset, \
+from objrel.mutations import ERASE_NOISE, PRESETS, SEED002_PLAN, Plan, canonical_preset, plan_from_operators, preset, \
     preset_with_operators
 from objrel.relations.detect import DEFAULT_IOU_THRESHOLD, check_threshold
 
@@ -120,6 +120,7 @@ class RunConfig(_Codec):
     lazy:       stop making a sample's mutants once every vote group of the sample is decided (flags
                 equal the full evaluation's; the skipped mutations are stored as ``not evaluated`` and the
                 continuous scores S_p / S_r / S as None).  False: every mutation runs and S is stored.
+                The ``seed002`` plan exists for S, so it always runs every mutation (lazy is set False).
     compile:    run a torch model through ``torch.compile`` (once per process; the first batch pays).
     runtime:    what runs the forward pass: ``torch``, ``onnxruntime`` or ``openvino`` (the model exported once
                 to ONNX, cached), or ``auto`` (the fastest whose outputs match torch's, measured on this
@@ -161,6 +162,8 @@ class RunConfig(_Codec):
 
     def __post_init__(self):
         self._check_common()
+        if self.plan == SEED002_PLAN and not self.operators:  # a plan for S: S needs every mutant
+            object.__setattr__(self, "lazy", False)
         if self.task not in CLASSIFIER_TASKS:
             raise ConfigError(f"task must be one of {CLASSIFIER_TASKS}, got {self.task!r}")
         if self.engine not in ENGINES:

@@ -18,7 +18,7 @@ from objrel.data import FORMATS
 from objrel.demo import build_demo_store
 from objrel.engine.runs import engine_for
 from objrel.models import detector_choices, model_choices
-from objrel.mutations import PRESETS, operators
+from objrel.mutations import PRESETS, SEED002_PLAN, operators
 
 # Run settings that command-line flags override, as (config field, argparse destination).
 RUN_OVERRIDES = (
@@ -56,6 +56,10 @@ def cmd_run(args) -> int:
     engine = engine_for(store, config)
     report = execute_with_progress(engine, args.resume, engine.model.name, CLASSIFIER_WORDS, args.quiet)
     print_run_report(report, CLASSIFIER_WORDS)
+    if config.plan == SEED002_PLAN and not config.operators:  # the plan for S: say S and the set it averages over
+        from objrel.analysis.relevancy_set import relevancy_over_run
+
+        print(relevancy_over_run(store, report.run_id).describe())
     return 0
 
 

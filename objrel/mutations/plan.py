@@ -146,7 +146,8 @@ def operator_group(name: str, k: int | None = None) -> VoteGroup:
 
 
 ERASE_NOISE = "erase_noise"
-PRESETS = ("colours3", "palette15", "all", ERASE_NOISE)
+SEED002_PLAN = "seed002"      # ORMR s V-A's six functions with its 38 operations (objrel.mutations.seed002)
+PRESETS = ("colours3", "palette15", "all", ERASE_NOISE, SEED002_PLAN)
 # Plan names of older stores, read back under their current name.
 LEGACY_PRESET_NAMES = {"seed001": ERASE_NOISE}
 
@@ -188,12 +189,18 @@ def preset(name: str = "colours3", k: int | None = None, dilate: int = 0) -> Pla
     all:       colours3 first (primary), then the palette and one group per other operator.
     erase_noise: random erase at 50/70/90% (MR-1), background noise at variance 400/1600/2500 and
                object noise at 16/64/160 (MR-2), each 2 of 3: DetReport's plan, the detectors' default.
+    seed002:   ORMR s V-A's 38 operations, one majority vote per function (``objrel.mutations.seed002``):
+               the plan S is computed over as the paper defines it.
     """
     name = canonical_preset(name)
     if name not in PRESETS:
         raise ValueError(f"unknown plan preset {name!r}; expected one of {PRESETS}")
     if name == ERASE_NOISE:
         return Plan(tuple(erase_noise_groups(k)), dilate)
+    if name == SEED002_PLAN:
+        from objrel.mutations.seed002 import seed002_groups
+
+        return Plan(tuple(seed002_groups(k)), dilate)
     groups = list(colour_groups(THREE_COLOURS, k or THREE_COLOUR_VOTE_K, "3 colours"))
     if name in ("palette15", "all"):
         groups += colour_groups(PALETTE_15, PALETTE_VOTE_K, "15 colours")

@@ -1,6 +1,6 @@
 """S of a run's tested inferences, stated with the set of mutation operations it was computed over.
 
-S (seed 002 s V-A) is a weighted average over a plan's operations, so a figure of S means something only
+S (ORMR s V-A) is a weighted average over a plan's operations, so a figure of S means something only
 beside that set: the functions, each one's H_n, and where objrel's ingredients differ from the paper's.
 ``relevancy_over_run`` reads the stored S of every tested sample and ``describe`` prints it that way.
 """
@@ -21,9 +21,9 @@ class RunRelevancy:
 
     basis:       how S was computed and over which operations (``ScoringBasis.describe``);
     operations:  the number of mutation operations S averages over;
-    paper_counts: True when the functions and H_n are seed 002's (38 operations);
+    paper_counts: True when the functions and H_n are ORMR's (38 operations);
     tested:      tested inferences; scored: those with an S (a lazy run stores none);
-    mean_s:      mean S over the scored ones (None when none); low: how many have S <= 0.5 (seed 002 s VII-B);
+    mean_s:      mean S over the scored ones (None when none); low: how many have S <= 0.5 (ORMR s VII-B);
     notes:       where the ingredients differ from the paper's, one line per function (``seed002`` plan only).
     """
 
@@ -41,7 +41,7 @@ class RunRelevancy:
         lines = [self.basis]
         if self.scored:
             lines.append(f"S over {self.scored} of {self.tested} tested inferences: mean {self.mean_s:.3f}; "
-                         f"{self.low} at most {C.SEED002_LOW_RELEVANCY:g} (low object relevancy, seed 002 s VII-B)")
+                         f"{self.low} at most {C.SEED002_LOW_RELEVANCY:g} (low object relevancy, ORMR s VII-B)")
         else:
             lines.append(f"no S stored for the {self.tested} tested inferences (a lazy run skips the mutants S needs)")
         lines += [f"  {n}" for n in self.notes]

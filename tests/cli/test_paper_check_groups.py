@@ -1,4 +1,4 @@
-"""``objrel paper-check`` sorts what it cannot reproduce: errors in seed 000 itself, errors that only carry one of
+"""``objrel paper-check`` sorts what it cannot reproduce: errors in EMSE21 itself, errors that only carry one of
 those into a sum, and figures that rest on an assumption the paper does not state (named in the note)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A detector whose output never changes cannot be caught changing it: seed 001 s4.4's test T is one function
+"""A detector whose output never changes cannot be caught changing it: DetReport s4.4's test T is one function
 of (image output, ground-truth object) and the engine applies it alike to the source and to every mutant.
 
 The detector below reports the same three records on every image.  On the scene, two red objects overlap
@@ -74,7 +74,7 @@ def test_a_constant_detector_violates_mr1_on_every_unit_it_detects(constant_run)
 
 
 def test_a_constant_detector_scores_fully_preserved_and_never_removed(constant_run):
-    """Seed 002 s V-B's D compares the record nearest the Associated Object on the source with the one nearest
+    """ORMR s V-B's D compares the record nearest the Associated Object on the source with the one nearest
     it on the mutant; with nothing changing, the preserving distance is 1 and the removing one 0 for every
     unit, so S_p = 1, S_r = 0 and S = 0.5."""
     store, run_id = constant_run

@@ -1,4 +1,4 @@
-"""The ``seed002`` plan: seed 002 s V-A's six mutation functions with the paper's 38 operations (Table I), and S
+"""The ``seed002`` plan: ORMR s V-A's six mutation functions with the paper's 38 operations (Table I), and S
 computed and printed over that set, named."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from objrel.mutations import Target, get_operator, preset
 from objrel.mutations import seed002 as S2
 from objrel.relations.votes import scoring_basis
 
-# Seed 002 Table I: operations per function, 25 object-preserving and 13 object-removing.
+# ORMR Table I: operations per function, 25 object-preserving and 13 object-removing.
 PAPER_H = {"MvObjToImg": 12, "BldObjToImg": 12, "PsvObj": 1, "RmvObjByRGB": 9, "RmvObjByTool": 2, "RmvObjByMM": 2}
 
 

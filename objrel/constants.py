@@ -113,3 +113,12 @@ MAX_XML_FILE_BYTES = 16 * 2**20
 # Largest results file (DeepInspect results, shortcut-benchmark results) objrel reads, in bytes; a
 # 1000-class DeepInspect result is about 40 MB.
 MAX_RESULTS_FILE_BYTES = 2**30
+
+# Environment variables that processes started by objrel (runs, LIME, served apps) inherit; named here, at the
+# bottom of the stage order, so that whoever starts those processes can set them without loading the stage.
+# Folder of exported networks and auto's runtime measurements (objrel.models.runtimes; default
+# ~/.cache/objrel/models).
+MODEL_CACHE_ENV = "OBJREL_MODEL_CACHE"
+# Set to "0" to keep the app from starting LIME jobs ahead (objrel.review.lime_ahead): a server short of
+# memory, or tests that open review samples by the hundred; the Review page then offers LIME on demand only.
+LIME_AHEAD_ENV = "OBJREL_LIME_AHEAD"

@@ -1,4 +1,10 @@
-"""Shared fixtures: a tiny synthetic COCO set for the hand-written colour model."""
+"""Shared fixtures: a tiny synthetic COCO set for the hand-written colour model.
+
+Every pytest start imports this file, so it imports nothing heavy at module level: torch, pandas, SQLAlchemy
+and the store are imported inside the fixtures that need them, and a test that needs none of them starts in
+well under a second.  The markers of ``pyproject.toml`` ([tool.pytest.ini_options]) name what a test starts
+(``browser``, ``postgres``, ``ray``, ``subprocess``) or runs (``slow``); ``make test-fast`` leaves those out.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +18,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from objrel.store import Store
-from objrel.review.lime_ahead import AHEAD_ENV
-from objrel.models.runtimes import MODEL_CACHE_ENV
+from objrel.constants import LIME_AHEAD_ENV, MODEL_CACHE_ENV
 
-from tests.fixtures.colour_model import factory
 from tests.fixtures.pg_server import pg_bindir, postgres_server
 
 
@@ -81,11 +84,15 @@ def colour_set(tmp_path) -> Path:
 
 @pytest.fixture
 def colour_model():
+    from tests.fixtures.colour_model import factory
+
     return factory()
 
 
 @pytest.fixture
-def store(tmp_path) -> Store:
+def store(tmp_path):
+    from objrel.store import Store
+
     s = Store(tmp_path / "store.db")
     yield s
     s.dispose()
@@ -146,7 +153,7 @@ def pg_url():
 
 # The tests open review samples by the hundred: no LIME job is started ahead for them (the app's servers the
 # browser tests start inherit this) unless a test turns it on for its own server.
-os.environ.setdefault(AHEAD_ENV, "0")
+os.environ.setdefault(LIME_AHEAD_ENV, "0")
 
 # Exported networks and auto's runtime measurements go to a folder of this test session (the processes and
 # servers the tests start inherit it), not the user's ~/.cache: every session exports and measures afresh.
@@ -174,6 +181,9 @@ def flagged_store(tmp_path):
     """A store with one finished colour-model run: 6 inferences flagged by both relations, 2 clean."""
     from objrel.config import RunConfig
     from objrel.engine.classify import Engine
+    from objrel.store import Store
+
+    from tests.fixtures.colour_model import factory
 
     ann = write_flagged_set(tmp_path / "flagged")
     store = Store(tmp_path / "flagged.db")

@@ -41,14 +41,13 @@ import numpy as np
 import torch
 
 from objrel.constants import AUTO_RUNTIME, CPU_DEVICE, DEFAULT_BATCH_SIZE, ONNXRUNTIME, OPENVINO, RUNTIMES, \
-    RUNTIME_MATCH_TOLERANCE, TORCH_RUNTIME
+    MODEL_CACHE_ENV, RUNTIME_MATCH_TOLERANCE, TORCH_RUNTIME
 from objrel.errors import ConfigError
 from objrel.models.classifier import Classifier, TorchClassifier
 from objrel.models.devices import cuda_index, is_cpu, use_device
 from objrel.models.threads import configure_inference_threads
 
-# Where exported networks and runtime measurements are kept (one folder per user by default).
-MODEL_CACHE_ENV = "OBJREL_MODEL_CACHE"
+# Where exported networks and runtime measurements are kept (MODEL_CACHE_ENV; one folder per user by default).
 DEFAULT_MODEL_CACHE = Path.home() / ".cache" / "objrel" / "models"
 # ONNX operator set of the exported graphs: 17 is read by every ONNX Runtime and OpenVINO release of the
 # last three years and has every operator torchvision's and EfficientNet's classifiers use.

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from objrel import access as A
 from objrel.access import Actor
+from objrel.constants import LIME_AHEAD_ENV
 from objrel.review.judgments import check_relation, check_run_id
 from objrel.review.lime_pair import SOURCE_KEY
 from objrel.store import Store, review_jobs
@@ -52,9 +53,8 @@ DEFAULT_PROCESSES = 1
 # server is gone; it looks every PARENT_CHECK_S seconds.
 PARENT_ENV = "OBJREL_LIME_PARENT"
 PARENT_CHECK_S = 1.0
-# Set to "0" to keep the app from starting LIME jobs ahead (a server short of memory; the page tests, which
-# open review samples by the hundred): the Review page then offers LIME on demand only.
-AHEAD_ENV = "OBJREL_LIME_AHEAD"
+# Set to "0" to keep the app from starting LIME jobs ahead (objrel.constants.LIME_AHEAD_ENV).
+AHEAD_ENV = LIME_AHEAD_ENV
 # LIME samples per explanation computed ahead: the Review page looks its overlays up with the same number.
 AHEAD_SAMPLES = 300
 # Seconds between two beats of a job's process (it beats after each image as well).

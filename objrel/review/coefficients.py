@@ -67,7 +67,7 @@ class Kappa:
     used one and the same category for every item.  With the ``fleiss`` standard error, se and the
     interval are None when one rater used a single category (kappa is then 0 whatever the other
     does and the variance formula gives exactly 0; statsmodels reports NaN); ``note`` says why.
-    confusion[i][j] counts items rater A called categories[i] and rater B categories[j].
+    ``confusion[i][j]`` counts items rater A called ``categories[i]`` and rater B ``categories[j]``.
     """
 
     kappa: float | None

@@ -10,7 +10,7 @@ HOST   ?= 127.0.0.1
 # System programs the tests drive: Debian's chromium (end-to-end browser test) and a PostgreSQL server.
 SYSTEM_PACKAGES := chromium postgresql
 
-.PHONY: setup system-deps run demo test test-fast bench clean
+.PHONY: setup system-deps run demo test test-fast bench docs clean
 
 setup: $(STAMP)
 
@@ -65,13 +65,18 @@ system-deps:
 # (tests/conftest.py) unless OBJREL_ALLOW_SKIPS=1.
 test: setup system-deps
 	$(PY) -m ruff check .
+	$(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest -q
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
 
+# The docs site (mkdocs.yml) into site/: guides, method, generated CLI, API and performance pages.
+docs: setup
+	$(PY) -m mkdocs build --strict
+
 bench: setup
 	$(PY) benchmarks/throughput.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache test-artifacts
+	rm -rf $(VENV) var .pytest_cache test-artifacts site

@@ -142,6 +142,28 @@ def write_background_driven_scene(root: Path) -> Path:
     return root / "ann.json"
 
 
+# Fixtures that start what a marker names: a test that asks for one carries that marker, so that
+# ``-m "not postgres"`` leaves it out however the test is written.
+FIXTURE_MARKERS = {"pg_url": "postgres"}
+
+
+# Markers whose tests share one pytest-xdist worker (``make test`` runs ``--dist loadgroup``): the browser tests
+# each serve the app and drive chromium, one at a time beside the other worker's tests.
+SERIAL_MARKERS = ("browser",)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Markers from fixtures, then a pytest-xdist group per test: the marker's group for the tests of a
+    SERIAL_MARKERS marker, otherwise the test's file, so that a module's fixtures are built in one worker."""
+    for item in items:
+        for fixture, marker in FIXTURE_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+        serial = [m for m in SERIAL_MARKERS if item.get_closest_marker(m)]
+        item.add_marker(pytest.mark.xdist_group(serial[0] if serial else item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(scope="module")
 def pg_url():
     """A throwaway PostgreSQL server for the module's tests (``make test`` installs postgresql)."""

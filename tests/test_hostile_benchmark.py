@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks" / "hostile.py"
 SUMMARY = re.compile(r"^hostile: (\d+) kinds, (\d+) reported, (\d+) crashes, (\d+) lost, peak RSS (\d+) MB$")

@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 # Seconds one interpreter may take (torch's first import is the slow part).
 IMPORT_TIMEOUT_S = 120

@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "torchvision", "ray", "lime", "plotly", "onnxruntime", "openvino")
 

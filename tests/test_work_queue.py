@@ -15,6 +15,8 @@ from objrel.review.roles import actor_of
 from objrel.review.accounts import create_reviewer
 from objrel.store import Store
 
+pytestmark = pytest.mark.subprocess
+
 
 @pytest.fixture
 def olga(tmp_path, monkeypatch):

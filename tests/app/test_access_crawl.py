@@ -46,6 +46,8 @@ from objrel import access as A
 from objrel import review as R
 from objrel.access import SERVER
 
+pytestmark = pytest.mark.subprocess
+
 REPO = Path(__file__).resolve().parents[2]
 # Overview is app.py's default page (its page links need app.py's navigation); the others open on their own.
 PAGES = {**{p.stem: p for p in sorted((REPO / "pages").glob("*.py"))}, "overview": REPO / "app.py"}

@@ -32,6 +32,7 @@ def test_every_placeholder_is_filled_with_the_pages_keys():
         assert key in text
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(shutil.which("node") is None, reason="node checks the script's syntax where it is installed")
 def test_the_script_is_valid_javascript(tmp_path):
     path = tmp_path / "keys.js"

@@ -22,6 +22,7 @@ def objrel(*args, timeout=300):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.subprocess
 def test_run_summary_export_on_colour_set(tmp_path, colour_set):
     db = tmp_path / "cli.db"
     res = objrel("run", "--model", "py:tests.fixtures.colour_model:factory", "--dataset", colour_set,
@@ -44,6 +45,7 @@ def test_run_summary_export_on_colour_set(tmp_path, colour_set):
     assert len(data["inferences"]) == 5 and data["run"]["status"] == "finished"
 
 
+@pytest.mark.subprocess
 def test_toml_config_and_env_store(tmp_path, colour_set):
     cfg = tmp_path / "run.toml"
     cfg.write_text(f'[run]\nmodel = "py:tests.fixtures.colour_model:factory"\ndataset = "{colour_set}"\n'
@@ -56,6 +58,7 @@ def test_toml_config_and_env_store(tmp_path, colour_set):
     assert run["seed"] == 5 and run["config"]["batch_size"] == 3
 
 
+@pytest.mark.subprocess
 def test_errors_are_one_clear_line(tmp_path, colour_set):
     res = objrel("summary", "7", "--store", tmp_path / "e.db")
     assert res.returncode == 2 and "no run 7" in res.stderr
@@ -64,6 +67,7 @@ def test_errors_are_one_clear_line(tmp_path, colour_set):
     assert res.returncode == 2 and "does not exist" in res.stderr
 
 
+@pytest.mark.subprocess
 def test_weights_file_that_needs_unpickling_is_refused(tmp_path, colour_set):
     path = tmp_path / "whole_model.pt"
     torch.save(torch.nn.Sequential(torch.nn.Linear(2, 2)), path)
@@ -73,6 +77,7 @@ def test_weights_file_that_needs_unpickling_is_refused(tmp_path, colour_set):
     assert "refusing to load" in res.stderr and "full unpickling" in res.stderr
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_real_model_on_demo_with_limit(tmp_path):
     db = tmp_path / "demo.db"
@@ -83,6 +88,7 @@ def test_real_model_on_demo_with_limit(tmp_path):
     assert s["samples"] == 3 and s["model"] == "efficientnet-lite0"
 
 
+@pytest.mark.subprocess
 def test_report_writes_one_self_contained_html(tmp_path, flagged_store):
     store, run_id = flagged_store
     out = tmp_path / "r.html"

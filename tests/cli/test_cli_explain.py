@@ -7,11 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from objrel.access import SERVER
 from objrel.review import lime_ahead as L
 from objrel.review.lime_pair import cached_pair
 from objrel.review.sampling import draw_review_sample
 from objrel.store import review_jobs
+
+pytestmark = pytest.mark.subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -140,6 +140,7 @@ def assert_one_line_refusal(res: subprocess.CompletedProcess, *fragments: str) -
         assert f in lines[0]
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("make", [deep_coco, deep_manifest], ids=["coco", "manifest"])
 def test_objrel_run_refuses_a_deeply_nested_annotation_file_in_one_line(make, tmp_path):
     ann = make(tmp_path / "data")
@@ -213,6 +214,7 @@ def test_a_deep_or_entity_laden_voc_file_is_a_skipped_sample_and_the_others_load
     assert s["laughs"].problem[0] == "bad-annotation" and "entities" in s["laughs"].problem[1]
 
 
+@pytest.mark.subprocess
 def test_objrel_run_on_a_deep_voc_folder_skips_that_file_and_tests_the_rest(tmp_path):
     good = ("<annotation><filename>ok.png</filename><size><width>48</width><height>40</height></size>"
             "<object><name>red</name><bndbox><xmin>2</xmin><ymin>2</ymin><xmax>20</xmax><ymax>20</ymax></bndbox>"

@@ -37,8 +37,9 @@ BOB = {"1": "tp", "2": "tp", "3": "tp", "4": "fp", "5": "fp", "6": "tp"}
 EXPECTED_KAPPA = "0.250"
 BUTTON = {"tp": "True positive", "fp": "False positive", "uncertain": "Uncertain"}
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="Debian chromium is not installed (.ci/run installs it)")
+pytestmark = [pytest.mark.browser, pytest.mark.subprocess,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                 reason="Debian chromium is not installed (.ci/run installs it)")]
 
 
 # The accounts of the test: made on the server (as `objrel users add` does), never from the browser.

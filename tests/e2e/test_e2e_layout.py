@@ -30,8 +30,9 @@ SLACK_PX = 1                  # rounding between scroll and client widths
 ADMIN = ("admin", "admin-demo-pass")
 REVIEWER = ("alice", "alice-demo-pass")
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="Debian chromium is not installed (.ci/run installs it)")
+pytestmark = [pytest.mark.browser, pytest.mark.subprocess,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                 reason="Debian chromium is not installed (.ci/run installs it)")]
 
 # What the page shows that does not fit, as a list of one-line findings.
 MEASURE = """(checkTables) => {

@@ -32,6 +32,8 @@ from tests.e2e.app_server import serving
 from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, call_until_counted, choose, click_until_url, \
     settled, upload_until_listed
 
+pytestmark = [pytest.mark.browser, pytest.mark.subprocess]
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OBJREL_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "review-day"
 PASS = {"alice": "alice-demo-pass", "bob": "bob-demo-pass", "carol": "carol-demo-pass", "admin": "admin-demo-pass"}

@@ -22,6 +22,8 @@ from objrel.store import Store
 from tests.e2e.app_server import serving
 from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, settled
 
+pytestmark = [pytest.mark.browser, pytest.mark.subprocess]
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("OBJREL_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "review-keys"
 PASSPHRASE = "alice-demo-pass"

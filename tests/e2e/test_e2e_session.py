@@ -25,8 +25,9 @@ from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, passphrase, sett
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_MS = 60_000
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="Debian chromium is not installed (.ci/run installs it)")
+pytestmark = [pytest.mark.browser, pytest.mark.subprocess,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                 reason="Debian chromium is not installed (.ci/run installs it)")]
 
 
 @pytest.fixture

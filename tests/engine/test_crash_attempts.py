@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from objrel.store import Store
 from tests.engine.kill_models import KILL_ONCE_PIXEL, MARKER_ENV
 from tests.engine.test_trust import W, H, ann, red_image, write_coco
 from tests.fixtures.crashing_model import CRASH_PIXEL, CRASH_STATUS
+
+pytestmark = pytest.mark.subprocess
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -139,6 +139,7 @@ def test_write_sample_is_idempotent(store, colour_set, colour_model):
     assert len(store.samples(report.run_id)) == 10
 
 
+@pytest.mark.subprocess
 def test_killed_process_resumes_without_duplicates(tmp_path, colour_set):
     """SIGKILL a real `objrel run` between samples, then `objrel run --resume`."""
     db = tmp_path / "killed.db"

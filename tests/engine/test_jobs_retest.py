@@ -43,6 +43,7 @@ def wait_for(pred, timeout=90.0, step=0.1):
     return False
 
 
+@pytest.mark.subprocess
 def test_background_run_finishes_and_reports_progress(tmp_path, colour_set):
     store = Store(tmp_path / "bg.db")
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(colour_set), plan="colours3")
@@ -54,6 +55,7 @@ def test_background_run_finishes_and_reports_progress(tmp_path, colour_set):
     assert leases.display_status(run) == "finished"
 
 
+@pytest.mark.subprocess
 def test_background_run_can_be_cancelled(tmp_path, colour_set):
     store = Store(tmp_path / "cancel.db")
     cfg = RunConfig(model="py:tests.fixtures.colour_model:slow_factory", dataset=str(colour_set), plan="colours3",
@@ -79,6 +81,7 @@ def test_dead_process_shows_as_stalled(tmp_path):
     assert leases.display_status(run, now_ts=time.time() + leases.STALL_AFTER_S + 5) == "stalled"
 
 
+@pytest.mark.subprocess
 def test_start_failure_is_reported(tmp_path):
     store = Store(tmp_path / "fail.db")
     with pytest.raises(RuntimeError, match="exited with code 2"):
@@ -114,6 +117,7 @@ def test_retest_with_a_box_over_the_whole_image(tmp_path):
 FACES = dict(detector="haar:frontalface_default", dataset="demo-faces")
 
 
+@pytest.mark.subprocess
 def test_background_detection_run_finishes(tmp_path):
     from objrel.config import DetectionConfig
 
@@ -125,6 +129,7 @@ def test_background_detection_run_finishes(tmp_path):
     assert leases.display_status(store.get_run(job.run_id)) == "finished"
 
 
+@pytest.mark.subprocess
 def test_stopped_detection_run_resumes_in_the_background(tmp_path):
     """A detection run stopped after two of three images is resumed by a background process: it does the third
     image only and ends with the rows of an uninterrupted run."""
@@ -153,6 +158,7 @@ def test_stopped_detection_run_resumes_in_the_background(tmp_path):
     assert any(v[0].startswith("3/") for v in votes(whole, whole_id))   # the resumed image has tested units
 
 
+@pytest.mark.subprocess
 def test_start_run_takes_a_config_or_a_run_to_resume(tmp_path):
     with pytest.raises(ValueError, match="not both"):
         jobs.start_run(actor_of(Store(tmp_path / "x.db"), OPERATOR), Store(tmp_path / "x.db").url, RunConfig(),
@@ -190,6 +196,7 @@ def _run_row(store: Store) -> int:
     return rid
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("who, roles", [(None, ()), ("rita", (R.REVIEWER,)), ("adam", (R.ADJUDICATOR,))])
 def test_only_run_operators_and_admins_start_cancel_and_resume(tmp_path, who, roles):
     store = Store(tmp_path / "deny.db")

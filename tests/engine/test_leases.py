@@ -64,6 +64,7 @@ def under_way(store: Store, run_id: int = 1) -> bool:
     return run.status == "running" and run.n_done >= 2
 
 
+@pytest.mark.subprocess
 def test_a_second_resume_of_a_running_run_is_refused_naming_its_holder(tmp_path):
     db, data = tmp_path / "s.db", images(tmp_path / "data")
     first = start(db, data)
@@ -89,6 +90,7 @@ def test_a_second_resume_of_a_running_run_is_refused_naming_its_holder(tmp_path)
     assert leases.holder(store, 1) is None                                      # released when it finished
 
 
+@pytest.mark.subprocess
 def test_a_process_whose_run_was_deleted_stops_and_never_writes_into_the_run_that_took_its_id(tmp_path):
     db, data = tmp_path / "s.db", images(tmp_path / "data")
     first = start(db, data)
@@ -121,7 +123,7 @@ def dead_pid() -> int:
     return p.pid
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_a_lease_is_taken_once_and_over_only_when_stale_or_dead(tmp_path, backend, request):
     url = str(tmp_path / "s.db") if backend == "sqlite" else request.getfixturevalue("pg_url")
     store = Store(url)

@@ -28,6 +28,8 @@ from tests.engine.test_detection_engine import stored_rows
 from tests.engine.test_engine import rows
 from tests.fixtures.ray_cluster import ray_cluster
 
+pytestmark = [pytest.mark.ray, pytest.mark.subprocess]
+
 ROOT = Path(__file__).resolve().parents[2]
 # Demo photos of the classifier run, two of them made unreadable on the driver (a missing and a corrupt file).
 CLASSIFIER_SAMPLES = 6

@@ -18,6 +18,8 @@ from objrel.store import Store  # noqa: E402
 from tests.engine.test_engine import config, rows  # noqa: E402
 from tests.fixtures.colour_model import factory  # noqa: E402
 
+pytestmark = pytest.mark.ray
+
 
 @pytest.fixture(scope="module")
 def local_ray():

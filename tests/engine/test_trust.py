@@ -222,6 +222,7 @@ def crashing_run(db: Path, dataset: Path, *resume: str, engine: str = "objrel.en
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.subprocess
 def test_a_sample_that_kills_the_process_twice_is_skipped_on_the_next_resume(tmp_path):
     dataset = crash_dataset(tmp_path / "data", 5, killer=3)
     db = tmp_path / "s.db"

@@ -70,6 +70,7 @@ def test_a_gpu_is_checked_on_this_machine_before_any_work():
             use_device(f"cuda:{torch.cuda.device_count()}")
 
 
+@pytest.mark.subprocess
 def test_the_command_line_refuses_a_missing_gpu_in_one_line(tmp_path):
     missing = f"cuda:{torch.cuda.device_count() if HAS_CUDA else 7}"
     done = subprocess.run([sys.executable, "-m", "objrel", "run", "--device", missing, "--dataset", "demo",
@@ -117,6 +118,7 @@ def test_a_cpu_model_records_no_device_and_a_kept_row_is_a_host_array():
     assert np.array_equal(kept, row.permute(1, 2, 0).numpy())
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_the_gpu_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
     """``benchmarks/gpu.py`` on the CPU with a few sources: every section prints, the rows of ONNX Runtime and
@@ -138,6 +140,7 @@ def test_the_gpu_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
     assert all(r["identical"] for r in figures["rows"])
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 @pytest.mark.parametrize("change, on, off", [("input-copies", "one copy", "row by row")])
 def test_the_gpu_ab_benchmark_runs_end_to_end_on_the_cpu(change, on, off):
@@ -156,6 +159,7 @@ def test_the_gpu_ab_benchmark_runs_end_to_end_on_the_cpu(change, on, off):
     assert f"rows   {on} vs {off}, last round: identical in every verdict, flag, label and count" in out
 
 
+@pytest.mark.subprocess
 def test_a_stored_gpu_run_resumes_where_device_says(tmp_path):
     """``--resume N`` keeps the stored settings but ``--device``: a run stored with a GPU goes on on the CPU with
     ``--device cpu``; without it, a machine with no such GPU refuses in one line."""

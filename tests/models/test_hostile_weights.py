@@ -99,6 +99,7 @@ def test_the_bomb_archive_is_what_it_claims(tmp_path):
         assert zf.read(info) == bytes(64 * MIB)                 # CRC checked by zipfile
 
 
+@pytest.mark.subprocess
 def test_a_deflate_bomb_weights_file_is_refused_before_torch_allocates_it(tmp_path):
     bomb = bomb_archive(tmp_path / "bomb.pt")
     assert bomb.stat().st_size < 8 * MIB

@@ -51,6 +51,7 @@ def _faults(mode: str, **env) -> int:
     return int(out.stdout.strip())
 
 
+@pytest.mark.subprocess
 def test_the_allocator_keeps_freed_blocks_for_the_next_batch():
     pages = (64 << 20) // 4096
     assert _faults("default") > pages // 2     # glibc's defaults: the block's pages fault in again
@@ -183,6 +184,7 @@ def test_class_lookup_is_built_once_and_read_only():
         a["dog"] = 2  # type: ignore[index]
 
 
+@pytest.mark.subprocess
 def test_a_forked_child_gets_a_pool_of_its_own():
     """After the parent used the pool, a forked child must not wait on the parent's threads (they do not
     exist in the child)."""

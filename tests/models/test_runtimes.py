@@ -224,6 +224,7 @@ def test_an_exported_adapter_survives_pickling_and_reopens_its_session(scenes):
     assert isinstance(copy, ExportedClassifier) and np.array_equal(copy.predict(images), before)
 
 
+@pytest.mark.subprocess
 def test_the_command_line_refuses_an_unexportable_model_in_one_line(tmp_path):
     import os
     import subprocess

@@ -379,6 +379,7 @@ def test_derive_seed_is_deterministic_and_distinguishes_inputs():
     assert derive_seed(7, "a", "b|c") != derive_seed(7, "a|b", "c")
 
 
+@pytest.mark.subprocess
 def test_derive_seed_is_stable_across_processes():
     code = "from objrel.mutations import derive_seed; print(derive_seed(7, 'img-1', 'random_erase(ratio=0.5)'))"
     here = derive_seed(7, "img-1", "random_erase(ratio=0.5)")

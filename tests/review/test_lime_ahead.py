@@ -265,6 +265,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_a_job_the_app_started_ends_with_the_app_and_waits_to_be_taken_again(sample, monkeypatch):
     """The app's LIME process ends once its server is gone (here a stand-in process that starts a job as the

@@ -737,6 +737,7 @@ def _racing_process(path: str, run_id: int, verdict: str, barrier) -> None:
         R.record_judgment(actor_of(store, "carol"), store, run_id, sid, "MR-1", verdict)
 
 
+@pytest.mark.subprocess
 def test_two_reviewers_in_separate_processes_lose_no_write(tmp_path):
     path = str(tmp_path / "contended.db")
     store = Store(path)
@@ -779,6 +780,7 @@ def test_two_reviewers_in_separate_processes_lose_no_write(tmp_path):
 # ---------------------------------------------------------------- the same on PostgreSQL
 
 
+@pytest.mark.subprocess
 def test_review_workflow_and_write_races_on_postgresql(pg_url):
     """On a server database a concurrent insert of the same key raises IntegrityError (SQLite's
     write lock prevents that race): the retried transaction must turn it into an update."""

@@ -25,7 +25,7 @@ def fast_scrypt(monkeypatch):
     monkeypatch.setattr(review.accounts, "SCRYPT_N", 2 ** 10)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def any_store(request, tmp_path):
     url = str(tmp_path / "sessions.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
     store = Store(url)

@@ -103,6 +103,7 @@ def _guessing_process(path: str, n: int, barrier, out) -> None:
     store.dispose()
 
 
+@pytest.mark.subprocess
 def test_simultaneous_guesses_from_several_processes_are_counted(tmp_path):
     path = str(tmp_path / "burst.db")
     store = Store(path)

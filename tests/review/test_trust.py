@@ -145,6 +145,7 @@ def _sign_up(path: str, name: str, barrier, results) -> None:
         results.put((name, str(exc)))
 
 
+@pytest.mark.subprocess
 def test_concurrent_sign_ups_of_one_name_in_two_processes_make_one_account(tmp_path, monkeypatch):
     path = str(tmp_path / "race.db")
     Store(path).dispose()

@@ -111,6 +111,7 @@ def session_cookie(context) -> dict | None:
     return None
 
 
+@pytest.mark.browser
 def test_no_script_of_the_page_can_read_the_session_token(served, browser):
     base, store = served
     context = browser.new_context()
@@ -134,6 +135,7 @@ ws.onerror = () => { if (window.result === "pending") window.result = "refused";
 </script>"""
 
 
+@pytest.mark.browser
 def test_a_page_on_another_port_cannot_open_a_session_with_the_visitors_cookie(served, browser):
     """S1: the admin is signed in; a page on another port opens Streamlit's WebSocket, which would carry her
     cookie (cookies are not port-scoped): the handshake is refused."""
@@ -157,6 +159,7 @@ window.done = true;
 </script>"""
 
 
+@pytest.mark.browser
 def test_a_page_on_another_port_cannot_plant_a_session(served, browser):
     """S2: a page on another port writes alice's live token into the session cookie's names; the visitor who
     then opens the app is not signed in as alice."""
@@ -262,6 +265,7 @@ def _server_rss_mb(port: int) -> float:
     raise AssertionError(f"no process listens on port {port}")
 
 
+@pytest.mark.browser
 def test_anonymous_uploads_leave_the_servers_memory_where_it_was(served, browser):
     """E1: three 150 MB PUTs from an anonymous browser session (its own session id and XSRF token) to
     Streamlit's upload endpoint."""

@@ -25,6 +25,8 @@ from tests.e2e.app_server import serving
 from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, nav, settled
 from tests.security import hostile_world as H
 
+pytestmark = [pytest.mark.browser, pytest.mark.subprocess]
+
 # Every page of the top bar: (title, url path).
 PAGES = [("Overview", ""), ("My work", "my-work"), ("Explore", "explore"), ("Review", "review"),
          ("Agreement", "agreement"), ("Runs", "runs"), ("Inspect", "inspect"), ("Shortcut", "shortcut"),

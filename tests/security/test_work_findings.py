@@ -174,6 +174,7 @@ def bench_processes(out: Path) -> list[int]:
     return found
 
 
+@pytest.mark.subprocess
 def test_three_quick_benchmark_starts_at_once_start_one_process(tmp_path):
     from objrel.studies.shortcut.browse import start_quick_benchmark
 
@@ -203,6 +204,8 @@ def test_three_quick_benchmark_starts_at_once_start_one_process(tmp_path):
 # ---------------------------------------------------------------- R1: the Runs page's fragment and Cancel
 
 
+@pytest.mark.browser
+@pytest.mark.subprocess
 def test_a_run_operator_signed_out_elsewhere_cancels_nothing_from_an_open_runs_page(tmp_path, flagged_store):
     import datetime as dt
 

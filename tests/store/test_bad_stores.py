@@ -82,6 +82,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.subprocess
 def test_the_cli_refuses_it_in_one_line(bad):
     case, path = bad
     before = digest(path)

@@ -18,7 +18,7 @@ def make_run(store: Store) -> int:
                             dataset_config={}, plan={"mutations": []}, config={}, seed=1, n_total=1)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def store(request, tmp_path):
     pg = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
     s = Store(new_database(request.param, tmp_path, pg))

@@ -236,6 +236,7 @@ def test_writers_of_one_sqlite_store_take_turns(tmp_path, short_busy_timeout):
     assert transactions.write(store, lambda c: transactions.write(store, lambda c2: "nested")) == "nested"
 
 
+@pytest.mark.subprocess
 def test_a_child_forked_during_a_write_does_not_keep_its_turn(tmp_path, short_busy_timeout):
     """A process forked while a write holds its turn inherits the lock's file; it closes its copy at once, so
     the turn ends with the parent's write and not with the child."""

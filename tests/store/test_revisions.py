@@ -23,7 +23,7 @@ from objrel.store.reviews import adjudications, judgment_rows, review_sample
 from tests.store.helpers import described, new_database, store_at_first_revision
 
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = ["sqlite", "postgresql"]
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture
@@ -40,6 +40,7 @@ def cli(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("database", BACKENDS, indirect=True)
 def test_a_store_made_at_the_first_revision_is_upgraded_with_its_rows(database, tmp_path, request):
     url = store_at_first_revision(database)
@@ -119,6 +120,7 @@ def test_a_store_made_before_alembic_is_stamped_and_upgraded_on_opening(tmp_path
     assert described(url) == described(fresh)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("database", BACKENDS, indirect=True)
 def test_a_store_from_a_newer_objrel_is_refused_in_one_line(database):
     Store(database).dispose()
@@ -172,6 +174,7 @@ def test_opening_a_store_waits_for_another_writer_before_switching_it_to_wal(tmp
     raw.close()
 
 
+@pytest.mark.subprocess
 def test_two_processes_opening_an_old_store_upgrade_it_once(tmp_path):
     url = store_at_first_revision(new_database("sqlite", tmp_path))
     code = f"from objrel.store import Store; print(len(Store({url!r}).list_runs()))"

@@ -17,7 +17,7 @@ def new_run(store: Store) -> int:
     return store.create_run(**{k: v for k, v in run_row().items() if k in RUN_ARGS})
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_the_id_of_a_deleted_newest_run_is_not_given_again(tmp_path, backend, request):
     url = new_database(backend, tmp_path, request.getfixturevalue("pg_url") if backend == "postgresql" else None)
     store = Store(url)

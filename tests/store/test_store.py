@@ -37,6 +37,7 @@ def _writer(path: str, run_id: int, start: int, count: int) -> None:
                                 "skip_code": "x", "skip_reason": "y"}, [], [], [])
 
 
+@pytest.mark.subprocess
 def test_concurrent_writer_processes_lose_no_row(tmp_path):
     path = str(tmp_path / "c.db")
     run_id = _run(Store(path))
@@ -93,6 +94,7 @@ def _pg_writer(url: str, run_id: int, start: int, count: int) -> None:
     _writer(url, run_id, start, count)
 
 
+@pytest.mark.subprocess
 def test_concurrent_writers_on_postgresql(pg_url):
     run_id = _run(Store(pg_url), name="pg-concurrent")
     procs = [mp.get_context("spawn").Process(target=_pg_writer, args=(pg_url, run_id, k * 50, 50)) for k in range(3)]

@@ -246,8 +246,9 @@ class JudgmentVersion:
 
 
 # Why a party to an open sample may not see the other calls on it.
-PARTY_OF_OPEN_SAMPLE = ("they judge this review sample, which is still open: a party never sees another "
-                        "reviewer's calls on it before it closes, whatever other roles they hold")
+PARTY_OF_OPEN_SAMPLE = ("they judge this review sample, or hold the reviewer role and may still judge it, and it "
+                        "is still open: a party never sees another reviewer's calls on it before it closes, "
+                        "whatever other roles they hold")
 
 
 def closed_sample(drawn: int, closers: int) -> bool:
@@ -261,15 +262,24 @@ def parties(store: Store, run_id: int, relation: str) -> frozenset[str]:
     return frozenset(j.reviewer for j in judgments(store, run_id, relation))
 
 
+def may_still_judge(store: Store) -> frozenset[str]:
+    """The accounts holding the reviewer role: while a sample is open, each of them may yet become a party."""
+    from objrel.store import accounts as account_rows
+
+    return frozenset(a["name"] for a in account_rows.accounts(store) if A.REVIEWER in a["roles"])
+
+
 def blind_target(store: Store, run_id: int, relation: str, what: str) -> Target:
     """The gate's target for seeing other reviewers' calls on (``run_id``, ``relation``): while its review
-    sample is open, every party to it is excluded (``PARTY_OF_OPEN_SAMPLE``), whatever roles they hold."""
+    sample is open, every party to it, and every account that may still judge it (the reviewer role), is
+    excluded (``PARTY_OF_OPEN_SAMPLE``), whatever other roles they hold: a reviewer who is also an adjudicator
+    reads no call before she has made hers and the sample has closed."""
     rid, relation = check_run_id(run_id), check_relation(relation)
     draw = review_rows.review_sample(store, rid, relation)
     drawn = len(draw["sample_ids"]) if draw else 0
     closed = closed_sample(drawn, len(review_rows.closing_reviewers(store, rid, relation)))
-    return Target(what, excluded=frozenset() if closed else parties(store, rid, relation),
-                  excluded_because=PARTY_OF_OPEN_SAMPLE)
+    excluded = frozenset() if closed else parties(store, rid, relation) | may_still_judge(store)
+    return Target(what, excluded=excluded, excluded_because=PARTY_OF_OPEN_SAMPLE)
 
 
 def judgment_history(actor: Actor, store: Store, run_id: int, sample_id: str, relation: str,

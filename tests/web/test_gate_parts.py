@@ -98,13 +98,16 @@ def test_an_upload_goes_through_only_while_its_grant_its_session_and_its_role_ho
     token = review.start_session(store, "olga")
     olga = actor_of(store, "olga")
     upload_grants.grant(olga, "sess-olga", UPLOAD_DATA, 64 * MB, token)
-    assert upload_grants.check(store, "sess-olga", str(64 * MB)) is None
-    assert upload_grants.check(store, "sess-olga", str(64 * MB + 1))[0] == 413
-    assert upload_grants.check(store, "sess-olga", None)[0] == 411
-    assert upload_grants.check(store, "sess-olga", "lots")[0] == 400
-    assert upload_grants.check(store, "sess-other", "10")[0] == 403          # no grant for that session
+    assert upload_grants.check(store, "sess-olga", str(64 * MB), token) is None
+    assert upload_grants.check(store, "sess-olga", str(64 * MB + 1), token)[0] == 413
+    assert upload_grants.check(store, "sess-olga", None, token)[0] == 411
+    assert upload_grants.check(store, "sess-olga", "lots", token)[0] == 400
+    assert upload_grants.check(store, "sess-other", "10", token)[0] == 403   # no grant for that session
+    assert upload_grants.check(store, "sess-olga", "10", None)[0] == 403     # not from her signed-in browser
+    alice_token = review.start_session(store, "alice")
+    assert upload_grants.check(store, "sess-olga", "10", alice_token)[0] == 403
     review.end_session(store, token)                                           # signed out in another tab
-    assert upload_grants.check(store, "sess-olga", "10")[0] == 403
+    assert upload_grants.check(store, "sess-olga", "10", token)[0] == 403
     assert upload_grants.granted("sess-olga") is None
 
 
@@ -115,6 +118,19 @@ def test_an_upload_stops_when_the_account_loses_the_role(store):
     review.revoke_role(actor_of(store, "root"), store, "olga", review.RUN_OPERATOR)
     assert upload_grants.check(store, "sess-olga2", "10")[0] == 403
     assert review.session_user(store, token) is None          # the role change ended her sessions too
+
+
+def test_an_accounts_uploads_are_bounded_in_bytes_and_files_over_the_window(store, monkeypatch):
+    monkeypatch.setattr(upload_grants, "_sent", {})
+    token = review.start_session(store, "olga")
+    upload_grants.grant(actor_of(store, "olga"), "sess-budget", UPLOAD_DATA, 10 * MB, token, now=0.0)
+    sent = [upload_grants.check(store, "sess-budget", str(10 * MB), token, now=float(i)) for i in range(4)]
+    assert sent[:3] == [None, None, None] and sent[3][0] == 429        # a fourth 10 MiB file: 3 x its grant
+    later = upload_grants.BUDGET_WINDOW_S + 10.0
+    upload_grants.grant(actor_of(store, "olga"), "sess-budget", UPLOAD_DATA, 10 * MB, token, now=later)
+    assert upload_grants.check(store, "sess-budget", str(10 * MB), token, now=later) is None   # the window moved
+    small = [upload_grants.check(store, "sess-budget", "1", token, now=later + 1) for _ in range(30)]
+    assert small.count(None) == upload_grants.MAX_FILES_PER_WINDOW - 1 and small[-1][0] == 429
 
 
 def scope(kind="http", method="GET", path="/", host=f"127.0.0.1:{PORT}", origin=None, length=None):
@@ -149,4 +165,10 @@ def test_the_gate_refuses_each_request_a_hostile_page_or_name_can_make(on_port, 
     assert gate.refusal(scope(method="POST", path="/_objrel/session", origin=own)) is None
     upload = "/_stcore/upload_file/sess-none/file-1"
     assert gate.refusal(scope(method="PUT", path=upload, length=10), lambda: store)[0] == 403
+    chunked = scope(method="PUT", path=upload, length=10)
+    chunked["headers"].append((b"transfer-encoding", b"chunked"))
+    assert gate.refusal(chunked, lambda: store)[0] == 411
+    twice = scope(method="POST", path="/_objrel/session", origin=own)
+    twice["headers"].append((b"origin", f"http://evil.example:{PORT}".encode()))
+    assert gate.refusal(twice)[0] == 400
     assert gate.refusal(scope(method="PUT", path=upload, origin=other, length=10), lambda: store)[0] == 403

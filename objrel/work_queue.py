@@ -1,4 +1,5 @@
-"""One queue for the costly work the app starts: runs, LIME, reports and quick benchmarks (ARCHITECTURE.md
+"""One queue for the costly work the app starts: runs, LIME, reports, quick benchmarks, box re-tests and the
+planted DeepInspect training (ARCHITECTURE.md
 decision 12).
 
 Every piece of such work asks ``admit`` for a slot before it starts anything, with the actor who asks for it:
@@ -42,7 +43,9 @@ RUN = "run"
 LIME = "LIME"
 REPORT = "report"
 BENCHMARK = "benchmark"
-KINDS = (RUN, LIME, REPORT, BENCHMARK)
+RETEST = "re-test"
+TRAINING = "training"
+KINDS = (RUN, LIME, REPORT, BENCHMARK, RETEST, TRAINING)
 
 # Slots held at once in one server process: each holds a model (1.3-1.5 GB) or a report being built.
 MAX_WORK_ENV = "OBJREL_MAX_WORK"

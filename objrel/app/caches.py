@@ -151,8 +151,11 @@ def planted_result(actor, seed: int):
     gate lets train; cached per seed."""
     from objrel.access import TRAIN_PLANTED, authorize
 
+    from objrel import work_queue
+
     authorize(actor, TRAIN_PLANTED, f"seed {int(seed)}")
-    return _planted_result(int(seed))
+    with work_queue.admit(actor, work_queue.TRAINING, f"the planted benchmark of seed {int(seed)}"):
+        return _planted_result(int(seed))
 
 
 @st.cache_resource(show_spinner="Ranking the class pairs ...", max_entries=INSPECT_RESULT_CACHE)

@@ -20,6 +20,7 @@ from objrel.engine.classify import Engine
 from objrel.models import Classifier
 from objrel.mutations import Plan
 from objrel import access as A
+from objrel import work_queue
 from objrel.access import Actor
 from objrel.store import Store
 from objrel.store import reviews as review_rows
@@ -72,8 +73,9 @@ def retest_with_box(actor: Actor, store: Store, run_id: int, sample_id: str, box
     config = RunConfig.from_dict(run.config).replace(test_all=True)
     dataset = Dataset(run.dataset, "retest", root, run.dataset_config.get("annotation", ""), (sample,))
     plan = Plan.from_dict(run.plan) if full_plan else primary_plan(run.plan)
-    engine = Engine(store, config, model=model or run_model(store, run_id), dataset=dataset, plan=plan)
-    srow, _preds, verdicts, votes = engine.test_samples([sample])[0]
+    with work_queue.admit(actor, work_queue.RETEST, f"a re-test of {sample_id!r}"):   # a model in memory
+        engine = Engine(store, config, model=model or run_model(store, run_id), dataset=dataset, plan=plan)
+        srow, _preds, verdicts, votes = engine.test_samples([sample])[0]
     if srow["status"] == "skipped":
         raise ValueError(f"re-test failed: {srow['skip_reason']}")
     result = Retest(

@@ -61,15 +61,27 @@ system-deps:
 	  fi; \
 	fi
 
-# The linter first (rules in pyproject.toml [tool.ruff]), then every test; a skipped test fails the run
+# pytest-xdist workers (one per core with auto; WORKERS=0 runs every test in this process).  Each test file is
+# one group, run by one worker, and the browser tests share one (tests/conftest.py), so the workers never build
+# a module's fixtures twice nor drive two browsers at once.
+WORKERS ?= auto
+PARALLEL = -n $(WORKERS) --dist loadgroup
+# What the fast loop leaves out: the tests marked (pyproject.toml [tool.pytest.ini_options]) as running the
+# pretrained models or starting a browser, a PostgreSQL server, a Ray runtime or other processes.
+FAST = not slow and not browser and not postgres and not ray and not subprocess
+
+# The linter (rules in pyproject.toml [tool.ruff]), the type checker ([tool.mypy]: the lower stages) and the
+# docs build first, then every test, the 25 slowest named at the end; a skipped test fails the run
 # (tests/conftest.py) unless OBJREL_ALLOW_SKIPS=1.
 test: setup system-deps
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m mkdocs build --strict --quiet
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PARALLEL) --durations=25
 
+# The loop to run while editing: every test but those FAST leaves out, in parallel.
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(PARALLEL) --durations=10 -m "$(FAST)"
 
 # The docs site (mkdocs.yml) into site/: guides, method, generated CLI, API and performance pages.
 docs: setup

@@ -146,11 +146,11 @@ def parse_xml(source, what: str, max_bytes: int, limit: int = MAX_NESTING_DEPTH)
     raw = read_limited(source, what, max_bytes)
     if b"<!ENTITY" in raw:
         raise InputFileError(f"{what} declares XML entities; annotation files are plain XML without a DTD")
-    parser = ET.XMLPullParser(events=("start", "end"))
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     depth, root = 0, None
     for start in range(0, len(raw), XML_FEED_BYTES):
         parser.feed(raw[start:start + XML_FEED_BYTES])
-        for event, elem in parser.read_events():
+        for event, elem in parser.read_events():  # type: ignore[misc]  # typeshed: 1-tuples are other events
             if event == "start":
                 depth += 1
                 if root is None:
@@ -161,7 +161,7 @@ def parse_xml(source, what: str, max_bytes: int, limit: int = MAX_NESTING_DEPTH)
             else:
                 depth -= 1
     parser.close()
-    for event, elem in parser.read_events():
+    for event, elem in parser.read_events():  # type: ignore[misc]  # typeshed: 1-tuples are other events
         if event == "start" and root is None:
             root = elem
     if root is None:

@@ -173,7 +173,8 @@ def load_coco(annotation_file, images_dir, category_map: dict | None = None, nam
                     )
                 )
                 names.append(f"annotation {ann.get('id')}")
-            objects, notes = clip_objects(objects, width, height, names)
+            clipped, notes = clip_objects(objects, width, height, names)
+            objects = list(clipped)
             if not objects:
                 if dropped:
                     raise BadSampleError(dropped[0]["code"], f"no usable annotation: {dropped[0]['reason']}")

@@ -66,7 +66,7 @@ class Detections:
         """From an ``(N, 4)`` xyxy array-like, N labels and N scores (any numeric dtype, object too)."""
         b = np.asarray(boxes if boxes is not None else [], dtype=np.float64).reshape(-1, 4)
         s = np.asarray(scores if scores is not None else [], dtype=np.float64).reshape(-1)
-        return cls(tuple(tuple(r) for r in b.tolist()), tuple(labels), tuple(s.tolist()))
+        return cls(tuple((x1, y1, x2, y2) for x1, y1, x2, y2 in b.tolist()), tuple(labels), tuple(s.tolist()))
 
     def __len__(self) -> int:
         return len(self.boxes)

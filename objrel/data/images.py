@@ -177,6 +177,7 @@ def load_rgb(path: str | os.PathLike | ImageBytes, expected_size: tuple[int, int
     Raises ``BadSampleError`` with code ``missing-file``, ``corrupt-image``,
     ``image-too-large`` or ``size-mismatch``.
     """
+    source: _NamedBytes | Path
     if isinstance(path, ImageBytes):
         source, folder = _NamedBytes(path.data, path.name), None
     else:

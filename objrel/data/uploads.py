@@ -107,7 +107,7 @@ def check_name(name: str) -> str:
     return name
 
 
-def _check_size(what: str, data: bytes, limit: int) -> None:
+def _check_size(what: str, data: bytes | bytearray, limit: int) -> None:
     if len(data) > limit:
         raise UploadError(f"the {what} is {len(data) / MIB:.1f} MiB; at most {limit / MIB:.0f} MiB is accepted")
     if not data:
@@ -385,7 +385,7 @@ def add_weights(root: str | Path, name: str, architecture: str, weights, check: 
 def list_uploads(root: str | Path) -> list[Upload]:
     """The registered uploads under ``root`` (folders with an ``upload.json``), by name."""
     root = Path(root)
-    out = []
+    out: list[Upload] = []
     if not root.is_dir():
         return out
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):

@@ -121,8 +121,9 @@ class RecordMatch:
     def from_dict(cls, d: dict) -> "RecordMatch":
         """A match from a ``to_dict`` dict."""
         box = d.get("box")
+        x1, y1, x2, y2 = (float(v) for v in box) if box is not None else (0.0, 0.0, 0.0, 0.0)
         return cls(d.get("index"), d.get("label"), d.get("score"), float(d.get("iou", 0.0)),
-                   tuple(float(v) for v in box) if box is not None else None)
+                   (x1, y1, x2, y2) if box is not None else None)
 
 
 def record_of(detections: Detections, index: int, iou_value: float) -> RecordMatch:

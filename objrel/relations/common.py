@@ -16,7 +16,7 @@ of the probabilities or IoUs, so noise moves it by noise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from objrel.constants import TIE_TOLERANCE
 
@@ -150,7 +150,7 @@ def seed002_weighted_score(distances: dict[str, Sequence[float]], operations: di
     return float(total)
 
 
-def seed002_relevancy(preserving: dict[str, Sequence[float]], removing: dict[str, Sequence[float]],
+def seed002_relevancy(preserving: Mapping[str, Sequence[float]], removing: Mapping[str, Sequence[float]],
                       preserving_operations: dict[str, int], removing_operations: dict[str, int],
                       keys: Sequence[str] = ()) -> Relevancy:
     """S_p, S_r (``seed002_weighted_score``) and S = (S_p + S_r) / 2 of ORMR s V-A; ``keys`` records

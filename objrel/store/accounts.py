@@ -53,6 +53,14 @@ def _row(c: Connection, name: str) -> dict | None:
     return dict(row._mapping) if row is not None else None
 
 
+def _written_row(c: Connection, name: str) -> dict:
+    """The row of the account just inserted under ``name`` in this transaction."""
+    row = _row(c, name)
+    if row is None:
+        raise LookupError(f"account {name!r} was inserted in this transaction, but no row of that name was found")
+    return row
+
+
 def _taken(c: Connection, name: str) -> bool:
     q = select(S.reviewers.c.id).where(func.lower(S.reviewers.c.name) == name.lower())
     return c.execute(q.limit(1)).first() is not None
@@ -97,7 +105,7 @@ def add_password_reviewer(store: Store, name: str, pass_hash: str, roles: Iterab
         if _taken(c, name):
             raise NameTaken(name)
         c.execute(insert(S.reviewers).values(name=name, pass_hash=pass_hash, oidc_subject=None, created_at=now()))
-        row = _row(c, name)
+        row = _written_row(c, name)
         _grant(c, row["id"], roles, granted_by)
         return row
 
@@ -124,7 +132,7 @@ def oidc_reviewer(store: Store, name: str, subject: str) -> dict:
         if _taken(c, name):
             raise NameTaken(name)
         c.execute(insert(S.reviewers).values(name=name, pass_hash=None, oidc_subject=subject, created_at=now()))
-        return _row(c, name)
+        return _written_row(c, name)
 
     return write(store, work, retry_on_integrity=True)
 
@@ -223,7 +231,8 @@ def reserve_sign_in(store: Store, name_key: str, client: str, since: dt.datetime
 
     def work(c: Connection) -> tuple[int | None, float]:
         _lock_failures(c)
-        own = c.execute(insert(t).values(name_key=name_key, client=client, at=at)).inserted_primary_key[0]
+        res = c.execute(insert(t).values(name_key=name_key, client=client, at=at))
+        own = res.inserted_primary_key[0]  # type: ignore[index]  # an INSERT's result has its key
         others = (t.c.id != own, t.c.at > since)
         by_name = [(k, ts) for k, ts in c.execute(select(t.c.client, t.c.at).where(t.c.name_key == name_key, *others)
                                                  .order_by(t.c.at))]

@@ -405,7 +405,7 @@ def kept(fn: Callable | None = None, *, refusals: tuple[type[Exception], ...] = 
         if row is None or not _reusable(row, stamp, live):
             grown = _grown(row, stamp) if single else None
             row = _computed(store, run_ids[0], name, stamp, call, refusals,
-                            merge=(lambda a, b: merge(a, b, bound.arguments)) if single else None,
+                            merge=(lambda a, b: merge(a, b, bound.arguments)) if merge and single else None,
                             kept_row=row if grown else None, grown=grown)
         try:
             value = _answer(row, refusals)
@@ -417,7 +417,7 @@ def kept(fn: Callable | None = None, *, refusals: tuple[type[Exception], ...] = 
         _remember(key, row)
         return value
 
-    wrapper.uncached = fn
+    wrapper.uncached = fn  # type: ignore[attr-defined]  # the function itself, for callers that want no cache
     return wrapper
 
 

@@ -80,7 +80,7 @@ class Holder:
         """The lease's holder and last beat, in words."""
         age = self.age_s()
         beat = f"last beat {age:.0f} s ago ({_aware(self.beat_at).isoformat(timespec='seconds')})" \
-            if age is not None else "no beat yet"
+            if age is not None and self.beat_at is not None else "no beat yet"
         return f"process {self.pid} on {self.host or 'an unknown host'}, {beat}"
 
 

@@ -69,7 +69,7 @@ def claim_job(store: Store, kind: str, run_id: int, relation: str,
                       .values(status="failed", error=_one_line(dead_error), updated_at=at, finished_at=at))
         c.execute(insert(S.review_jobs).values(kind=kind, run_id=rid, relation=relation, status="queued",
                                                done=0, total=0, created_at=at, updated_at=at))
-        return _latest(c, kind, rid, relation), True
+        return _latest(c, kind, rid, relation), True  # type: ignore[return-value]  # the row inserted above
 
     return write(store, work)
 

@@ -245,12 +245,12 @@ def upgrade(engine: Engine, target: str = "head") -> UpgradeResult:
                 return UpgradeResult(None, head(), "created")
             before, how = state.revision, "upgraded"
             if state.revision is None and not state.empty:
-                before, how = LEGACY_REVISIONS[state.schema_version], "stamped"
+                before, how = LEGACY_REVISIONS[state.schema_version], "stamped"  # type: ignore[index]  # legacy: versioned
                 command.stamp(cfg, before)
             command.upgrade(cfg, target)
             after = MigrationContext.configure(conn).get_current_revision()
             if how == "upgraded" and after == before:
                 how = "current"
-            return UpgradeResult(before, after, how)
+            return UpgradeResult(before, after, how)  # type: ignore[arg-type]  # upgraded: it has a revision
     finally:
         mig.dispose()

@@ -46,7 +46,7 @@ def add_session(store: Store, token_hash: str, reviewer: str, created_at: dt.dat
     def work(c: Connection) -> int:
         res = c.execute(insert(T).values(token_hash=token_hash, reviewer=reviewer, created_at=created_at,
                                          last_seen_at=created_at, expires_at=expires_at))
-        return int(res.inserted_primary_key[0])
+        return int(res.inserted_primary_key[0])  # type: ignore[index]  # an INSERT's result has its key
 
     return write(store, work)
 

@@ -14,6 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Text, and_, cast, create_engine, delete, event, func, insert, or_, select, true, update
 from sqlalchemy.engine import Engine, make_url
@@ -171,7 +172,7 @@ class Store:
             elif not parent.is_dir():
                 raise StoreOpenError(f"cannot open store {parsed.database}: its folder {parent} does not exist; "
                                      f"expected a path in an existing folder (is the --store path mistyped?)")
-        kwargs = {"future": True}
+        kwargs: dict[str, Any] = {"future": True}
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
         else:
@@ -257,7 +258,7 @@ class Store:
                 class_names=class_names, dataset=dataset, dataset_config=dataset_config, plan=plan, config=config,
                 seed=int(seed), n_total=n_total, n_done=0, n_skipped=0, n_tested=0, cancel_requested=False,
             ))
-            return int(res.inserted_primary_key[0])
+            return int(res.inserted_primary_key[0])  # type: ignore[index]  # an INSERT's result has its key
 
     def _record(self, row) -> RunRecord:
         m = row._mapping
@@ -342,7 +343,7 @@ class Store:
         (after, upto] when given)."""
         q = select(func.count()).where(S.samples.c.run_id == int(run_id), in_rows(S.samples.c.id, rows), _has_issue())
         with self.engine.connect() as c:
-            return int(c.execute(q).scalar())
+            return int(c.execute(q).scalar_one())
 
     def request_cancel(self, run_id: int) -> None:
         """Ask run ``run_id`` to stop (its loop reads the flag between chunks)."""
@@ -527,7 +528,7 @@ class Store:
             q = q.where(select(sm.id).where(sm.run_id == v.run_id, sm.sample_id == v.sample_id,
                                             in_rows(sm.id, rows)).exists())
         with self.engine.connect() as c:
-            return int(c.execute(q).scalar())
+            return int(c.execute(q).scalar_one())
 
     # ------------------------------------------------------------ crash bookkeeping
 

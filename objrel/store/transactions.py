@@ -43,7 +43,7 @@ WRITER_QUEUE_SUFFIX = "-writers"
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: writers meet in SQLite's busy handler alone
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # no such module here: the checks read None
 
 
 def _is_lock_error(exc: OperationalError) -> bool:
@@ -155,7 +155,8 @@ def _wait_for_turn(fd: int, timeout_s: float) -> bool:
     """Block for the lock on ``fd`` at most ``timeout_s`` seconds.  True: taken (the caller closes ``fd`` to
     give it back); False: timed out, and ``fd`` now belongs to a helper thread, which closes it once the lock
     comes (a blocking ``flock`` cannot be given a timeout, so a helper thread waits in it)."""
-    guard, taken, gave_up = threading.Lock(), threading.Event(), []
+    guard, taken = threading.Lock(), threading.Event()
+    gave_up: list[bool] = []
 
     def take() -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)

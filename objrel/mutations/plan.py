@@ -198,9 +198,13 @@ def preset(name: str = "colours3", k: int | None = None, dilate: int = 0) -> Pla
     if name == ERASE_NOISE:
         return Plan(tuple(erase_noise_groups(k)), dilate)
     if name == SEED002_PLAN:
-        from objrel.mutations.seed002 import seed002_groups
+        from objrel.mutations.seed002 import seed002_specs
 
-        return Plan(tuple(seed002_groups(k)), dilate)
+        groups = []
+        for group_name, ops, kk in seed002_specs(k):
+            muts = tuple(Mutation.of(operator, **params) for operator, params in ops)
+            groups.append(VoteGroup(group_name, muts[0].relation, muts, kk))
+        return Plan(tuple(groups), dilate)
     groups = list(colour_groups(THREE_COLOURS, k or THREE_COLOUR_VOTE_K, "3 colours"))
     if name in ("palette15", "all"):
         groups += colour_groups(PALETTE_15, PALETTE_VOTE_K, "15 colours")

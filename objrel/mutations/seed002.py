@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 from objrel.mutations.colours import NINE_COLOURS
-from objrel.mutations.plan import Mutation, VoteGroup
 
 SEED002 = "seed002"
 # Sub-folder of assets/backgrounds holding the backgrounds objrel paints for this plan (not in the other plans'
@@ -78,18 +77,18 @@ def _params(operator: str) -> list[dict]:
     return [{}]
 
 
-def seed002_groups(k: int | None = None) -> list[VoteGroup]:
-    """One vote group per function of Table I with its H_n operations; removing (MR-1) functions first, so
-    RmvObjByRGB and MvObjToImg are the primary votes.  ``k``: the vote threshold of every group (capped at the
-    group's size), a majority by default."""
-    groups = []
+def seed002_specs(k: int | None = None) -> list[tuple[str, tuple[tuple[str, dict], ...], int]]:
+    """One vote group per function of Table I as (name, its H_n (operator, parameters), vote threshold);
+    removing (MR-1) functions first, so RmvObjByRGB and MvObjToImg are the primary votes.  ``k``: the vote
+    threshold of every group (capped at the group's size), a majority by default.  ``objrel.mutations.plan``
+    makes them vote groups (this module stays below the plan)."""
+    specs = []
     for paper_name, operator, h in FUNCTIONS[3:] + FUNCTIONS[:3]:
-        muts = tuple(Mutation.of(operator, **p) for p in _params(operator))
-        if len(muts) != h:
-            raise ValueError(f"{paper_name}: {len(muts)} operations, ORMR has {h}")
-        kk = min(k, h) if k else h // 2 + 1
-        groups.append(VoteGroup(paper_name, muts[0].relation, muts, kk))
-    return groups
+        ops = tuple((operator, p) for p in _params(operator))
+        if len(ops) != h:
+            raise ValueError(f"{paper_name}: {len(ops)} operations, ORMR has {h}")
+        specs.append((paper_name, ops, min(k, h) if k else h // 2 + 1))
+    return specs
 
 
 # ---------------------------------------------------------------- the painted backgrounds

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -92,10 +91,8 @@ def test_far_or_non_finite_polygons_are_refused_before_pycocotools(coords, monke
         raise AssertionError("pycocotools was called with a hostile polygon")
 
     monkeypatch.setattr(region.mask_utils, "frPyObjects", boom)
-    t0 = time.perf_counter()
     with pytest.raises(BadSampleError) as exc:
         region.segmentation_mask([coords], W, H)
-    assert time.perf_counter() - t0 < 1.0
     assert exc.value.code == "bad-polygon"
     assert ("non-finite" in exc.value.reason) or ("expected |x| <=" in exc.value.reason)
 

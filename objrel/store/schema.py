@@ -199,8 +199,25 @@ review_samples = Table(
     Column("position", Integer, nullable=False),
     Column("seed", BigInteger, nullable=False),
     Column("population", Integer, nullable=False),   # flagged inferences the sample was drawn from
+    Column("k", Integer),                            # reviewers per item (rev 0009); null: 2, as before teams
     UniqueConstraint("run_id", "relation", "sample_id", name="uq_review_sample"),
 )
+
+# Who judges which drawn item (rev 0009): an admin's assignment (``assigned_by``) or the draw's even spread over
+# a pool (null).  A draw without rows is open to every reviewer, as before teams.
+review_assignments = Table(
+    "review_assignments", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("reviewer", String(100), nullable=False),
+    Column("assigned_by", String(100)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "relation", "sample_id", "reviewer", name="uq_review_assignment"),
+)
+Index("ix_review_assignments_reviewer", review_assignments.c.reviewer, review_assignments.c.run_id,
+      review_assignments.c.relation)
 
 explanations = Table(
     "explanations", metadata,

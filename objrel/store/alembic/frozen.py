@@ -6,7 +6,8 @@ revisions).  Do not edit: a change of the schema is a new revision.
 * ``SCHEMA_2``: the detection tables revision 0002 adds;
 * ``SCHEMA_3``: the crash bookkeeping and trust tables of revision 0003;
 * ``SCHEMA_7``: the review-day tables of revision 0007 (app sessions, background review jobs);
-* ``SCHEMA_8``: the kept per-run results of revision 0008 (``run_summaries``).
+* ``SCHEMA_8``: the kept per-run results of revision 0008 (``run_summaries``);
+* ``SCHEMA_9``: the review assignments of revision 0009 (``review_assignments``; ``review_samples.k`` is a column).
 """
 
 from __future__ import annotations
@@ -368,3 +369,21 @@ run_summaries = Table(
 )
 
 SCHEMA_8 = (run_summaries,)
+
+# ---------------------------------------------------------------- revision 0009: review teams (k reviewers)
+# Who reviews which drawn item: an admin's assignment (``assigned_by``) or the draw's even spread (null).
+review_assignments = Table(
+    "review_assignments", schema_1,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("reviewer", String(100), nullable=False),
+    Column("assigned_by", String(100)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "relation", "sample_id", "reviewer", name="uq_review_assignment"),
+)
+Index("ix_review_assignments_reviewer", review_assignments.c.reviewer, review_assignments.c.run_id,
+      review_assignments.c.relation)
+
+SCHEMA_9 = (review_assignments,)

@@ -97,6 +97,11 @@ INVITE = "invite-account"
 GRANT_ROLE = "grant-role"
 REVOKE_ROLE = "revoke-role"
 ALLOW_MODEL = "allow-model"
+COMMENT = "comment"
+RESOLVE_THREAD = "resolve-thread"
+SEE_COMMENTS = "see-comments"
+MARK_GOLD = "mark-gold"
+SEE_GOLD = "see-gold-accuracy"
 
 _RULES = (
     Rule(JUDGE, JUDGE_ROLES, (WRITES,), "judge flagged inferences"),
@@ -127,6 +132,13 @@ _RULES = (
     Rule(GRANT_ROLE, MANAGE_ROLES, (WRITES,), "grant roles"),
     Rule(REVOKE_ROLE, MANAGE_ROLES, (WRITES,), "revoke roles"),
     Rule(ALLOW_MODEL, MANAGE_ROLES, (WRITES,), "register models for the app"),
+    # comment threads on an item (objrel.review.comments): another party's entries only once the sample closes
+    Rule(COMMENT, REVIEW_ROLES, (WRITES,), "write on an item's comment thread"),
+    Rule(RESOLVE_THREAD, REVIEW_ROLES, (WRITES,), "resolve or reopen an item's comment thread"),
+    Rule(SEE_COMMENTS, REVIEW_ROLES, (REVEALS,), "read an item's comment thread"),
+    # gold items (objrel.review.gold): a known call, mixed into every reviewer's queue unannounced
+    Rule(MARK_GOLD, MANAGE_ROLES, (WRITES,), "mark gold items with a known call"),
+    Rule(SEE_GOLD, MANAGE_ROLES, (REVEALS,), "see gold items and each reviewer's accuracy on them"),
 )
 ACTIONS: dict[str, Rule] = {}
 for _rule in _RULES:

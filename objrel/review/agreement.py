@@ -37,6 +37,7 @@ from objrel.review.coefficients import (KAPPA_CI_LEVEL, KAPPA_SE_COHEN1960, KAPP
 from objrel.review.judgments import (INVALID, PARTY_OF_OPEN_SAMPLE, VALIDITY, Judgment,  # noqa: F401
                                      blind_target, check_call, check_relation, check_run_id, check_sample_id,
                                      check_validity, closed_sample, iso, judgments)
+from objrel.review.many_raters import ALPHA_BOOTSTRAP_SEED, DEFAULT_CONFIDENCE, ManyRaterAgreement, many_rater_agreement
 from objrel.review.sampling import review_sample_info
 from objrel.store import Store
 from objrel.store import reviews as review_rows
@@ -540,3 +541,58 @@ def pair_kappas(actor: Actor, store: Store, runs: Iterable, relation: str) -> di
             k = agreement(store, run.run_id, relation, names[0], names[1]).kappa
             out[run.run_id] = None if k is None else k.kappa
     return out
+
+
+# ---------------------------------------------------------------- agreement of every reviewer (k raters)
+
+
+@dataclass(frozen=True)
+class RaterTable:
+    """Every reviewer's verdict on the drawn items of (``run_id``, ``relation``): ``calls[i][r]`` is reviewer
+    ``reviewers[r]``'s call on ``items[i]`` (draw order), None where they have not judged it.  ``reviewers``:
+    everyone with a call on a drawn item, by name."""
+
+    run_id: int
+    relation: str
+    items: tuple[str, ...]
+    reviewers: tuple[str, ...]
+    calls: tuple[tuple[str | None, ...], ...]
+
+
+@dataclass(frozen=True)
+class ManyRaterView:
+    """What the Agreement page shows of every reviewer of a sample together: the items x reviewers table, its
+    k-rater agreement (``objrel.review.many_raters``) and the sample's state.  Only adjudicators and admins get
+    one (``many_rater_view``)."""
+
+    table: RaterTable
+    agreement: ManyRaterAgreement
+    state: SampleState
+
+
+def rater_table(store: Store, run_id: int, relation: str) -> RaterTable:
+    """The items x reviewers table of verdicts over the drawn review sample only (an item outside the draw may
+    still be judged blind).  No gate: callers that show it check it (``many_rater_view``)."""
+    rid, relation = check_run_id(run_id), check_relation(relation)
+    items = drawn_items(store, rid, relation)
+    drawn = set(items)
+    by_item: dict[str, dict[str, str]] = defaultdict(dict)
+    for j in judgments(store, rid, relation):
+        if j.sample_id in drawn:
+            by_item[j.sample_id][j.reviewer] = j.verdict
+    reviewers = tuple(sorted({name for calls in by_item.values() for name in calls}))
+    return RaterTable(rid, relation, items, reviewers,
+                      tuple(tuple(by_item[s].get(r) for r in reviewers) for s in items))
+
+
+def many_rater_view(actor: Actor, store: Store, run_id: int, relation: str, *,
+                    confidence: float = DEFAULT_CONFIDENCE, seed: int = ALPHA_BOOTSTRAP_SEED) -> ManyRaterView:
+    """Fleiss' kappa and Krippendorff's alpha of every reviewer's verdicts on the drawn items of (``run_id``,
+    ``relation``), per verdict, and the pairwise kappa, AC1 and PABAK, for ``actor``, who must hold the
+    adjudicator or admin role and must not be a party to the sample while it is open (``blind_target``), like
+    ``pair_view``.  ``seed`` starts alpha's bootstrap.  Raises NotAllowed otherwise."""
+    A.authorize(actor, A.SEE_CALLS, blind_target(store, run_id, relation, "the calls of every reviewer"))
+    table = rater_table(store, run_id, relation)
+    return ManyRaterView(table, many_rater_agreement(table.calls, table.reviewers, confidence=confidence,
+                                                     seed=seed),
+                         sample_state(store, run_id, relation))

@@ -158,3 +158,77 @@ def to_csv(rows: list[ExportRow]) -> str:
 def to_json(rows: list[ExportRow]) -> str:
     """JSON array of the rows (``ExportRow.to_dict``: reasons as lists, None as null)."""
     return json.dumps([r.to_dict() for r in rows], indent=1, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- long and wide tables of the calls (k raters)
+
+# Long: one row per item and reviewer, the calls alone (R's irr and the ``krippendorff`` package read this shape
+# after a pivot; tidy tools read it as is).
+LONG_COLUMNS = ("run", "run_name", "relation", "item", "file", "reviewer", "call")
+# Wide: one row per item, one column per reviewer holding their call (empty: no call), then the adjudication;
+# the items x raters table that Fleiss' kappa and Krippendorff's alpha read.
+WIDE_LEADING_COLUMNS = ("run", "run_name", "relation", "item", "file")
+WIDE_TRAILING_COLUMNS = ("adjudicated_call",)
+
+
+def long_rows(rows: list[ExportRow]) -> list[dict]:
+    """The calls of ``rows`` (``judgment_export``'s, so only what the actor may export), one dict per item and
+    reviewer with ``LONG_COLUMNS``, in the rows' order."""
+    return [{c: getattr(r, c) for c in LONG_COLUMNS} for r in rows]
+
+
+def wide_columns(rows: list[ExportRow]) -> tuple[str, ...]:
+    """The wide table's header: ``WIDE_LEADING_COLUMNS``, every reviewer of ``rows`` by name, then
+    ``WIDE_TRAILING_COLUMNS``.  Raises ValueError when a reviewer's name is one of the fixed columns."""
+    reviewers = sorted({r.reviewer for r in rows})
+    clash = sorted(set(reviewers) & set(WIDE_LEADING_COLUMNS + WIDE_TRAILING_COLUMNS))
+    if clash:
+        raise ValueError(f"reviewer names {clash} clash with the wide table's fixed columns; export the long "
+                         "table instead")
+    return WIDE_LEADING_COLUMNS + tuple(reviewers) + WIDE_TRAILING_COLUMNS
+
+
+def wide_rows(rows: list[ExportRow]) -> list[dict]:
+    """The calls of ``rows`` as one dict per (run, relation, item), keys ``wide_columns(rows)``: each reviewer's
+    call (None where they made none, or where the actor may not see it) and the adjudicated call, in the rows'
+    order of first appearance."""
+    header = wide_columns(rows)
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r.run, r.relation, r.item)
+        if key not in out:
+            out[key] = dict.fromkeys(header) | {c: getattr(r, c) for c in WIDE_LEADING_COLUMNS}
+        out[key][r.reviewer] = r.call
+        if r.adjudicated_call is not None:
+            out[key]["adjudicated_call"] = r.adjudicated_call
+    return list(out.values())
+
+
+def _table_csv(header: tuple[str, ...], dicts: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([_cell(h) for h in header])
+    for d in dicts:
+        w.writerow([_cell(d[c]) for c in header])
+    return buf.getvalue()
+
+
+def to_long_csv(rows: list[ExportRow]) -> str:
+    """CSV of ``long_rows(rows)``, header ``LONG_COLUMNS`` (also with no rows); cells as in ``to_csv``."""
+    return _table_csv(LONG_COLUMNS, long_rows(rows))
+
+
+def to_wide_csv(rows: list[ExportRow]) -> str:
+    """CSV of ``wide_rows(rows)``, header ``wide_columns(rows)``; an empty cell where a reviewer made no call;
+    cells (the reviewers' names in the header too) as in ``to_csv``."""
+    return _table_csv(wide_columns(rows), wide_rows(rows))
+
+
+def to_long_json(rows: list[ExportRow]) -> str:
+    """JSON array of ``long_rows(rows)``."""
+    return json.dumps(long_rows(rows), indent=1, ensure_ascii=False)
+
+
+def to_wide_json(rows: list[ExportRow]) -> str:
+    """JSON array of ``wide_rows(rows)`` (null where a reviewer made no call)."""
+    return json.dumps(wide_rows(rows), indent=1, ensure_ascii=False)

@@ -99,3 +99,8 @@ class WorkRefused(ObjrelError, ValueError):
     the same work already runs, or a visitor without an account asked for work that is not public
     (``objrel.work_queue``).  Nothing was started; the same request may be made again later (a ValueError
     too, as the refusal of a second quick benchmark always was)."""
+
+
+class MissingExtra(ObjrelError, ImportError):
+    """A command needs a package of an optional extra (``pip install 'objrel[app]'`` and the like) that this
+    installation was made without."""

@@ -38,10 +38,10 @@ TOP = "top"
 
 STAGES = (
     # errors, named constants, interval arithmetic, CSV-cell safety, the roles and action table with the one gate
-    # (``access``), the caps on costly work (``work_queue``), and this table: the standard library only, so
-    # every stage can use them.
+    # (``access``), the caps on costly work (``work_queue``), which extra installs which package (``extras``), and
+    # this table: the standard library only, so every stage can use them.
     Stage(BOTTOM, (ROOT, "objrel.errors", "objrel.constants", "objrel.intervals", "objrel.csvsafe",
-                   "objrel.access", "objrel.work_queue", "objrel.stages"), ()),
+                   "objrel.access", "objrel.work_queue", "objrel.extras", "objrel.stages"), ()),
     # samples, boxes, masks, detections as pure types; dataset loaders; uploads
     Stage(DATA, ("objrel.data",), (BOTTOM,)),
     # pure operators, plans, recipes

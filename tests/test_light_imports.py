@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "torchvision", "ray", "lime", "plotly", "onnxruntime", "openvino")
 
 
-def loaded_after(code: str) -> list[str]:
-    """The heavy libraries in ``sys.modules`` after ``code`` runs in a new interpreter."""
-    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+def loaded_after(code: str, libraries: tuple[str, ...] = HEAVY) -> list[str]:
+    """The ``libraries`` in ``sys.modules`` after ``code`` runs in a new interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {libraries!r} if m in sys.modules]))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -29,6 +29,11 @@ def test_the_store_review_and_cli_packages_import_without_torch():
     assert loaded_after("import objrel.store, objrel.store.store") == []
     assert loaded_after("import objrel.review, objrel.review.judgments, objrel.review.agreement") == []
     assert loaded_after("import objrel.cli, objrel.cli.main") == []
+
+
+def test_the_tests_shared_fixtures_load_no_heavy_library():
+    # every pytest start imports tests/conftest.py: what it loads, even a one-test run pays for
+    assert loaded_after("import tests.conftest", HEAVY + ("pandas", "sqlalchemy", "streamlit", "scipy")) == []
 
 
 def test_listing_runs_loads_no_model_library(tmp_path):

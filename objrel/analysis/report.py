@@ -14,13 +14,13 @@ import html
 import io
 
 import pandas as pd
-import plotly.graph_objects as go
 from PIL import Image
 
 from objrel.analysis import flag_tables as analysis
 from objrel.review.agreement import precision_table, sample_state
 from objrel.review.items import review_item
 from objrel.analysis.summary import summarize
+from objrel.extras import require
 from objrel.store import Store
 
 GALLERY_ITEMS = 6          # flagged examples shown per relation
@@ -114,6 +114,7 @@ def runtime_phrase(model_config: dict) -> str:
 
 def build_report(store: Store, run_id: int) -> str:
     """The report as one HTML string."""
+    go = require("plotly.graph_objects", "the HTML report's charts")
     run = store.get_run(run_id)
     s = summarize(store, run_id)
     head = pd.DataFrame([s.table_row()])

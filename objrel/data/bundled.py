@@ -7,7 +7,10 @@ from pathlib import Path
 from objrel.data.coco import load_coco
 from objrel.data.dataset import Dataset
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
+# The bundled pictures: objrel/assets in an installed objrel (setup.py puts assets/ there), else assets/ beside
+# the package in a checkout.
+_INSTALLED_ASSETS = Path(__file__).resolve().parents[1] / "assets"
+ASSETS = _INSTALLED_ASSETS if _INSTALLED_ASSETS.is_dir() else Path(__file__).resolve().parents[2] / "assets"
 DEMO_DIR = ASSETS / "demo"
 DEMO_ANNOTATIONS = DEMO_DIR / "annotations.json"
 DEMO_IMAGES = DEMO_DIR / "images"

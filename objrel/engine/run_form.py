@@ -20,6 +20,7 @@ from pathlib import Path
 
 from objrel.config import DetectionConfig, RunConfig, config_from_dict
 from objrel.constants import AUTO_RUNTIME, CPU_DEVICE, RUNTIMES, THREE_COLOUR_VOTE_K
+from objrel.data.bundled import DEMO_DIR
 from objrel.data.uploads import WEIGHT_ARCHITECTURES
 from objrel.errors import ConfigError
 from objrel import access as A
@@ -56,7 +57,7 @@ MAX_WEB_BATCH = 256
 # the bundled demo and the uploads folder.
 DATA_ROOTS_ENV = "OBJREL_DATA_ROOTS"
 UPLOADS_DIR = Path("var/uploads")
-DEMO_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "demo"
+DEMO_ASSETS = DEMO_DIR
 
 
 def data_roots() -> tuple[Path, ...]:

@@ -437,11 +437,14 @@ def remembered_choice(key: str, threads: int, measure: Callable[[], RuntimeChoic
                       device_tag: str = "") -> RuntimeChoice:
     """The runtime choice for the exported network ``key`` at ``threads`` threads (``device_tag``: ``-cuda0`` for
     a GPU, empty for the CPU): read back from the model cache, or ``measure()``d now and written there
-    (atomically) for every later run and process."""
+    (atomically) for every later run and process.  A choice of a runtime this Python cannot run (the cache
+    shared with an installation that has the runtimes extra) is measured again."""
     path = model_cache_dir() / f"{key}.choice-{threads}t{device_tag}.json"
     if path.is_file():
         try:
-            return RuntimeChoice(**json.loads(path.read_text()))
+            choice = RuntimeChoice(**json.loads(path.read_text()))
+            if choice.runtime in installed_runtimes():
+                return choice
         except (ValueError, TypeError):
             pass  # a damaged or older file: measure again
     choice = measure()

@@ -424,3 +424,32 @@ run_summaries = Table(
     Column("computed_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("run_id", "name", name="uq_run_summary"),
 )
+
+# ---------------------------------------------------------------- comment threads and gold items (revision 0010)
+# An item's comment thread (objrel.store.comments): comments and resolve/reopen events, never changed; the
+# thread is resolved when its newest event is a resolve.  Readers see others' entries only once the sample closes.
+item_comments = Table(
+    "item_comments", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("author", String(100), nullable=False),
+    Column("kind", String(12), nullable=False),          # comment | resolve | reopen
+    Column("body", Text),                                # the comment's text; null for an event
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+Index("ix_item_comments_item", item_comments.c.run_id, item_comments.c.relation, item_comments.c.sample_id)
+
+# Items an admin marked with a known call (objrel.review.gold), mixed unannounced into every reviewer's queue.
+gold_items = Table(
+    "gold_items", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("call", String(12), nullable=False),          # the known call: tp | fp | uncertain
+    Column("marked_by", String(100), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "relation", "sample_id", name="uq_gold_item"),
+)

@@ -7,7 +7,8 @@ revisions).  Do not edit: a change of the schema is a new revision.
 * ``SCHEMA_3``: the crash bookkeeping and trust tables of revision 0003;
 * ``SCHEMA_7``: the review-day tables of revision 0007 (app sessions, background review jobs);
 * ``SCHEMA_8``: the kept per-run results of revision 0008 (``run_summaries``);
-* ``SCHEMA_9``: the review assignments of revision 0009 (``review_assignments``; ``review_samples.k`` is a column).
+* ``SCHEMA_9``: the review assignments of revision 0009 (``review_assignments``; ``review_samples.k`` is a column);
+* ``SCHEMA_10``: the comment threads and gold items of revision 0010 (``item_comments``, ``gold_items``).
 """
 
 from __future__ import annotations
@@ -387,3 +388,31 @@ Index("ix_review_assignments_reviewer", review_assignments.c.reviewer, review_as
       review_assignments.c.relation)
 
 SCHEMA_9 = (review_assignments,)
+
+# ---------------------------------------------------------------- revision 0010: comment threads and gold items
+item_comments = Table(
+    "item_comments", schema_1,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("author", String(100), nullable=False),
+    Column("kind", String(12), nullable=False),
+    Column("body", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+Index("ix_item_comments_item", item_comments.c.run_id, item_comments.c.relation, item_comments.c.sample_id)
+
+gold_items = Table(
+    "gold_items", schema_1,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("relation", String(8), nullable=False),
+    Column("sample_id", String(300), nullable=False),
+    Column("call", String(12), nullable=False),
+    Column("marked_by", String(100), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run_id", "relation", "sample_id", name="uq_gold_item"),
+)
+
+SCHEMA_10 = (item_comments, gold_items)

@@ -26,7 +26,7 @@ define step
 	else echo "objrel: failed (exit status $$status): $(1)"; fi; exit $$status
 endef
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(call step,[1/4] virtual environment $(VENV),test -x $(PY) || $(PYTHON) -m venv $(VENV))
 	$(call step,[2/4] installing packages (the first time: a few minutes),$(PY) -m pip install --disable-pip-version-check -e ".[dev]")
 	# MTCNN weights ship in facenet-pytorch, whose pins (torch<2.3, numpy<2) cannot be met: install it alone

@@ -18,6 +18,8 @@ from objrel.errors import NotAllowed
 from objrel.review.agreement import (Disagreement, SampleState, agreement, disagreements, sample_state,
                                      validity_agreement)
 from objrel.review.coefficients import AgreementCoefficients, agreement_coefficients
+from objrel.review.gold import GoldScore, gold_ids
+from objrel.review.gold import scores as gold_scores
 from objrel.review.judgments import check_relation, check_run_id
 from objrel.store import Store
 from objrel.store import reviews as review_rows
@@ -39,6 +41,7 @@ class Calibration:
     verdicts: AgreementCoefficients
     validity: AgreementCoefficients
     disagreements: tuple[Disagreement, ...]
+    gold: tuple[GoldScore, ...] = ()    # each of the pair's accuracy on the gold items (objrel.review.gold)
 
     @property
     def adjudicated(self) -> int:
@@ -97,4 +100,5 @@ def calibration(actor: Actor, store: Store, run_id: int, relation: str, *,
     return Calibration(run_id=rid, relation=relation, reviewer_a=a, reviewer_b=b, state=state,
                        verdicts=agreement_coefficients([p[1] for p in pairs], [p[2] for p in pairs]),
                        validity=validity_agreement(store, rid, relation, a, b),
-                       disagreements=tuple(disagreements(store, rid, relation, a, b, include_validity=True)))
+                       disagreements=tuple(disagreements(store, rid, relation, a, b, include_validity=True)),
+                       gold=gold_scores(store, rid, relation, (a, b)) if gold_ids(store, rid, relation) else ())

@@ -22,6 +22,7 @@ from objrel import access as A
 from objrel.access import Actor
 from objrel.csvsafe import safe_cell
 from objrel.review.agreement import sample_state
+from objrel.review.comments import threads
 from objrel.review.judgments import RELATIONS, check_relation, check_run_id, judged_runs, judgments, utc
 from objrel.store import Store
 from objrel.store import reviews as review_rows
@@ -56,11 +57,14 @@ class ExportRow:
     adjudication_reasons: tuple[str, ...]
     adjudication_note: str | None
     adjudication_validity: str | None
+    thread: str | None = None           # the item's comment thread: open | resolved (None: no thread shown)
+    comments: tuple[str, ...] = ()      # its entries the exporter may read, oldest first ("author: text")
 
     def to_dict(self) -> dict:
         """The exported call as a JSON-ready dict."""
         d = asdict(self)
         d["reasons"], d["adjudication_reasons"] = list(self.reasons), list(self.adjudication_reasons)
+        d["comments"] = list(self.comments)
         return d
 
 
@@ -118,6 +122,7 @@ def judgment_export(actor: Actor, store: Store, run_ids=None, relation: str | No
             mine = {j.sample_id for j in calls if j.reviewer == actor.name}
             who, shared = _visible(actor, store, rid, rel, full, mine)
             adjudications = review_rows.adjudications(store, rid, rel) if shared is None or shared else {}
+            talk = threads(actor, store, rid, rel)      # as the exporter may read them (objrel.review.comments)
             for j in calls:
                 if who is not None and j.reviewer not in who:
                     continue
@@ -132,7 +137,9 @@ def judgment_export(actor: Actor, store: Store, run_ids=None, relation: str | No
                     adjudicated_call=adj["verdict"] if adj else None,
                     adjudication_reasons=tuple(adj["reasons"] or ()) if adj else (),
                     adjudication_note=adj["note"] if adj else None,
-                    adjudication_validity=adj.get("validity") if adj else None))
+                    adjudication_validity=adj.get("validity") if adj else None,
+                    thread=talk[j.sample_id].state if j.sample_id in talk else None,
+                    comments=talk[j.sample_id].lines() if j.sample_id in talk else ()))
     return out
 
 

@@ -9,6 +9,9 @@ Who gets which rows (the gate's ``EXPORT_JUDGMENTS``, then ``SEE_CALLS``):
   the sample closed) the calls of the other reviewers who closed it too, which calibration shows them anyway.
   A sample that is still open shows a reviewer nothing of anyone else: no other call and no adjudication,
   since an adjudication says that the two calls differed.
+
+Each row carries its item's comment thread (``thread``, ``comments``) as the exporter may read it
+(``objrel.review.comments``: another party's entries only once the sample closes).
 """
 
 from __future__ import annotations

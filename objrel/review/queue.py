@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from objrel.access import Actor
 from objrel import review
+from objrel.review.gold import gold_ids, mix_gold
 from objrel.store import Store
 
 REVIEW_SAMPLE = "sample"
@@ -194,10 +195,18 @@ def open_queue(actor: Actor, store: Store, run_id: int, relation: str, mode: str
     if mode == REVIEW_SAMPLE:
         items = review.review_queue(actor, store, run_id, relation, draw=draw)
         judged = [q for q in items if q.judged_by_me]
-        return Queue(tuple(q.sample_id for q in items), {q.sample_id: q.my_verdict for q in judged},
-                     len(flagged), mode, {q.sample_id: tuple(q.my_reasons) for q in judged},
-                     {q.sample_id: q.my_note for q in judged if q.my_note},
-                     {q.sample_id: q.my_validity for q in judged if q.my_validity})
+        # gold items join the sample unannounced, at places fixed by their ids (objrel.review.gold)
+        gold = set(gold_ids(store, run_id, relation)) - {q.sample_id for q in items}
+        extra = [j for j in review.judgments(store, run_id, relation, reviewer=actor.name)
+                 if j.sample_id in gold] if gold else []
+        return Queue(mix_gold([q.sample_id for q in items], gold),
+                     {**{q.sample_id: q.my_verdict for q in judged}, **{j.sample_id: j.verdict for j in extra}},
+                     len(flagged), mode, {**{q.sample_id: tuple(q.my_reasons) for q in judged},
+                                          **{j.sample_id: tuple(j.reasons) for j in extra}},
+                     {**{q.sample_id: q.my_note for q in judged if q.my_note},
+                      **{j.sample_id: j.note for j in extra if j.note}},
+                     {**{q.sample_id: q.my_validity for q in judged if q.my_validity},
+                      **{j.sample_id: j.validity for j in extra if j.validity}})
     mine = review.judgments(store, run_id, relation, reviewer=actor.name)
     if mine:
         in_queue = set(flagged)

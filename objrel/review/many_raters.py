@@ -177,6 +177,13 @@ def category_counts(ratings: Sequence[Sequence[str | None]], categories: Sequenc
     return out
 
 
+def _array(counts):
+    """A numpy float array items x categories of a table of counts (0 x 1 for no items)."""
+    import numpy as np
+
+    return np.asarray(counts, dtype=float) if len(counts) else np.zeros((0, 1))
+
+
 def _undefined(name: str, n: int, why: str, method: str) -> RaterCoefficient:
     return RaterCoefficient(name, None, None, None, None, n, None, None, method, f"undefined: {why}")
 
@@ -196,7 +203,7 @@ def fleiss_kappa(counts: Sequence[Sequence[int]], confidence: float = DEFAULT_CO
 
     confidence = _check_confidence(confidence)
     method = MANY_RATER_METHODS[FLEISS]
-    r = np.asarray(counts, dtype=float).reshape(len(counts), -1)
+    r = _array(counts)
     r = r[r.sum(axis=1) > 0]
     n = r.shape[0]
     ri = r.sum(axis=1)
@@ -262,7 +269,7 @@ def krippendorff_alpha(counts: Sequence[Sequence[int]], confidence: float = DEFA
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise ValueError(f"resamples must be a positive whole number; got {resamples!r}")
     method = MANY_RATER_METHODS[ALPHA].format(resamples=resamples, seed=seed)
-    r = np.asarray(counts, dtype=float).reshape(len(counts), -1)
+    r = _array(counts)
     m, same, r = _alpha_parts(r)
     units = len(m)
     if units == 0:

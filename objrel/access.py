@@ -97,6 +97,8 @@ INVITE = "invite-account"
 GRANT_ROLE = "grant-role"
 REVOKE_ROLE = "revoke-role"
 ALLOW_MODEL = "allow-model"
+ASSIGN_REVIEWERS = "assign-reviewers"
+SEE_WORKLOAD = "see-workload"
 COMMENT = "comment"
 RESOLVE_THREAD = "resolve-thread"
 SEE_COMMENTS = "see-comments"
@@ -132,6 +134,10 @@ _RULES = (
     Rule(GRANT_ROLE, MANAGE_ROLES, (WRITES,), "grant roles"),
     Rule(REVOKE_ROLE, MANAGE_ROLES, (WRITES,), "revoke roles"),
     Rule(ALLOW_MODEL, MANAGE_ROLES, (WRITES,), "register models for the app"),
+    # k reviewers per drawn item, and which reviewers judge which item (objrel.review.teams)
+    Rule(ASSIGN_REVIEWERS, MANAGE_ROLES, (WRITES,), "assign reviewers to review sample items"),
+    # how many items each reviewer has and has judged, never what they called (objrel.review.teams)
+    Rule(SEE_WORKLOAD, MANAGE_ROLES, (), "see every reviewer's workload"),
     # comment threads on an item (objrel.review.comments): another party's entries only once the sample closes
     Rule(COMMENT, REVIEW_ROLES, (WRITES,), "write on an item's comment thread"),
     Rule(RESOLVE_THREAD, REVIEW_ROLES, (WRITES,), "resolve or reopen an item's comment thread"),

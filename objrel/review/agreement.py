@@ -257,26 +257,45 @@ def disagreements(store: Store, run_id: int, relation: str, reviewer_a: str, rev
 
 @dataclass(frozen=True)
 class SampleState:
-    """Whether a run's review sample for one relation is closed: ``CLOSING_REVIEWERS`` reviewers have each
-    judged every drawn item (``closed_by`` names those who have).  Until then review stays blind."""
+    """Whether a run's review sample for one relation is closed.  Open to every reviewer (no ``team``): once
+    ``k`` reviewers (``CLOSING_REVIEWERS`` by default) have each judged every drawn item (``closed_by`` names
+    those who have).  Assigned (``team``: everyone with items assigned): once every team member has judged every
+    item assigned to them (``closed_by`` names those who have).  Until then review stays blind."""
 
     run_id: int
     relation: str
     drawn: int
     closed_by: tuple[str, ...]
+    k: int = review_rows.CLOSING_REVIEWERS
+    team: tuple[str, ...] = ()
 
     @property
     def closed(self) -> bool:
-        """True when enough reviewers judged every item of the drawn review sample."""
-        return closed_sample(self.drawn, len(self.closed_by))
+        """True when all k reviewers of every drawn item have judged it."""
+        if self.team:
+            return self.drawn > 0 and set(self.team) <= set(self.closed_by)
+        return closed_sample(self.drawn, len(self.closed_by), self.k)
+
+    @property
+    def waiting_for(self) -> str:
+        """What closes the sample, in words, with how far it has got (empty once closed)."""
+        if self.closed:
+            return ""
+        if not self.drawn:
+            return "a review sample is drawn and judged"
+        if self.team:
+            done = len(set(self.team) & set(self.closed_by))
+            return (f"each of the {len(self.team)} assigned reviewers has judged every item assigned to them "
+                    f"({done} of {len(self.team)} have)")
+        return (f"{self.k} reviewers have each judged all {self.drawn} drawn items ({len(self.closed_by)} of "
+                f"{self.k} have)")
 
 
 def sample_state(store: Store, run_id: int, relation: str) -> SampleState:
     """The review sample's state (no calls in it: anyone may ask)."""
     rid, relation = check_run_id(run_id), check_relation(relation)
-    draw = review_sample_info(store, rid, relation)
-    return SampleState(rid, relation, draw.size if draw else 0,
-                       tuple(review_rows.closing_reviewers(store, rid, relation)))
+    state = review_rows.sample_closure(store, rid, relation)
+    return SampleState(rid, relation, state["drawn"], tuple(state["closed_by"]), state["k"], state["team"])
 
 
 @dataclass(frozen=True)
@@ -299,6 +318,71 @@ def pair_view(actor: Actor, store: Store, run_id: int, relation: str, reviewer_a
     return PairView(agreement(store, run_id, relation, reviewer_a, reviewer_b),
                     tuple(disagreements(store, run_id, relation, reviewer_a, reviewer_b)),
                     sample_state(store, run_id, relation))
+
+
+@dataclass(frozen=True)
+class TeamDisagreement:
+    """A drawn item whose reviewers (two or more of its k) did not all make the same call (verdict, and for fp
+    the reasons): it has no consensus, so the adjudicator decides it.  ``calls``: every call on it, by
+    reviewer; ``decided``: the adjudication, or None while it waits."""
+
+    sample_id: str
+    position: int
+    calls: tuple[Judgment, ...]
+    decided: Consensus | None
+
+    @property
+    def kind(self) -> str:
+        """``verdict`` when the verdicts differ, else ``reasons`` (all fp, for different reasons)."""
+        return VERDICT_DISAGREEMENT if len({j.verdict for j in self.calls}) > 1 else REASONS_DISAGREEMENT
+
+    @property
+    def resolved(self) -> bool:
+        """True when an adjudicator decided the item."""
+        return self.decided is not None
+
+    def to_dict(self) -> dict:
+        """The item as a JSON-ready dict: its calls, kind and decision."""
+        return {"sample_id": self.sample_id, "position": self.position, "kind": self.kind,
+                "calls": [j.to_dict() for j in self.calls], "resolved": self.resolved,
+                "decided": self.decided.to_dict() if self.decided else None}
+
+
+def team_disagreements(store: Store, run_id: int, relation: str) -> list[TeamDisagreement]:
+    """Every drawn item, in draw order, whose calls are not all alike (any disagreement among its k reviewers,
+    not only within a pair), with the adjudication if any.  Reads calls: callers pass the gate first
+    (``team_view``)."""
+    rid, relation = check_run_id(run_id), check_relation(relation)
+    order = {sid: i for i, sid in enumerate(drawn_items(store, rid, relation))}
+    by_item: dict[str, list[Judgment]] = defaultdict(list)
+    for j in judgments(store, rid, relation):
+        if j.sample_id in order:
+            by_item[j.sample_id].append(j)
+    adj = review_rows.adjudications(store, rid, relation)
+    return [TeamDisagreement(sid, order[sid], tuple(calls), _adjudicated(adj[sid]) if sid in adj else None)
+            for sid, calls in sorted(by_item.items(), key=lambda kv: order[kv[0]])
+            if len(calls) >= MIN_CONSENSUS_REVIEWERS and _agreed(rid, relation, calls) is None]
+
+
+@dataclass(frozen=True)
+class TeamView:
+    """What an adjudicator sees of a whole review team: the sample's state and every item without consensus."""
+
+    state: SampleState
+    disagreements: tuple[TeamDisagreement, ...]
+
+    @property
+    def open(self) -> int:
+        """Items still waiting for the adjudicator."""
+        return sum(not d.resolved for d in self.disagreements)
+
+
+def team_view(actor: Actor, store: Store, run_id: int, relation: str) -> TeamView:
+    """Every item of the drawn review sample whose k reviewers did not all agree, for ``actor``, who must hold
+    the adjudicator or admin role and not be a party to the sample while it is open (``blind_target``;
+    NotAllowed otherwise)."""
+    A.authorize(actor, A.SEE_CALLS, blind_target(store, run_id, relation, f"the calls on run {run_id}, {relation}"))
+    return TeamView(sample_state(store, run_id, relation), tuple(team_disagreements(store, run_id, relation)))
 
 
 def _adjudicated(row: dict) -> Consensus:

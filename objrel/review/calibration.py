@@ -22,7 +22,6 @@ from objrel.review.gold import GoldScore, gold_ids
 from objrel.review.gold import scores as gold_scores
 from objrel.review.judgments import check_relation, check_run_id
 from objrel.store import Store
-from objrel.store import reviews as review_rows
 
 
 @dataclass(frozen=True)
@@ -79,12 +78,10 @@ def calibration(actor: Actor, store: Store, run_id: int, relation: str, *,
     A.authorize(actor, A.SEE_CALIBRATION, what)
     state = sample_state(store, rid, relation)
     if not state.closed:
-        needed = review_rows.CLOSING_REVIEWERS
         raise NotAllowed(actor.name, f"see the calibration of {what}", A.allowed_roles(A.SEE_CALIBRATION),
                          tuple(sorted(actor.roles)),
-                         reason=(f"its review sample is not closed yet: calibration opens once {needed} reviewers "
-                                 f"have each judged all {state.drawn} drawn items ({len(state.closed_by)} of "
-                                 f"{needed} have)" if state.drawn else
+                         reason=(f"its review sample is not closed yet: calibration opens once {state.waiting_for}"
+                                 if state.drawn else
                                  "no review sample has been drawn, so there is nothing to calibrate"))
     closers = state.closed_by
     pair = _pair(actor, closers, reviewers)

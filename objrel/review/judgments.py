@@ -193,13 +193,31 @@ def record_judgment(actor: Actor, store: Store, run_id: int, sample_id: str, rel
     verdict, reasons, note = check_call(verdict, reasons, note)
     validity = check_validity(validity)
     adjudicator = review_rows.adjudicator_of(store, rid, sample_id, relation)
-    A.authorize(actor, A.JUDGE, Target(f"{relation} item {sample_id!r} of run {rid}",
-                                       excluded=frozenset({adjudicator} if adjudicator else ()),
-                                       excluded_because="they adjudicated this item, so they cannot also judge it"))
+    A.authorize(actor, A.JUDGE, judge_target(store, rid, sample_id, relation, actor.name, adjudicator))
     who = check_name(actor.name, "reviewer name")
     return _judgment(review_rows.save_judgment(store, run_id=rid, sample_id=sample_id, relation=relation,
                                                reviewer=who, verdict=verdict, reasons=reasons, note=note,
                                                validity=validity))
+
+
+# Why a reviewer may not judge an item assigned to a team they are not on.
+NOT_ON_TEAM = "this item of the review sample is assigned to other reviewers ({team}), and only they judge it"
+
+
+def judge_target(store: Store, run_id: int, sample_id: str, relation: str, who: str | None,
+                 adjudicator: str | None) -> Target:
+    """The gate's target for ``who`` judging one item: its adjudicator may not (never a party to what they
+    decided), and when the item's review sample is assigned, nobody outside the item's team may."""
+    what = f"{relation} item {sample_id!r} of run {run_id}"
+    if adjudicator is not None and who == adjudicator:
+        return Target(what, excluded=frozenset({adjudicator}),
+                      excluded_because="they adjudicated this item, so they cannot also judge it")
+    team = review_rows.item_team(store, run_id, sample_id, relation)
+    if team and who not in team:
+        return Target(what, excluded=frozenset({who} if who else ()),
+                      excluded_because=NOT_ON_TEAM.format(team=", ".join(team)))
+    return Target(what, excluded=frozenset({adjudicator} if adjudicator else ()),
+                  excluded_because="they adjudicated this item, so they cannot also judge it")
 
 
 def judgments(store: Store, run_id: int, relation: str | None = None, reviewer: str | None = None, *,
@@ -234,7 +252,7 @@ class JudgmentVersion:
     verdict: str
     reasons: tuple[str, ...]
     note: str | None
-    after_close: bool     # made after both reviewers had judged every drawn item
+    after_close: bool     # made after the review sample closed (all k reviewers of every drawn item judged it)
     created_at: dt.datetime
     validity: str | None = None
 
@@ -251,10 +269,12 @@ PARTY_OF_OPEN_SAMPLE = ("they judge this review sample, or hold the reviewer rol
                         "whatever other roles they hold")
 
 
-def closed_sample(drawn: int, closers: int) -> bool:
-    """True when a review sample of ``drawn`` items is closed: ``review_rows.CLOSING_REVIEWERS`` reviewers
-    (``closers``) have each judged every drawn item.  Until then review stays blind."""
-    return drawn > 0 and closers >= review_rows.CLOSING_REVIEWERS
+def closed_sample(drawn: int, closers: int, k: int = review_rows.CLOSING_REVIEWERS) -> bool:
+    """True when a review sample of ``drawn`` items open to every reviewer is closed: ``k`` reviewers per item
+    (``review_rows.CLOSING_REVIEWERS`` unless the draw says otherwise) have each judged every drawn item
+    (``closers``).  Until then review stays blind.  An assigned draw closes when every team member has judged
+    every item assigned to them (``review_rows.sample_closure``)."""
+    return drawn > 0 and closers >= k
 
 
 def parties(store: Store, run_id: int, relation: str) -> frozenset[str]:
@@ -275,9 +295,7 @@ def blind_target(store: Store, run_id: int, relation: str, what: str) -> Target:
     excluded (``PARTY_OF_OPEN_SAMPLE``), whatever other roles they hold: a reviewer who is also an adjudicator
     reads no call before she has made hers and the sample has closed."""
     rid, relation = check_run_id(run_id), check_relation(relation)
-    draw = review_rows.review_sample(store, rid, relation)
-    drawn = len(draw["sample_ids"]) if draw else 0
-    closed = closed_sample(drawn, len(review_rows.closing_reviewers(store, rid, relation)))
+    closed = review_rows.sample_closure(store, rid, relation)["closed"]   # all k of every item, or every team member
     excluded = frozenset() if closed else parties(store, rid, relation) | may_still_judge(store)
     return Target(what, excluded=excluded, excluded_because=PARTY_OF_OPEN_SAMPLE)
 

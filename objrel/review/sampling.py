@@ -2,8 +2,9 @@
 
 ``draw_review_sample`` draws ``cochran_sample_size(N)`` of the N inferences the primary vote
 flagged for one relation of one run (95% confidence, 5% margin, p = 0.5) and stores the draw,
-so every reviewer sees the same items in the same order.  ``review_queue`` is that order as
-one reviewer sees it: with their own calls only, never another reviewer's.
+so every reviewer sees the same items in the same order, each judged by ``k`` reviewers (2 by default;
+``objrel.review.teams`` assigns them).  ``review_queue`` is that order as one reviewer sees it: with their own
+calls only, never another reviewer's, and, when the draw is assigned, only the items assigned to them.
 """
 
 from __future__ import annotations
@@ -32,13 +33,14 @@ _CEIL_SLACK = 1e-9
 @dataclass(frozen=True)
 class SampleDraw:
     """The stored review sample of one run and relation: ``sample_ids`` in draw order, drawn
-    with ``seed`` from ``population`` flagged inferences."""
+    with ``seed`` from ``population`` flagged inferences; ``k`` reviewers judge each item."""
 
     run_id: int
     relation: str
     seed: int
     population: int
     sample_ids: tuple[str, ...]
+    k: int = review_rows.CLOSING_REVIEWERS
 
     @property
     def size(self) -> int:
@@ -99,7 +101,16 @@ def cochran_sample_size(population: int, confidence: float = DEFAULT_CONFIDENCE,
 
 def _draw(run_id: int, relation: str, stored: dict) -> SampleDraw:
     return SampleDraw(run_id=run_id, relation=relation, seed=stored["seed"], population=stored["population"],
-                      sample_ids=tuple(stored["sample_ids"]))
+                      sample_ids=tuple(stored["sample_ids"]), k=int(stored.get("k", review_rows.CLOSING_REVIEWERS)))
+
+
+def check_k(k: object) -> int:
+    """``k`` (reviewers per drawn item) as an int; ValueError unless it is an integer of at least
+    ``review_rows.MIN_REVIEWERS_PER_ITEM`` (bool is not)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < review_rows.MIN_REVIEWERS_PER_ITEM:
+        raise ValueError(f"reviewers per item (k) must be an integer of at least "
+                         f"{review_rows.MIN_REVIEWERS_PER_ITEM}; got {k!r}")
+    return int(k)
 
 
 def review_sample_info(store: Store, run_id: int, relation: str) -> SampleDraw | None:
@@ -116,7 +127,8 @@ def _seed_mismatch(draw: SampleDraw, seed: int) -> ValueError:
 
 
 def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, seed: int = DEFAULT_REVIEW_SEED,
-                       redraw: bool = False, explain_ahead: bool = False) -> list[str]:
+                       redraw: bool = False, explain_ahead: bool = False,
+                       k: int = review_rows.CLOSING_REVIEWERS) -> list[str]:
     """The review sample of a run's flagged inferences for ``relation``, drawn once and stored.
 
     The first call draws ``cochran_sample_size(N)`` of the N flagged sample ids (sorted, then
@@ -124,7 +136,8 @@ def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, s
     positions; later calls return the stored draw in the same order, even when the flagged set
     has changed since (the stored ``population`` says what N was).  Concurrent first calls are
     serialised, so all of them get the one stored draw.  A seed other than the stored one raises
-    ValueError unless ``redraw=True``, which replaces the draw.
+    ValueError unless ``redraw=True``, which replaces the draw.  ``k`` (at least 2) is how many reviewers
+    judge each item of a new draw; a stored draw keeps its own (``objrel.review.teams.set_reviewers_per_item``).
 
     ``actor`` must hold a reviewing role (reviewer, adjudicator, admin) to draw; only an admin may redraw
     (NotAllowed otherwise): replacing a draw changes every reviewer's queue.
@@ -138,6 +151,7 @@ def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, s
     A.authorize(actor, A.REDRAW_SAMPLE if redraw else A.DRAW_SAMPLE, f"run {rid}, {relation}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    k = check_k(k)
     if not redraw:
         stored = review_sample_info(store, rid, relation)
         if stored is not None:
@@ -152,7 +166,8 @@ def draw_review_sample(actor: Actor, store: Store, run_id: int, relation: str, s
         picks = np.random.default_rng(seed).choice(len(population), size=n, replace=False) if n else []
         return [population[int(i)] for i in picks]
 
-    draw = _draw(rid, relation, review_rows.store_review_sample(store, rid, relation, seed, pick, replace=redraw))
+    draw = _draw(rid, relation, review_rows.store_review_sample(store, rid, relation, seed, pick, replace=redraw,
+                                                                k=k))
     if draw.seed != seed:  # a concurrent caller drew first, with another seed
         raise _seed_mismatch(draw, seed)
     if explain_ahead and draw.sample_ids:
@@ -167,7 +182,9 @@ def review_queue(actor: Actor, store: Store, run_id: int, relation: str,
                  explain_ahead: bool = False, draw: bool = True) -> list[QueueItem]:
     """The drawn items in draw order, each with ``actor``'s own call (if any).
 
-    Blind by construction: only ``actor``'s judgments are read.  When nothing was drawn yet
+    Blind by construction: only ``actor``'s judgments are read.  When the draw is assigned to teams
+    (``objrel.review.teams``) and ``actor`` is on one, only the items assigned to them; someone on no team (an
+    adjudicator looking through) sees every drawn item, and the gate refuses their call.  When nothing was drawn yet
     the sample is drawn with ``DEFAULT_REVIEW_SEED`` (and stored) first, which needs a reviewing role;
     ``explain_ahead`` then starts its LIME in the background (``draw_review_sample``).  ``draw=False``
     (someone who only looks) draws nothing: ValueError when no sample was drawn yet.
@@ -181,6 +198,9 @@ def review_queue(actor: Actor, store: Store, run_id: int, relation: str,
                          "it draws it")
     ids = list(stored.sample_ids) if stored else draw_review_sample(actor, store, rid, relation, DEFAULT_REVIEW_SEED,
                                                                 explain_ahead=explain_ahead)
+    mine_to_judge = assigned_to(store, rid, relation, who)
+    if mine_to_judge:
+        ids = [sid for sid in ids if sid in mine_to_judge]
     mine = {j.sample_id: j for j in judgments(store, rid, relation, reviewer=who)}
     out = []
     for pos, sid in enumerate(ids):
@@ -189,3 +209,10 @@ def review_queue(actor: Actor, store: Store, run_id: int, relation: str,
                              my_verdict=j.verdict if j else None, my_reasons=j.reasons if j else (),
                              my_note=j.note if j else None, my_validity=j.validity if j else None))
     return out
+
+
+def assigned_to(store: Store, run_id: int, relation: str, reviewer: str) -> frozenset[str]:
+    """The drawn items of (``run_id``, ``relation``) assigned to ``reviewer``; empty when the draw is open to
+    every reviewer or they are on no item's team."""
+    return frozenset(sid for sid, team in review_rows.assignments(store, run_id, relation).items()
+                     if reviewer in team)

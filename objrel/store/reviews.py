@@ -1,4 +1,5 @@
-"""Review rows: judgments, adjudications (``consensus``), the stored review sample, re-tests.
+"""Review rows: judgments, adjudications (``consensus``), the stored review sample and who reviews which of its
+items (``review_assignments``), re-tests.
 
 Every function takes plain Python values and returns dicts of column -> value (datetimes are
 timezone-aware; ``reasons`` lists of strings).  Checking verdicts, reasons and names is
@@ -11,7 +12,7 @@ writing to one SQLite file at the same moment lose no judgment.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.engine import Connection
@@ -107,7 +108,7 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
         v = S.judgment_versions
         last = c.execute(select(func.max(v.c.version)).where(*(v.c[k] == val for k, val in key.items()))).scalar()
         c.execute(insert(v).values(**key, version=int(last or 0) + 1, verdict=verdict, reasons=list(reasons),
-                                   note=note, after_close=len(_closers(c, run_id, relation)) >= CLOSING_REVIEWERS,
+                                   note=note, after_close=_closure(c, run_id, relation)["closed"],
                                    created_at=ts, validity=validity))
         upsert(c, S.judgments, key, {"verdict": verdict, "reasons": list(reasons), "note": note, "updated_at": ts,
                                      "validity": validity},
@@ -117,9 +118,13 @@ def save_judgment(store: Store, *, run_id: int, sample_id: str, relation: str, r
     return write(store, work, retry_on_integrity=True)
 
 
-# The review sample of a run and relation is *closed* once this many reviewers have each judged every
-# drawn item: from then on their calls may be compared, and every change is marked as made after closing.
+# Reviewers per drawn item (k) of a draw that names none (one made before review teams) and of a new draw by
+# default.  A draw open to every reviewer is *closed* once k reviewers have each judged every drawn item; an
+# assigned draw once each item's k assigned reviewers have judged it.  From then on their calls may be
+# compared, and every change is marked as made after closing.
 CLOSING_REVIEWERS = 2
+# The fewest reviewers per item a draw may ask for: one call alone cannot disagree with anything.
+MIN_REVIEWERS_PER_ITEM = 2
 
 
 def _closers(c: Connection, run_id: int, relation: str) -> list[str]:
@@ -138,10 +143,47 @@ def _closers(c: Connection, run_id: int, relation: str) -> list[str]:
     return sorted(c.execute(q).scalars())
 
 
-def closing_reviewers(store: Store, run_id: int, relation: str) -> list[str]:
-    """The reviewers (sorted) who have judged every drawn item of the run's ``relation`` review sample."""
+def _team_progress(c: Connection, run_id: int, relation: str) -> dict[str, tuple[int, int]]:
+    """Each assigned reviewer of the draw: (items assigned to them, those they judged); empty for a draw
+    open to every reviewer.  One aggregate over the draw's assignments joined to their judgments."""
+    a, j = S.review_assignments, S.judgments
+    joined = a.outerjoin(j, (j.c.run_id == a.c.run_id) & (j.c.relation == a.c.relation)
+                         & (j.c.sample_id == a.c.sample_id) & (j.c.reviewer == a.c.reviewer))
+    q = (select(a.c.reviewer, func.count(a.c.id), func.count(j.c.id)).select_from(joined)
+         .where(a.c.run_id == run_id, a.c.relation == relation).group_by(a.c.reviewer))
+    return {who: (int(n), int(done)) for who, n, done in c.execute(q)}
+
+
+def _closure(c: Connection, run_id: int, relation: str) -> dict:
+    """Whether the review sample of (run, relation) is closed: ``{"drawn", "k", "team", "closed_by", "closed"}``.
+
+    ``team``: the assigned reviewers (sorted; empty for a draw open to everyone); ``closed_by``: for an assigned
+    draw the team members who judged every item assigned to them, otherwise the reviewers who judged every drawn
+    item.  Closed: something was drawn and every team member finished, or, without a team, k reviewers did."""
+    drawn = c.execute(select(func.count()).select_from(S.review_samples).where(
+        S.review_samples.c.run_id == run_id, S.review_samples.c.relation == relation)).scalar() or 0
+    k = _draw_k(c, run_id, relation)
+    progress = _team_progress(c, run_id, relation)
+    if progress:
+        closers = sorted(who for who, (n, done) in progress.items() if done >= n)
+        closed = drawn > 0 and len(closers) == len(progress)
+    else:
+        closers = _closers(c, run_id, relation)
+        closed = drawn > 0 and len(closers) >= k
+    return {"drawn": int(drawn), "k": k, "team": tuple(sorted(progress)), "closed_by": closers, "closed": closed}
+
+
+def sample_closure(store: Store, run_id: int, relation: str) -> dict:
+    """The closing state of the run's ``relation`` review sample (``_closure``'s dict)."""
     with store.engine.connect() as c:
-        return _closers(c, run_id, relation)
+        return _closure(c, run_id, relation)
+
+
+def closing_reviewers(store: Store, run_id: int, relation: str) -> list[str]:
+    """The reviewers (sorted) who have closed the run's ``relation`` review sample: without assignments those
+    who judged every drawn item; with them, the assigned reviewers who judged every item assigned to them."""
+    with store.engine.connect() as c:
+        return _closure(c, run_id, relation)["closed_by"]
 
 
 def judgment_versions(store: Store, run_id: int, sample_id: str, relation: str, reviewer: str) -> list[dict]:
@@ -270,25 +312,33 @@ def _stored_draw(c: Connection, run_id: int, relation: str) -> dict | None:
     if not rows:
         return None
     return {"seed": int(rows[0].seed), "population": int(rows[0].population),
-            "sample_ids": tuple(r.sample_id for r in rows)}
+            "sample_ids": tuple(r.sample_id for r in rows), "k": int(rows[0].k or CLOSING_REVIEWERS)}
+
+
+def _draw_k(c: Connection, run_id: int, relation: str) -> int:
+    """Reviewers per item of the stored draw (``CLOSING_REVIEWERS`` for a draw that names none, or none drawn)."""
+    k = c.execute(select(S.review_samples.c.k).where(S.review_samples.c.run_id == run_id,
+                                                     S.review_samples.c.relation == relation).limit(1)).scalar()
+    return int(k or CLOSING_REVIEWERS)
 
 
 def review_sample(store: Store, run_id: int, relation: str) -> dict | None:
-    """The stored draw ``{"seed", "population", "sample_ids" (tuple, in draw order)}``, or None."""
+    """The stored draw ``{"seed", "population", "sample_ids" (tuple, in draw order), "k"}``, or None."""
     with store.engine.connect() as c:
         return _stored_draw(c, run_id, relation)
 
 
 def store_review_sample(store: Store, run_id: int, relation: str, seed: int,
-                        pick: Callable[[list[str]], list[str]], *, replace: bool) -> dict:
+                        pick: Callable[[list[str]], list[str]], *, replace: bool, k: int = CLOSING_REVIEWERS) -> dict:
     """Draw the review sample of a run and relation once, under the run's lock; return the stored draw.
 
     In one transaction that holds the run's lock (so concurrent first draws are serialised):
     when a draw is stored and ``replace`` is False, that draw comes back untouched, whatever
     its seed (the caller compares it).  Otherwise the old draw is deleted, ``pick`` is called
     with the run's flagged sample ids (primary vote, sorted) and must return the chosen ids in
-    draw order, and those are stored with their positions, ``seed`` and the population size.
-    Returns ``{"seed", "population", "sample_ids"}``.  Raises ValueError for an unknown run.
+    draw order, and those are stored with their positions, ``seed``, the population size and ``k`` (reviewers
+    per item); a replaced draw's assignments go with it (its items may be others).
+    Returns ``{"seed", "population", "sample_ids", "k"}``.  Raises ValueError for an unknown run.
     """
 
     def work(c: Connection) -> dict:
@@ -299,13 +349,107 @@ def store_review_sample(store: Store, run_id: int, relation: str, seed: int,
         if stored is not None:
             c.execute(delete(S.review_samples).where(S.review_samples.c.run_id == run_id,
                                                      S.review_samples.c.relation == relation))
+            c.execute(delete(S.review_assignments).where(S.review_assignments.c.run_id == run_id,
+                                                         S.review_assignments.c.relation == relation))
         population = _flagged_ids(c, run_id, relation)
         ids = list(pick(population))
         if ids:
             c.execute(insert(S.review_samples), [
                 {"run_id": run_id, "relation": relation, "sample_id": sid, "position": pos, "seed": seed,
-                 "population": len(population)} for pos, sid in enumerate(ids)])
-        return {"seed": seed, "population": len(population), "sample_ids": tuple(ids)}
+                 "population": len(population), "k": int(k)} for pos, sid in enumerate(ids)])
+        return {"seed": seed, "population": len(population), "sample_ids": tuple(ids), "k": int(k)}
+
+    return write(store, work, retry_on_integrity=True)
+
+
+# ---------------------------------------------------------------- review teams: who judges which drawn item
+
+
+def _assignments(c: Connection, run_id: int, relation: str) -> dict[str, tuple[str, ...]]:
+    a = S.review_assignments
+    out: dict[str, list[str]] = defaultdict(list)
+    for sid, who in c.execute(select(a.c.sample_id, a.c.reviewer).where(a.c.run_id == run_id, a.c.relation == relation)
+                              .order_by(a.c.sample_id, a.c.reviewer)):
+        out[sid].append(who)
+    return {sid: tuple(names) for sid, names in out.items()}
+
+
+def assignments(store: Store, run_id: int, relation: str) -> dict[str, tuple[str, ...]]:
+    """Who judges each drawn item of (run, relation): sample id -> reviewers (sorted); empty for a draw open to
+    every reviewer."""
+    with store.engine.connect() as c:
+        return _assignments(c, run_id, relation)
+
+
+def item_team(store: Store, run_id: int, sample_id: str, relation: str) -> tuple[str, ...]:
+    """The reviewers assigned to one item (sorted); empty when the item is not assigned (its draw is open to
+    every reviewer, or it is not drawn)."""
+    a = S.review_assignments
+    q = select(a.c.reviewer).where(a.c.run_id == run_id, a.c.relation == relation, a.c.sample_id == sample_id)
+    with store.engine.connect() as c:
+        return tuple(sorted(c.execute(q).scalars()))
+
+
+def save_assignments(store: Store, run_id: int, relation: str, plan: Mapping[str, Sequence[str]],
+                     assigned_by: str | None) -> dict[str, tuple[str, ...]]:
+    """Give the drawn items of ``plan`` (sample id -> reviewers) those reviewers, under the run's lock, and
+    return every item's team.  Items the plan does not name keep theirs; afterwards every drawn item must have
+    exactly the draw's k distinct reviewers (a draw open to everyone is assigned whole, in one plan).  Raises
+    ValueError, writing nothing, when nothing is drawn, the plan names an item outside the draw, a name has no
+    account, an item would have other than k reviewers, or a reviewer who already judged an item would leave
+    its team (their call is part of it).  ``assigned_by``: the admin, or None for the draw's even spread."""
+
+    def work(c: Connection) -> dict[str, tuple[str, ...]]:
+        lock_run(c, run_id)
+        stored = _stored_draw(c, run_id, relation)
+        if stored is None:
+            raise ValueError(f"no {relation} review sample of run {run_id} has been drawn: draw it before "
+                             "assigning reviewers")
+        drawn, k = stored["sample_ids"], stored["k"]
+        outside = sorted(set(plan) - set(drawn))
+        if outside:
+            raise ValueError(f"{len(outside)} item(s) of the plan are not in the drawn {relation} sample of run "
+                             f"{run_id}, e.g. {outside[0]!r}")
+        teams = {**_assignments(c, run_id, relation), **{sid: tuple(sorted(set(names))) for sid, names in plan.items()}}
+        for name in sorted({n for names in teams.values() for n in names}):
+            _require_reviewer(c, name, "reviewer")
+        short = [sid for sid in drawn if len(teams.get(sid, ())) != k]
+        if short:
+            sid = short[0]
+            raise ValueError(f"every drawn item needs exactly {k} different reviewers; {len(short)} item(s) would "
+                             f"have another number, e.g. {sid!r} with {len(teams.get(sid, ()))}")
+        j = S.judgments
+        for sid, who in c.execute(select(j.c.sample_id, j.c.reviewer).where(
+                j.c.run_id == run_id, j.c.relation == relation, j.c.sample_id.in_(list(plan)))):
+            if who not in teams[sid]:
+                raise ValueError(f"{who!r} already judged {sid!r}, so they stay on its team; the plan leaves them "
+                                 f"out ({', '.join(teams[sid])})")
+        a = S.review_assignments
+        changed = [sid for sid in drawn if sid in plan]   # a drawn review sample holds a few hundred items at most
+        c.execute(delete(a).where(a.c.run_id == run_id, a.c.relation == relation, a.c.sample_id.in_(changed)))
+        ts = now()
+        c.execute(insert(a), [{"run_id": run_id, "relation": relation, "sample_id": sid, "reviewer": who,
+                               "assigned_by": assigned_by, "created_at": ts}
+                              for sid in changed for who in teams[sid]])
+        return {sid: teams[sid] for sid in drawn}
+
+    return write(store, work, retry_on_integrity=True)
+
+
+def set_draw_k(store: Store, run_id: int, relation: str, k: int) -> int:
+    """Set the reviewers per item of the stored draw to ``k``; returns it.  ValueError when nothing is drawn or
+    the draw is assigned (its teams have the old k: assign it again after a redraw)."""
+
+    def work(c: Connection) -> int:
+        lock_run(c, run_id)
+        rs = S.review_samples
+        if _stored_draw(c, run_id, relation) is None:
+            raise ValueError(f"no {relation} review sample of run {run_id} has been drawn")
+        if _assignments(c, run_id, relation):
+            raise ValueError(f"the {relation} review sample of run {run_id} is assigned to teams of "
+                             f"{_draw_k(c, run_id, relation)}; its k changes only with a redraw")
+        c.execute(rs.update().where(rs.c.run_id == run_id, rs.c.relation == relation).values(k=int(k)))
+        return int(k)
 
     return write(store, work, retry_on_integrity=True)
 

@@ -11,7 +11,7 @@ role, not this page).
 import streamlit as st
 
 from objrel import access, review
-from objrel.app import captions, review_panels
+from objrel.app import captions, review_keys, review_panels, threads
 from objrel.app.text import plain
 from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent
@@ -20,7 +20,9 @@ from objrel.app.tables import decimal_columns, frame, percent_columns, table
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.errors import NotAllowed, StoreBusy
 from objrel.review.agreement import pair_kappas, precision_summary
+from objrel.app.rater_panels import k_rater_section
 from objrel.review.coefficients import COEFFICIENT_LABELS, COEFFICIENTS
+from objrel.review.export import to_long_csv, to_wide_csv
 from objrel.review.my_work import my_work
 
 use_app_navigation()
@@ -58,6 +60,9 @@ def adjudication_form(d, run_id, relation, name_a, name_b, actor):
                             index=(review.VALIDITY.index(d.resolved_validity)
                                    if getattr(d, "resolved_validity", None) in review.VALIDITY else None))
         submitted = st.form_submit_button("Save decision", key=f"adj_submit_{key}")
+    # the item's comment thread: the adjudicator reads every party's entries at once (objrel.review.comments)
+    threads.thread_panel(actor, store, run_id, relation, d.sample_id,
+                         f"adj_{review_keys.item_suffix(run_id, relation, d.sample_id)}")
     if submitted:
         if verdict is None:
             st.error(f"{plain(d.sample_id)}: choose a decision first.")
@@ -136,6 +141,13 @@ if access.permits(actor, access.EXPORT_JUDGMENTS):
                            mime="text/csv", key="agreement_export_csv", on_click="ignore")
         e2.download_button(f"Download JSON ({len(rows)} rows)", review.to_json(rows), file_name="judgments.json",
                            mime="application/json", key="agreement_export_json", on_click="ignore")
+        st.caption("For tools that take every reviewer at once (Fleiss' kappa, Krippendorff's alpha): the calls "
+                   "alone, long (one row per item and reviewer) or wide (one row per item, a column per reviewer).")
+        e3, e4 = st.columns(2)
+        e3.download_button("Download long CSV", to_long_csv(rows), file_name="judgments_long.csv", mime="text/csv",
+                           key="agreement_export_long", on_click="ignore")
+        e4.download_button("Download wide CSV", to_wide_csv(rows), file_name="judgments_wide.csv", mime="text/csv",
+                           key="agreement_export_wide", on_click="ignore")
 
 if not access.permits(actor, access.SEE_CALLS):
     chosen_run = run_number(selection.get("run"))
@@ -310,6 +322,8 @@ st.markdown(f"**Calls of the two reviewers** (rows: {plain(name_a)}, columns: {p
 st.dataframe(k.confusion_frame(name_a, name_b), width="content", key="agreement_confusion")
 with st.expander(f"Every item both judged ({ag.n_both})"):
     table(ag.calls_frame(), "agreement_calls", f"calls_run{run_id}_{relation}.csv")
+
+k_rater_section(actor, store, run_id, relation)
 
 # ---------------------------------------------------------------- disagreements
 

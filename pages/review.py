@@ -10,7 +10,7 @@ import streamlit as st
 
 from objrel import access, review
 from objrel.analysis.overview import tested_runs
-from objrel.app import ahead, captions, review_keys, review_panels
+from objrel.app import ahead, captions, review_keys, review_panels, threads
 from objrel.app.text import plain
 from objrel.app.caches import cached_flagged, open_store
 from objrel.app.state import arrival_params, init_value, keep_choice, mark_own_event, remember_selection, \
@@ -286,6 +286,9 @@ with decision_col, st.container(key=review_keys.DECISION_KEY, border=True):
         st.markdown(review_keys.legend_markdown())
     if end:
         st.markdown(captions.agreement_link())
+    # the item's comment thread, closed below the form (objrel.review.comments keeps it blind until close)
+    threads.thread_panel(actor, store, run_id, relation, sample_id, suffix, actor_now=lambda: current_actor(store),
+                         on_event=mark_own_event)
 if not can_judge:
     st.caption("Without the reviewer role the call buttons are off (objrel.review refuses the write anyway).")
 st.html(review_keys.key_script(), unsafe_allow_javascript=True)

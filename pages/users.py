@@ -1,4 +1,4 @@
-"""Users: admins invite accounts, grant and revoke roles, and register models for the Runs page.
+"""Users: admins invite accounts, grant and revoke roles, register models for the Runs page, and mark gold items.
 
 Every change goes through objrel.review (``invite``, ``grant_roles``, ``revoke_role``) and
 objrel.engine.run_form (``allow_model``), which check the signed-in account's admin role themselves.  A change
@@ -8,7 +8,9 @@ of someone's roles ends their signed-in sessions (objrel.review.roles); the mess
 import streamlit as st
 
 from objrel import access, review
+from objrel.app import threads
 from objrel.app.caches import open_store
+from objrel.app.teams_panel import teams_section
 from objrel.app.text import plain
 from objrel.app.widgets import page_sidebar, use_app_navigation
 from objrel.engine.run_form import TASK_LABELS, TASKS, allow_model, web_models
@@ -93,3 +95,6 @@ if added:
         done(f"Registered {plain(model.strip())} for {TASK_LABELS[task].lower()} runs.")
 for t in TASKS:
     st.text(f"{TASK_LABELS[t]}: {', '.join(web_models(store, t))}")
+
+threads.gold_section(actor, store)      # gold items with their known calls, each reviewer's accuracy on them
+teams_section(actor, store)             # k reviewers per item, who judges which, each reviewer's workload

@@ -315,6 +315,10 @@ def calibration(actor: Actor, store: Store, run_id: int, relation: str) -> None:
     files = item_files(store, int(run_id), [d.sample_id for d in cal.disagreements])
     for line in captions.calibration_lines(cal, files):
         st.markdown(line)
+    from objrel.app.threads import gold_lines
+
+    for line in gold_lines(cal):      # each reviewer's accuracy on the gold items (objrel.review.gold)
+        st.markdown(line)
 
 
 def box_retest(actor: Actor, store: Store, item: ReviewItem) -> None:

@@ -11,7 +11,7 @@ role, not this page).
 import streamlit as st
 
 from objrel import access, review
-from objrel.app import captions, review_panels
+from objrel.app import captions, review_keys, review_panels, threads
 from objrel.app.text import plain
 from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent
@@ -60,6 +60,9 @@ def adjudication_form(d, run_id, relation, name_a, name_b, actor):
                             index=(review.VALIDITY.index(d.resolved_validity)
                                    if getattr(d, "resolved_validity", None) in review.VALIDITY else None))
         submitted = st.form_submit_button("Save decision", key=f"adj_submit_{key}")
+    # the item's comment thread: the adjudicator reads every party's entries at once (objrel.review.comments)
+    threads.thread_panel(actor, store, run_id, relation, d.sample_id,
+                         f"adj_{review_keys.item_suffix(run_id, relation, d.sample_id)}")
     if submitted:
         if verdict is None:
             st.error(f"{plain(d.sample_id)}: choose a decision first.")

@@ -48,11 +48,14 @@ if not work.queues and not work.disputes:
 if work.queues:
     st.subheader("Review queues")
     review_panels.my_pace(actor, store, [(q.run_id, q.relation) for q in work.queues], "in all your queues")
-    st.caption("Each drawn review sample (run x relation): the items you judged of the sample's total. Your calls "
-               "stay blind: no one else's is counted here.")
+    st.caption("Each drawn review sample (run x relation): the items you judged of those you are to judge (the "
+               "whole sample, or the items an admin assigned to you). Your calls stay blind: no one else's is "
+               "counted here.")
     for q in work.queues:
         c1, c2, c3 = st.columns([4, 2, 2])
-        c1.markdown(f"**Run {q.run_id}, {q.relation}**: {plain(q.run_name)}")
+        team = f" (your {q.total} of the sample's items, {q.k} reviewers each)" if q.assigned else (
+            f" ({q.k} reviewers per item)" if q.k != 2 else "")
+        c1.markdown(f"**Run {q.run_id}, {q.relation}**: {plain(q.run_name)}{team}")
         c2.progress(q.judged / q.total if q.total else 0.0, text=f"{q.judged} of {q.total} judged")
         params = {"run": str(q.run_id), "relation": q.relation, "queue": SAMPLE_QUEUE, "item": q.next_item or ""}
         if c3.button("Next open item" if not q.done else "Look through", key=f"home_queue_{q.run_id}_{q.relation}",

@@ -1,5 +1,9 @@
 """What a signed-in person has left to do: a reviewer's queues, an adjudicator's open disagreements.
 
+A queue is a drawn review sample as one reviewer has it: every drawn item, or, when an admin assigned the
+sample to teams of k (``objrel.review.teams``), only the items on the reviewer's teams; a reviewer on none of
+an assigned sample's teams has no queue there.
+
 ``my_work(actor, store)`` reads only what ``actor`` may see: a reviewer's own calls (never another
 reviewer's: blind review), and disagreements only for an account the gate lets see reviewers' calls.  A
 visitor (or an account without either role) gets empty lists.  The Home page draws it, and Review and
@@ -16,7 +20,9 @@ from objrel import access as A
 from objrel import review
 from objrel.access import Actor
 from objrel.review.agreement import drawn_items
+from objrel.review.sampling import assigned_to
 from objrel.store import Store
+from objrel.store import reviews as review_rows
 from objrel.store.reviews import adjudications
 
 REVIEW_URL_PATH = "review"          # app.py's url_path of the Review page
@@ -35,6 +41,8 @@ class QueueWork:
     judged: int
     total: int
     next_item: str | None
+    k: int = 2                  # reviewers per item of the sample
+    assigned: bool = False      # the items were assigned to the reviewer (a team), not the whole draw
 
     @property
     def done(self) -> bool:
@@ -100,11 +108,16 @@ def _queues(actor: Actor, store: Store, runs) -> list[QueueWork]:
     out = []
     for run in runs:
         for relation in review.RELATIONS:
-            if review.review_sample_info(store, run.id, relation) is None:
+            draw = review.review_sample_info(store, run.id, relation)
+            if draw is None:
                 continue        # never drawn: listing it would draw it
+            assigned = bool(assigned_to(store, run.id, relation, actor.name))
+            if not assigned and review_rows.assignments(store, run.id, relation):
+                continue        # assigned to teams the actor is not on: nothing of it is theirs to judge
             items = review.review_queue(actor, store, run.id, relation)    # the actor's own calls only
             nxt = next((q.sample_id for q in items if not q.judged_by_me), None)
-            out.append(QueueWork(run.id, run.name, relation, sum(q.judged_by_me for q in items), len(items), nxt))
+            out.append(QueueWork(run.id, run.name, relation, sum(q.judged_by_me for q in items), len(items), nxt,
+                                 draw.k, assigned))
     return out
 
 

@@ -13,6 +13,7 @@ import streamlit as st
 from objrel import access, review
 from objrel.app import captions, review_keys, review_panels, threads
 from objrel.app.text import plain
+from objrel.app.team_adjudication import team_section
 from objrel.app.caches import cached_item_card, open_store
 from objrel.app.formats import decimals, percent
 from objrel.app.state import arrival_params, keep_choice, remember_selection, remembered_selection
@@ -261,7 +262,8 @@ if state.closed:
                "Changes from now on are kept as new versions.")
 else:
     st.caption(f"The review sample ({state.drawn} items) is still open: reviewers see only their own calls until "
-               f"two of them have judged every item.")
+               f"{state.waiting_for}.")
+team_section(actor, store, run_id, relation, FLASH_KEY)   # k > 2 or teams: every item without consensus
 if ag.kappa is None:
     st.text(f"{name_a} ({ag.n_a} items) and {name_b} ({ag.n_b} items) have not judged any item in common yet.")
     st.stop()

@@ -13,6 +13,7 @@ from objrel.access import SERVER
 from objrel.review import teams as T
 from objrel.review.roles import actor_of
 from objrel.store import Store
+from objrel.store import reviews as review_rows
 from tests.review.test_review import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,3 +79,31 @@ def test_a_reviewers_my_work_lists_only_the_items_assigned_to_them(store):
 def test_reviewers_see_no_team_section(store):
     at = open_page(USERS, "ann")
     assert not [b for b in at.button if b.key and b.key.startswith("teams_")]
+
+
+def test_the_adjudicator_decides_on_the_agreement_page_an_item_where_only_a_third_reviewer_differs(store):
+    """Items judged by three reviewers each: the page's pair (ann and ben) agree on every item, cat differs on one;
+    that item is listed with all three calls and decided there."""
+    R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
+    root = actor_of(store, "root")
+    T.set_reviewers_per_item(root, store, 1, RELATION, 3)
+    T.assign_reviewers(root, store, 1, RELATION, {sid: ("ann", "ben", "cat") for sid in ITEMS})
+    odd = ITEMS[5]
+    for name in ("ann", "ben", "cat"):
+        for sid in ITEMS:
+            verdict = "fp" if (name, sid) == ("cat", odd) else "tp"
+            R.record_judgment(actor_of(store, name), store, 1, sid, RELATION, verdict,
+                              ["multiple-objects"] if verdict == "fp" else ())
+    at = AppTest.from_file(str(ROOT / "pages" / "agreement.py"), default_timeout=60)
+    at.session_state["reviewer"] = "carol"
+    at.query_params["run"], at.query_params["relation"] = "1", RELATION
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Items without consensus" in h.value for h in at.subheader)
+    shown = " ".join(m.value for m in at.markdown)
+    assert f"Item {odd}" in shown and "cat" in shown
+    key = f"team_1_{RELATION}_{odd}"
+    at.radio(key=f"{key}_verdict").set_value("tp")
+    at.button(key=f"{key}_submit").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert review_rows.adjudicator_of(store, 1, odd, RELATION) == "carol"

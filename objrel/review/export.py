@@ -242,3 +242,19 @@ def to_long_json(rows: list[ExportRow]) -> str:
 def to_wide_json(rows: list[ExportRow]) -> str:
     """JSON array of ``wide_rows(rows)`` (null where a reviewer made no call)."""
     return json.dumps(wide_rows(rows), indent=1, ensure_ascii=False)
+
+
+# The shapes of the export: every column of each call (``to_csv``/``to_json``), or the calls alone, long or wide.
+EXPORT_SHAPES = ("calls", "long", "wide")
+
+
+def export_text(rows: list[ExportRow], fmt: str = "csv", shape: str = "calls") -> str:
+    """``rows`` as text in format ``fmt`` (one of ``EXPORT_FORMATS``) and shape ``shape`` (one of
+    ``EXPORT_SHAPES``).  Raises ValueError for any other format or shape."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {list(EXPORT_FORMATS)}; got {fmt!r}")
+    writers = {"calls": (to_csv, to_json), "long": (to_long_csv, to_long_json), "wide": (to_wide_csv, to_wide_json)}
+    if shape not in writers:
+        raise ValueError(f"shape must be one of {list(EXPORT_SHAPES)}; got {shape!r}")
+    as_csv, as_json = writers[shape]
+    return as_csv(rows) if fmt == "csv" else as_json(rows) + "\n"

@@ -87,3 +87,19 @@ def test_a_reviewer_on_an_open_sample_gets_only_her_own_column(team):
 def test_no_rows_give_the_headers_alone(team):
     assert to_long_csv([]).splitlines() == [",".join(LONG_COLUMNS)]
     assert to_wide_csv([]).splitlines() == ["run,run_name,relation,item,file,adjudicated_call"]
+
+
+def test_the_command_line_writes_the_wide_and_long_shapes(team, tmp_path, capsys):
+    from objrel.cli.main import main
+
+    store, rid, who = team
+    _judge(store, rid, who, NAMES)
+    target = tmp_path / "wide.csv"
+    assert main(["judgments", "export", "--store", store.url, "--shape", "wide", "--out", str(target)]) == 0
+    wide = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"))))
+    assert {d["item"]: (d["alice"], d["bob"], d["dave"]) for d in wide} == CALLS
+    assert main(["judgments", "export", "--store", store.url, "--shape", "long", "--format", "json"]) == 0
+    long = json.loads(capsys.readouterr().out)
+    assert len(long) == len(ITEMS) * len(NAMES) and set(long[0]) == set(LONG_COLUMNS)
+    with pytest.raises(SystemExit):
+        main(["judgments", "export", "--store", store.url, "--shape", "tall"])

@@ -263,6 +263,7 @@ if state.closed:
 else:
     st.caption(f"The review sample ({state.drawn} items) is still open: reviewers see only their own calls until "
                f"{state.waiting_for}.")
+k_rater_section(actor, store, run_id, relation)   # every reviewer together: Fleiss' kappa, alpha, per call, pairs
 team_section(actor, store, run_id, relation, FLASH_KEY)   # k > 2 or teams: every item without consensus
 if ag.kappa is None:
     st.text(f"{name_a} ({ag.n_a} items) and {name_b} ({ag.n_b} items) have not judged any item in common yet.")
@@ -324,8 +325,6 @@ st.markdown(f"**Calls of the two reviewers** (rows: {plain(name_a)}, columns: {p
 st.dataframe(k.confusion_frame(name_a, name_b), width="content", key="agreement_confusion")
 with st.expander(f"Every item both judged ({ag.n_both})"):
     table(ag.calls_frame(), "agreement_calls", f"calls_run{run_id}_{relation}.csv")
-
-k_rater_section(actor, store, run_id, relation)
 
 # ---------------------------------------------------------------- disagreements
 

@@ -90,3 +90,28 @@ def test_the_export_offers_the_calls_long_and_wide(three_judged):
     at = run_page("carol")
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download long CSV" in labels and "Download wide CSV" in labels
+
+
+def test_the_section_shows_when_the_first_pair_shares_no_item(tmp_path, monkeypatch):
+    """alice judged the first half, bob the second, dave every item: the pair alice-bob has nothing in common,
+    yet every reviewer together still has two calls on each item."""
+    db = tmp_path / "halves.db"
+    store = Store(db)
+    for name in NAMES:
+        R.create_reviewer(store, name, f"{name}-passphrase", roles=[R.REVIEWER])
+    R.create_reviewer(store, "carol", "carol-passphrase", roles=[R.ADJUDICATOR])
+    rid = make_run(store, SIDS)
+    R.draw_review_sample(SERVER, store, rid, "MR-1")
+    for i, (sid, calls) in enumerate(zip(SIDS, CALLS)):
+        for name, call in zip(NAMES, calls):
+            if (name == "alice" and i >= 5) or (name == "bob" and i < 5):
+                continue
+            R.record_judgment(actor_of(store, name), store, rid, sid, "MR-1", call,
+                              ["multiple-objects"] if call == "fp" else ())
+    monkeypatch.setenv("OBJREL_STORE", str(db))
+    at = run_page("carol")
+    assert any("have not judged any item in common" in t.value for t in at.text)
+    coefficients = frame_with(at, "how the interval is made", "items").set_index("coefficient")
+    assert coefficients.loc["Fleiss' kappa", "items"] == len(SIDS)
+    matrix = next(df.value for df in at.dataframe if list(df.value.columns) == list(NAMES))
+    assert matrix.loc["alice", "bob"] == "undefined"

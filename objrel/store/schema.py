@@ -342,7 +342,7 @@ judgment_versions = Table(
     Column("verdict", String(12), nullable=False),
     Column("reasons", JSON, nullable=False),
     Column("note", Text),
-    Column("after_close", Boolean, nullable=False),     # made after both reviewers closed the review sample
+    Column("after_close", Boolean, nullable=False),     # made after the review sample closed (all k of each item)
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("validity", String(VALIDITY_LENGTH)),     # the call on the mutant: valid | invalid | unsure (rev 0007)
     UniqueConstraint("run_id", "sample_id", "relation", "reviewer", "version", name="uq_judgment_version"),

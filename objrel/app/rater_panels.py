@@ -14,6 +14,8 @@ from objrel.app.text import plain
 UNDEFINED = "undefined"
 # The pairwise matrix shows this coefficient of every pair (the others are in the long table below it).
 MATRIX_COEFFICIENT = "kappa"
+# The first column of the k-rater table (apart from the pair's "coefficient" table on the same page).
+RATER_COLUMN = "coefficient of every reviewer"
 
 
 def _interval(c) -> str:
@@ -26,7 +28,7 @@ def rater_frame(result):
     import pandas as pd
 
     level = f"{percent(result.confidence, 0)} interval"
-    return pd.DataFrame([{"coefficient": c.label, "value": decimals(c.value) if c.defined else UNDEFINED,
+    return pd.DataFrame([{RATER_COLUMN: c.label, "value": decimals(c.value) if c.defined else UNDEFINED,
                           level: _interval(c), "items": c.n_items,
                           "how the interval is made": c.method.replace("-+", "\u00b1"), "note": c.note}
                          for c in (result.fleiss, result.alpha)])

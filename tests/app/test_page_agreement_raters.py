@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from objrel import review as R
 from objrel.access import SERVER
 from objrel.app.formats import decimals
+from objrel.app.rater_panels import RATER_COLUMN
 from objrel.review.many_raters import many_rater_agreement
 from objrel.review.roles import actor_of
 from objrel.store import Store
@@ -66,7 +67,7 @@ def test_the_adjudicator_sees_fleiss_kappa_alpha_per_call_and_every_pair(three_j
     drawn = R.review_sample_info(store, rid, "MR-1").sample_ids
     by_sid = dict(zip(SIDS, CALLS))
     expected = many_rater_agreement([by_sid[s] for s in drawn], NAMES)
-    coefficients = frame_with(at, "how the interval is made", "items").set_index("coefficient")
+    coefficients = frame_with(at, "how the interval is made", "items").set_index(RATER_COLUMN)
     assert coefficients.loc["Fleiss' kappa", "value"] == decimals(expected.fleiss.value)
     assert coefficients.loc["Krippendorff's alpha", "value"] == decimals(expected.alpha.value)
     assert coefficients.loc["Fleiss' kappa", "95% interval"] == (f"[{decimals(expected.fleiss.lo)}, "
@@ -111,7 +112,7 @@ def test_the_section_shows_when_the_first_pair_shares_no_item(tmp_path, monkeypa
     monkeypatch.setenv("OBJREL_STORE", str(db))
     at = run_page("carol")
     assert any("have not judged any item in common" in t.value for t in at.text)
-    coefficients = frame_with(at, "how the interval is made", "items").set_index("coefficient")
+    coefficients = frame_with(at, "how the interval is made", "items").set_index(RATER_COLUMN)
     assert coefficients.loc["Fleiss' kappa", "items"] == len(SIDS)
     matrix = next(df.value for df in at.dataframe if list(df.value.columns) == list(NAMES))
     assert matrix.loc["alice", "bob"] == "undefined"

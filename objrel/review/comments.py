@@ -6,9 +6,10 @@ reviewers who judge the item, the adjudicator who decides it, an admin), through
 ``RESOLVE_THREAD``.  Who reads what (``SEE_COMMENTS``, then blindness):
 
 * an account that may see reviewers' calls on the sample now (``SEE_CALLS`` on ``blind_target``: an adjudicator
-  or admin who is no party to the open sample) reads the whole thread at once;
-* a reviewer who closed the review sample reads the whole thread of a drawn item once the sample is closed
-  (what calibration shows them anyway);
+  or admin) and judged none of its items reads the whole thread at once;
+* a reviewer (or any party) who closed the review sample reads the whole thread of a drawn item once the sample
+  is closed (what calibration shows them anyway), never of a flagged item outside the draw, which they may still
+  judge blind;
 * anyone else reads only their own entries: a comment can say what its author called, so while the sample is
   open another reviewer's words stay hidden like their calls.
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from objrel import access as A
 from objrel.access import Actor
 from objrel.review.agreement import drawn_items, sample_state
-from objrel.review.judgments import blind_target, check_relation, check_run_id, check_sample_id, utc
+from objrel.review.judgments import blind_target, check_relation, check_run_id, check_sample_id, parties, utc
 from objrel.store import Store
 from objrel.store import comments as rows
 from objrel.store.reviews import is_flagged
@@ -94,8 +95,9 @@ def _what(run_id: int, relation: str, sample_id: str) -> str:
 
 def _reader_scope(actor: Actor, store: Store, run_id: int, relation: str) -> tuple[bool, frozenset[str]]:
     """(reads every item's whole thread, the drawn items whose whole thread this reader reads as a closer)."""
-    if A.permits(actor, A.SEE_CALLS, blind_target(store, run_id, relation, "comment threads")):
-        return True, frozenset()
+    if A.permits(actor, A.SEE_CALLS, blind_target(store, run_id, relation, "comment threads")) and \
+            actor.name not in parties(store, run_id, relation):
+        return True, frozenset()     # no party: a party reads what a reviewer reads, as in the export
     state = sample_state(store, run_id, relation)
     if state.closed and actor.name in state.closed_by:
         return False, frozenset(drawn_items(store, run_id, relation))

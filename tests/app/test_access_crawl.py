@@ -616,5 +616,10 @@ def test_every_page_as_every_role_does_what_the_action_table_says(tmp_path_facto
     assert {A.SEE_CALLS, A.ADJUDICATE} <= granted["adjudicator"]
     assert {A.START_RUN, A.RESUME_RUN, A.CANCEL_RUN, A.RENAME_RUN, A.TRAIN_PLANTED} <= granted["run-operator"]
     assert {A.INVITE, A.GRANT_ROLE, A.REVOKE_ROLE, A.ALLOW_MODEL, A.SEE_CALLS} <= granted["admin"]
+    # review teams (Users): k and who judges which item, and every reviewer's workload, only for admins
+    assert {A.ASSIGN_REVIEWERS, A.SEE_WORKLOAD} <= granted["admin"]
+    # comment threads (Review, Agreement) for the review's parties; gold items (Users) only for admins
+    assert {A.COMMENT, A.SEE_COMMENTS} <= granted["reviewer"] and A.SEE_COMMENTS in granted["adjudicator"]
+    assert {A.MARK_GOLD, A.SEE_GOLD} <= granted["admin"]
     runs_op = summary[("runs", "run-operator")]
     assert runs_op["processes"] >= 1 and "runs" in runs_op["writes"]

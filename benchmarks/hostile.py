@@ -25,8 +25,9 @@ A dataset kind puts ``GOOD_PER_SET`` good samples beside the hostile one and run
 
 The web section (``benchmarks/hostile_web.py``, kinds named ``web-...``) attacks a served app (``streamlit run
 serve.py``) with Debian's chromium, raw HTTP and WebSocket requests and the library calls a page makes; its
-kinds share one server and one browser, run first, one at a time in this process (Playwright's browser belongs
-to the thread that started it) and before the caps are set (chromium reserves more address space than 4 GiB).
+kinds share one server and one browser and run first, one at a time, in a child process of their own started
+before the caps are set (chromium reserves more address space than 4 GiB; Playwright's threads would leave this
+process none under the cap).
 
 One line per kind, then ``hostile: N kinds, N reported, N crashes, N lost, peak RSS X MB``; the exit status
 is 1 unless every kind is OK.
@@ -1049,6 +1050,27 @@ for _name, _fn in W.KINDS.items():
     kind(_name)(_fn)
 
 
+def run_web_section(names: list[str], base: Path):
+    """Yield (name, Verdict) for the web kinds ``names``, run by ``hostile_web.py --section`` in a child."""
+    if not names:
+        return
+    cmd = [sys.executable, str(Path(W.__file__).resolve()), "--section", ",".join(names), str(base / "web")]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdout=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    done = set()
+    try:
+        for line in proc.stdout:
+            if line.startswith("{"):
+                out = json.loads(line)
+                done.add(out["name"])
+                yield out["name"], Verdict(out["status"], out["answer"])
+    finally:
+        proc.wait()
+    for n in names:
+        if n not in done:
+            yield n, Verdict(CRASH, f"the web section's process ended (exit {proc.returncode}) before this kind")
+
+
 # ---------------------------------------------------------------- main
 
 def run_kind(name: str, base: Path) -> tuple[Verdict, Ctx]:
@@ -1092,11 +1114,8 @@ def main(argv=None) -> int:
         print(f"{n:<{width}}  {short(verdict.answer):<{ANSWER_WIDTH}}  {verdict.status}", flush=True)
 
     try:
-        try:
-            for n in web:                    # in this thread, before the caps: see the docstring
-                report(n, *run_kind(n, base))
-        finally:
-            W.close()
+        for n, verdict in run_web_section(web, base):      # before the caps: see the docstring
+            report(n, verdict, Ctx(n, base / n))
         limit_resources()
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futures = [pool.submit(run_kind, n, base) for n in rest]

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1442,8 +1443,37 @@ def _(d: Path):
     return _w1(d, act)
 
 
+# ---------------------------------------------------------------- the section as a process of its own
+
+@dataclass
+class _Folder:
+    dir: Path
+
+
+def run_section(names: list[str], folder: str) -> int:
+    """Run the web kinds ``names`` one after the other (one world for all), printing one JSON line per kind:
+    ``{"name", "status", "answer"}``.  hostile.py runs this as a child process: Playwright, chromium and the
+    threads they bring stay out of its own (capped) address space."""
+    try:
+        for name in names:
+            d = Path(folder) / name
+            d.mkdir(parents=True, exist_ok=True)
+            try:
+                v = KINDS[name](_Folder(d))
+            except Exception as exc:  # noqa: BLE001 - the attack could not be made: say so, go on
+                traceback.print_exc()
+                v = Verdict(CRASH, f"benchmark error: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                            if str(exc) else f"benchmark error: {type(exc).__name__}")
+            print(json.dumps({"name": name, "status": v.status, "answer": v.answer}), flush=True)
+    finally:
+        close()
+    return 0
+
+
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
     if len(sys.argv) == 4 and sys.argv[1] == "--probe":
-        sys.path.insert(0, str(ROOT))
         sys.exit(run_probe(sys.argv[2], sys.argv[3]))
-    sys.exit("usage: hostile_web.py --probe NAME DIR (the web kinds run from benchmarks/hostile.py)")
+    if len(sys.argv) == 4 and sys.argv[1] == "--section":
+        sys.exit(run_section(sys.argv[2].split(","), sys.argv[3]))
+    sys.exit("usage: hostile_web.py --section NAME,... DIR | --probe NAME DIR (run from benchmarks/hostile.py)")

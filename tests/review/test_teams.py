@@ -206,3 +206,16 @@ def test_the_spread_keeps_whoever_already_judged_an_item_on_its_team():
     assert "s" in plan["b"] and plan["c"] == ("p", "q")
     with pytest.raises(ValueError, match="cannot give each item 3"):
         T.spread_plan(["a"], ["p", "q"], 3)
+
+
+def test_k_is_fixed_once_assigned_and_a_redraw_drops_the_teams_with_the_old_items(team_run):
+    store, rid = team_run
+    root = actor_of(store, "root")
+    T.spread_reviewers(root, store, rid, RELATION, TEAM)
+    with pytest.raises(ValueError, match="changes only with a redraw"):
+        T.set_reviewers_per_item(root, store, rid, RELATION, 2)
+    review.draw_review_sample(root, store, rid, RELATION, seed=7, redraw=True, k=2)
+    assert T.teams(store, rid, RELATION) == {}
+    assert review.review_sample_info(store, rid, RELATION).k == 2
+    assert T.set_reviewers_per_item(root, store, rid, RELATION, 4) == 4
+    assert review.sample_state(store, rid, RELATION).k == 4

@@ -15,6 +15,7 @@ from objrel.review import my_work as M
 from objrel.review import teams as T
 from objrel.review.roles import actor_of
 from objrel.store import reviews as review_rows
+from objrel.store import schema as S
 from tests.review.test_review import make_run
 
 RELATION = "MR-2"
@@ -189,6 +190,11 @@ def test_a_draw_without_k_has_two_reviewers_per_item_as_before_teams(store):
     assert review.sample_state(store, rid, RELATION).closed
     with pytest.raises(ValueError, match="at least 2"):
         review.draw_review_sample(SERVER, store, rid, "MR-1", k=1)
+    # a draw stored before revision 0009 has no k (null): it is read as 2, and stays closed
+    with store.engine.begin() as c:
+        c.execute(S.review_samples.update().values(k=None))
+    assert review.review_sample_info(store, rid, RELATION).k == 2
+    assert review.sample_state(store, rid, RELATION).closed
 
 
 @pytest.mark.parametrize("n_items, pool, k", [(8, 4, 3), (7, 3, 2), (10, 5, 5), (1, 2, 2), (13, 6, 4)])

@@ -182,6 +182,7 @@ def test_training_needs_the_operator_role(monkeypatch, tmp_path, results_dir):
 
 
 
+@pytest.mark.slow
 def test_planted_benchmark_on_demand(monkeypatch, results_dir):
     at = open_page(monkeypatch, results_dir, who="olga", roles=["run-operator"], inspect_source="Planted benchmark")
     assert any("Train and inspect" in i.value for i in at.info)                     # nothing trained yet

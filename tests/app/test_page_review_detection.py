@@ -108,6 +108,7 @@ def test_review_page_shows_a_detection_unit_and_records_a_judgment(monkeypatch, 
     assert at.query_params["item"] == "1/r1"
 
 
+@pytest.mark.slow
 def test_demo_detection_runs_with_opencv_and_mtcnn(tmp_path, monkeypatch):
     """The demo's detection runs over the first four demo photos (Chelsea, coffee, cameraman, Grace Hopper):
     the Haar cascades find Grace Hopper's face and miss the cameraman's and Chelsea's cat face; MTCNN finds

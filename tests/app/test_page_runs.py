@@ -76,6 +76,7 @@ def test_a_reviewer_sees_the_history_but_no_form_cancel_or_resume(tmp_path, monk
     assert not [b for b in signed_out.button if b.key in ("runs_start", "runs_resume_btn")]
 
 
+@pytest.mark.subprocess
 def test_unstartable_run_shows_an_error(tmp_path, monkeypatch):
     db = tmp_path / "bad.db"
     monkeypatch.setenv("OBJREL_DATA_ROOTS", str(tmp_path))

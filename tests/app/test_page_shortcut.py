@@ -64,6 +64,7 @@ def test_missing_results_say_how_to_make_them(tmp_path):
     assert not at.dataframe
 
 
+@pytest.mark.slow
 def test_page_draws_every_section_from_the_results(results_file, monkeypatch):
     monkeypatch.setenv("OBJREL_SHORTCUT_DIR", str(results_file.parent))
     at = AppTest.from_file(PAGE, default_timeout=60)
@@ -180,6 +181,7 @@ def test_results_are_opened_only_from_the_results_folder(tmp_path):
             open_results(ANONYMOUS, name, root)
 
 
+@pytest.mark.subprocess
 def test_quick_button_starts_a_separate_process(tmp_path):
     import json
 
@@ -206,6 +208,7 @@ def test_quick_button_starts_a_separate_process(tmp_path):
     assert any("stopped without results" in e.value for e in at.error)
 
 
+@pytest.mark.slow
 def test_score_tables_and_quick_states(results_file, tmp_path):
     from objrel.studies.shortcut import results as B
     from objrel.studies.shortcut.tables import tables as bench_tables

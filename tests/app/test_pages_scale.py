@@ -21,6 +21,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from streamlit.testing.v1 import AppTest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 SIZES = (1_000, 20_000)

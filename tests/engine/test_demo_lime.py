@@ -20,6 +20,7 @@ def fast_scrypt(monkeypatch):
     monkeypatch.setattr(R.accounts, "SCRYPT_N", 2 ** 10)
 
 
+@pytest.mark.subprocess
 def test_demo_build_starts_lime_for_its_review_samples(tmp_path, monkeypatch):
     ann = write_flagged_set(tmp_path / "flagged", n_flagged=2, n_clean=1)
     cfg = RunConfig(model="py:tests.fixtures.colour_model:factory", dataset=str(ann), plan="colours3",

@@ -20,6 +20,8 @@ from objrel.errors import ConfigError
 from objrel.mutations import Mutation, Plan, VoteGroup
 from objrel.store import detections as D
 
+pytestmark = pytest.mark.slow
+
 # one mutation per relation: erase the centre-out half of the face box; noise of std 40 on the background
 ERASE = Mutation.of("random_erase", ratio=0.5)
 NOISE = Mutation.of("background_noise", variance=1600.0)

@@ -26,6 +26,8 @@ from objrel.models.runtimes import MATCH_TOLERANCE, with_runtime
 from objrel.relations.common import VIOLATED
 from objrel.store import Store
 
+pytestmark = pytest.mark.slow
+
 # Side of the painted square as a share of the photo's shorter side, and its offset from the top-left corner.
 SQUARE_SHARE = 0.25
 SQUARE_OFFSET = 8

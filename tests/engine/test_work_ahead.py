@@ -75,6 +75,7 @@ def test_working_ahead_gives_the_rows_of_a_run_that_does_not(tmp_path, lazy, in_
     assert sum(is_sources[0]) == sum(is_sources[1]) == 3     # one source batch per chunk either way
 
 
+@pytest.mark.subprocess
 def test_a_killer_met_while_working_ahead_is_the_only_sample_skipped(tmp_path):
     dataset = crash_dataset(tmp_path / "data", 8, killer=6)     # chunks 1..4 and 5..8
     db = tmp_path / "s.db"

@@ -30,6 +30,8 @@ from objrel.mutations import Mutation, Plan, VoteGroup
 from objrel.store import Store
 from objrel.store import detections as D
 
+pytestmark = pytest.mark.slow
+
 EXPORTED = (ONNXRUNTIME, OPENVINO)
 ARCH = "ssdlite320_mobilenet_v3_large"
 LABELS = ["__background__", "face"]

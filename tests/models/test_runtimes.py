@@ -96,6 +96,7 @@ def scenes(tmp_path_factory):
     return test, module_classifier(module, [f"class{i}" for i in range(3)])
 
 
+@pytest.mark.slow
 def test_planted_shortcut_runs_on_every_runtime_store_identical_results(tmp_path, scenes):
     split, model = scenes
     runs = runs_by_runtime(tmp_path, model, RunConfig(dataset=split.annotation, plan="palette15", lazy=False,

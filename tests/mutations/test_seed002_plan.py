@@ -4,6 +4,7 @@ computed and printed over that set, named."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from objrel.cli.main import main
@@ -67,6 +68,7 @@ def test_the_plan_runs_every_mutation_because_s_needs_them():
     assert RunConfig(plan="colours3").lazy is True
 
 
+@pytest.mark.slow
 def test_objrel_run_with_the_plan_prints_s_and_the_set_it_was_computed_over(tmp_path, capsys):
     assert main(["run", "--model", "efficientnet-lite0", "--dataset", "demo", "--plan", "seed002",
                  "--store", str(tmp_path / "s.db"), "--quiet"]) == 0

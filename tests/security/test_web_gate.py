@@ -31,6 +31,8 @@ from objrel.web.session_cookie import COOKIE_NAME, PLAIN_COOKIE_NAME
 from tests.e2e.app_server import free_port, serving
 from tests.e2e.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, passphrase, settled
 
+pytestmark = pytest.mark.subprocess
+
 TIMEOUT_MS = 60_000
 # The anonymous uploads of finding E1: three of 150 MB; the server's memory may move by at most 50 MB.
 UPLOAD_MB = 150

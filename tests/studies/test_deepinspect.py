@@ -408,6 +408,7 @@ def planted_seeds(planted):
     return [planted] + [run_planted(PlantedSpec(seed=s)) for s in PLANTED_SEEDS[1:]]
 
 
+@pytest.mark.slow
 def test_planted_pairs_rank_first(planted_seeds):
     # One small CNN's training differs in the last bits between CPUs (on an AMD EPYC seed 0 ranked the bias
     # pair 4th; on an Intel Xeon seeds 0-4 rank it 1, 6 (not flagged), 2, 1, 2), so the planted bias must be
@@ -435,6 +436,7 @@ def test_planted_pairs_rank_first(planted_seeds):
     assert 1 in bias_ranks, f"planted bias pair never ranks first: {bias_ranks}"
 
 
+@pytest.mark.slow
 def test_planted_evaluation_beats_random(planted):
     ev = planted.evaluation("confusion", "deepinspect")
     assert ev.n_true >= 1 and ev.aucec > planted.evaluation("confusion", "random").aucec

@@ -119,6 +119,7 @@ def test_multi_label_runs_on_every_runtime_store_identical_results(tmp_path):
     assert np.abs(got - model.predict(images)).max() <= MATCH_TOLERANCE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", EXPORTED)
 def test_each_runtime_takes_the_batch_in_its_own_layout_and_both_layouts_agree(lite0, demo_images, runtime):
     """OpenVINO's graph takes the network's own NCHW input, ONNX Runtime's channel-last NHWC (``INPUT_LAYOUTS``):
@@ -138,6 +139,7 @@ def test_each_runtime_takes_the_batch_in_its_own_layout_and_both_layouts_agree(l
         ExportedClassifier(lite0, runtime, layout="chw")
 
 
+@pytest.mark.slow
 def test_auto_chooses_the_fastest_matching_runtime_and_remembers_it(scenes):
     _, model = scenes
     choice = choose_runtime(model)
@@ -151,6 +153,7 @@ def test_auto_chooses_the_fastest_matching_runtime_and_remembers_it(scenes):
     assert chosen.describe()["runtime_choice"]["reason"].startswith("fastest matching runtime")
 
 
+@pytest.mark.slow
 def test_export_is_cached_once_per_network_and_changes_with_the_weights(scenes):
     _, model = scenes
     path = export_onnx(model)
@@ -214,6 +217,7 @@ def test_compile_is_for_torch_only():
     assert RunConfig().model_runtime == "auto"
 
 
+@pytest.mark.slow
 def test_an_exported_adapter_survives_pickling_and_reopens_its_session(scenes):
     import pickle
 

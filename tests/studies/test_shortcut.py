@@ -273,6 +273,7 @@ def quick(tmp_path_factory):
     return ensure_quick(tmp_path_factory.getbasetemp())
 
 
+@pytest.mark.slow
 def test_quick_bench_prints_every_table_and_writes_results(quick):
     out, text, rc = quick
     assert rc == 0
@@ -302,6 +303,7 @@ def test_quick_bench_prints_every_table_and_writes_results(quick):
     assert results["timings"]["cpu"] < 120
 
 
+@pytest.mark.slow
 def test_quick_bench_biased_model_is_flagged_and_reliant_more_often(quick):
     out, _, _ = quick
     seed = json.loads((out / "results.json").read_text())["seeds"][0]
@@ -313,6 +315,7 @@ def test_quick_bench_biased_model_is_flagged_and_reliant_more_often(quick):
     assert {"MR-1 3 colours", "MR-2 15 colours", "MR-1 ∪ MR-2 3 colours", "inpaint", "move_to_background"} <= detectors
 
 
+@pytest.mark.slow
 def test_quick_bench_repair_and_attack_sections(quick):
     out, _, _ = quick
     seed = json.loads((out / "results.json").read_text())["seeds"][0]
@@ -332,6 +335,7 @@ def test_quick_bench_repair_and_attack_sections(quick):
         assert all(t["pairs"] == 6 and t["attempts"] <= 24 for t in totals)   # 3 x 2 ordered pairs x 4 attempts
 
 
+@pytest.mark.slow
 def test_quick_bench_multi_label_arm_scores_mr1_mr2_and_union(quick):
     out, text, _ = quick
     assert "5. Multi-label scenes" in text and "not implemented" not in text
@@ -359,6 +363,7 @@ def test_quick_bench_multi_label_arm_scores_mr1_mr2_and_union(quick):
     assert set(table["relation"]) >= {"MR-1", "MR-2", "union"}
 
 
+@pytest.mark.slow
 def test_quick_bench_detection_arm_prints_mr1_mr2_and_union(quick):
     out, text, _ = quick
     assert "6. Detection scenes: a construction demo, not a measurement" in text

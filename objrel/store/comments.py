@@ -42,8 +42,9 @@ def add_entry(store: Store, *, run_id: int, relation: str, sample_id: str, autho
 
     def work(c: Connection) -> dict:
         _require_account(c, author)
-        new_id = c.execute(insert(t).values(run_id=run_id, relation=relation, sample_id=sample_id, author=author,
-                                            kind=kind, body=body, created_at=now())).inserted_primary_key[0]
+        res = c.execute(insert(t).values(run_id=run_id, relation=relation, sample_id=sample_id, author=author,
+                                         kind=kind, body=body, created_at=now()))
+        new_id = res.inserted_primary_key[0]  # type: ignore[index]  # an INSERT's result has its key
         return dict(c.execute(select(t).where(t.c.id == new_id)).one()._mapping)
 
     return write(store, work)

@@ -35,7 +35,14 @@ def detect_format(annotation) -> str:
     if path.suffix.lower() != ".json":
         raise AnnotationError(f"cannot tell the format of {path}: expected a .json file, an .xml file or a folder "
                               "of .xml")
-    head = parse_json(path, f"annotation file {path}", MAX_ANNOTATION_FILE_BYTES)
+    from objrel.data import box_limits
+    from objrel.data.bounded import read_limited
+
+    what = f"annotation file {path.name}"
+    raw = read_limited(path, what, MAX_ANNOTATION_FILE_BYTES)
+    box_limits.check_total(box_limits.count_box_keys(raw), what)   # before a file of millions is parsed
+    head = parse_json(raw, what, MAX_ANNOTATION_FILE_BYTES)
+    del raw
     if isinstance(head, dict) and isinstance(head.get("images"), list) and (
         "annotations" in head or "categories" in head
     ):

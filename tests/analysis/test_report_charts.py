@@ -47,13 +47,16 @@ def series_colours(traces: list, layout: dict) -> list[str]:
 
 
 def test_app_built_report_draws_each_series_in_its_own_real_colour(monkeypatch, flagged_store):
-    store, _ = flagged_store
+    store, run_id = flagged_store
     monkeypatch.setenv("OBJREL_STORE", store.url)
     at = AppTest.from_file(APP, default_timeout=120).run()
     assert not at.exception
     at.button(key="overview_report_btn").click().run()
     assert not at.exception
-    html = at.session_state["overview_report_html"][1]
+    from objrel.analysis.shared_report import ready_report
+
+    html = ready_report(store, run_id)      # the report every session now shares, offered for download
+    assert html is not None and at.get("download_button")
     figures = report_figures(html)
     assert len(figures) == 2, f"expected the per-label and the object-size chart, found {len(figures)}"
     seen = []

@@ -45,7 +45,10 @@ def test_overview_builds_the_stakeholder_report(tmp_path, monkeypatch, flagged_s
     assert any("MR-1&2" in m.value for m in at.markdown)
     at.button(key="overview_report_btn").click().run()
     assert not at.exception
-    html = at.session_state["overview_report_html"][1]
+    from objrel.analysis.shared_report import ready_report
+
+    html = ready_report(store, run_id)      # the report every session now shares, offered for download
+    assert html is not None and at.get("download_button")
     assert html.startswith("<!doctype html>") and "objrel report: run" in html
     assert html.count("data:image/jpeg;base64,") >= 4 and "Violating MR-2" in html
     assert "<script src=" not in html  # self-contained: plotly.js is inlined, nothing fetched

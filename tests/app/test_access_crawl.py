@@ -438,6 +438,9 @@ def allowed_elsewhere(path: str, crawl: Crawl) -> bool:
         return True
     if path.endswith("/.streamlit/secrets.toml") or path.endswith("/.streamlit/config.toml"):
         return True                                  # Streamlit's own settings, read on every run
+    if Path(path).name in {e for e in sys.path if e and not e.startswith("/")}:
+        return True                                  # an import looks up a relative sys.path entry (an editable
+                                                     # install's path hook) under the working folder
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values(), str(REPO),
                 str(crawl.world.rundata), *SAFE_OPEN_PREFIXES}
     return any(path.startswith(p) for p in prefixes if p)

@@ -41,7 +41,7 @@ demo: setup
 	$(call step,demo store $(DEMO_STORE),$(PY) -m objrel demo --no-lime --store $(DEMO_STORE))
 
 run: demo
-	@echo "objrel: serving http://$(HOST):$(PORT) (store $(DEMO_STORE); bind elsewhere with make run HOST=0.0.0.0)"
+	@echo "objrel: serving http://$(HOST):$(PORT) (store $(DEMO_STORE); bind elsewhere with make run HOST=0.0.0.0; a proxy in front names its origins in OBJREL_ALLOWED_ORIGINS)"
 	OBJREL_STORE=$(DEMO_STORE) $(PY) -m streamlit run serve.py --server.headless true --server.port $(PORT) \
 		--server.address $(HOST) --server.fileWatcherType none --browser.gatherUsageStats false
 

@@ -2,9 +2,10 @@
 
 By default, the origins the server is reached at on this machine: ``http://127.0.0.1:PORT`` and
 ``http://localhost:PORT``, plus ``http://ADDRESS:PORT`` when it is bound to one named address, plus this
-machine's host name when it listens on every address (``0.0.0.0``).  A deployment behind a proxy (another
-scheme, host or port than the server's own) names its public origins in ``OBJREL_ALLOWED_ORIGINS``
-(comma-separated, e.g. ``https://objrel.example.org``); they are added to the defaults.
+machine's host name and its addresses when it listens on every address (``0.0.0.0``).  A deployment behind
+a proxy (another scheme, host or port than the server's own) names its public origins in
+``OBJREL_ALLOWED_ORIGINS`` (comma-separated, e.g. ``https://objrel.example.org``); they are added to the
+defaults.
 
 A browser sends its page's origin with every WebSocket handshake and every request that changes something, and
 the Host it asked for with every request: a page from another port or host (S1), or a name that a rebinding DNS
@@ -78,6 +79,15 @@ def parse_origins(text: str | None) -> list[str]:
     return out
 
 
+def _own_addresses() -> list[str]:
+    """This machine's IPv4 addresses under its host name (what a visitor on the network types), loopback aside."""
+    try:
+        infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+    except OSError:
+        return []
+    return sorted({i[4][0] for i in infos if not i[4][0].startswith("127.")})
+
+
 @lru_cache(maxsize=8)
 def allowlist(address: str | None, port: int, extra: str | None) -> Allowlist:
     """The allowlist of a server bound to ``address``:``port`` with the ``extra`` origins (the environment's)."""
@@ -85,6 +95,7 @@ def allowlist(address: str | None, port: int, extra: str | None) -> Allowlist:
     address = (address or "").strip()
     if address in ANY_ADDRESS:
         names.append(socket.gethostname())
+        names += _own_addresses()
     elif address not in names:
         names.append(address)
     origins = {normal_origin(f"http://{n}:{port}") for n in names} | set(parse_origins(extra))
